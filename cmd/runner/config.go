@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// Environment variables read by the runner (see the package documentation).
+const (
+	envArgs            = "TOOLGATE_ARGS"
+	envArgsDigest      = "TOOLGATE_ARGS_DIGEST"
+	envArgsFile        = "TOOLGATE_ARGS_FILE"
+	envMaxOutput       = "TOOLGATE_MAX_OUTPUT"
+	envStderrTail      = "TOOLGATE_STDERR_TAIL"
+	envTerminationPath = "TOOLGATE_TERMINATION_PATH"
+	envResultMarker    = "TOOLGATE_RESULT_MARKER"
+)
+
+// Defaults and bounds.
+const (
+	defaultArgsFile        = "/toolgate/args.json"
+	defaultMaxOutput       = 1 << 20
+	defaultStderrTail      = 4096
+	defaultTerminationPath = "/dev/termination-log"
+	defaultIOGrace         = 2 * time.Second
+	// maxMaxOutput keeps the worst-case log block (about 1.6 times the kept
+	// stdout) well below the kubelet's default log rotation size (10 MiB).
+	maxMaxOutput  = 4 << 20
+	maxStderrTail = 64 << 10
+	maxErrorLen   = 1024
+)
+
+type config struct {
+	args            []byte
+	argsDigest      string
+	argsFile        string
+	maxOutput       int
+	stderrTail      int
+	terminationPath string
+	marker          string
+	ioGrace         time.Duration
+	copySelf        string
+	command         []string
+}
+
+// parseConfig reads the environment, then the flags, which override it. It
+// always returns a config whose terminationPath and marker can be used to
+// report the error, if any. flag.ErrHelp is returned for -h.
+func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (config, error) {
+	cfg := config{
+		args:            []byte(getenv(envArgs)),
+		argsDigest:      getenv(envArgsDigest),
+		argsFile:        envOr(getenv, envArgsFile, defaultArgsFile),
+		terminationPath: envOr(getenv, envTerminationPath, defaultTerminationPath),
+		marker:          envOr(getenv, envResultMarker, frame.DefaultMarker),
+		ioGrace:         defaultIOGrace,
+	}
+	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
+	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
+
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.Func("args", "canonical JSON arguments (default $"+envArgs+")", func(s string) error {
+		cfg.args = []byte(s)
+		return nil
+	})
+	fs.StringVar(&cfg.argsDigest, "args-digest", cfg.argsDigest, "sha256:<hex> of the arguments ($"+envArgsDigest+")")
+	fs.StringVar(&cfg.argsFile, "args-file", cfg.argsFile, "where to write the arguments ($"+envArgsFile+")")
+	fs.IntVar(&cfg.maxOutput, "max-output", maxOut, "stdout bytes kept ($"+envMaxOutput+")")
+	fs.IntVar(&cfg.stderrTail, "stderr-tail", tail, "stderr tail bytes kept ($"+envStderrTail+")")
+	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+envTerminationPath+")")
+	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+envResultMarker+")")
+	fs.DurationVar(&cfg.ioGrace, "io-grace", cfg.ioGrace, "how long to keep reading output after the tool exits")
+	fs.StringVar(&cfg.copySelf, "copy-self", "", "copy the runner executable to this path and exit")
+	err := fs.Parse(argv)
+	cfg.command = fs.Args()
+	if errors.Is(err, flag.ErrHelp) {
+		return cfg, err
+	}
+	return cfg, errors.Join(err1, err2, err, cfg.check())
+}
+
+func (c *config) check() error {
+	var errs []error
+	if !frame.ValidMarker(c.marker) {
+		errs = append(errs, fmt.Errorf("invalid result marker %q", c.marker))
+		c.marker = frame.DefaultMarker
+	}
+	if c.maxOutput < 0 || c.maxOutput > maxMaxOutput {
+		errs = append(errs, fmt.Errorf("max output %d not in [0, %d]", c.maxOutput, maxMaxOutput))
+	}
+	if c.stderrTail < 0 || c.stderrTail > maxStderrTail {
+		errs = append(errs, fmt.Errorf("stderr tail %d not in [0, %d]", c.stderrTail, maxStderrTail))
+	}
+	if c.ioGrace <= 0 {
+		errs = append(errs, fmt.Errorf("io grace %v must be positive", c.ioGrace))
+	}
+	if c.argsFile == "" || c.terminationPath == "" {
+		errs = append(errs, errors.New("args file and termination path must not be empty"))
+	}
+	if len(c.command) == 0 && c.copySelf == "" {
+		errs = append(errs, errors.New("no tool command given (runner [flags] -- COMMAND [ARGS...])"))
+	}
+	return errors.Join(errs...)
+}
+
+func envOr(getenv func(string) string, key, def string) string {
+	if v := getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(getenv func(string) string, key string, def int) (int, error) {
+	v := getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def, fmt.Errorf("%s: %w", key, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func getenvFrom(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfigDefaultsAndOverrides(t *testing.T) {
+	env := map[string]string{envArgs: "{}", envArgsDigest: "sha256:x", envMaxOutput: "10", envResultMarker: "m1"}
+	cfg, err := parseConfig([]string{"--stderr-tail", "7", "--max-output=20", "--", "tool", "-x"}, getenvFrom(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config{
+		args: []byte("{}"), argsDigest: "sha256:x", argsFile: defaultArgsFile, maxOutput: 20, stderrTail: 7,
+		terminationPath: defaultTerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
+	}
+	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
+		t.Fatalf("config (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		argv []string
+	}{
+		"bad env int":    {map[string]string{envMaxOutput: "1MiB"}, []string{"--", "x"}},
+		"too large":      {nil, []string{"--max-output", "999999999", "--", "x"}},
+		"negative tail":  {map[string]string{envStderrTail: "-1"}, []string{"--", "x"}},
+		"bad marker":     {map[string]string{envResultMarker: "a b"}, []string{"--", "x"}},
+		"no command":     {nil, nil},
+		"unknown flag":   {nil, []string{"--nope", "--", "x"}},
+		"zero io grace":  {nil, []string{"--io-grace=0s", "--", "x"}},
+		"empty argsfile": {nil, []string{"--args-file=", "--", "x"}},
+	} {
+		cfg, err := parseConfig(tc.argv, getenvFrom(tc.env), io.Discard)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if cfg.marker == "a b" || cfg.terminationPath == "" {
+			t.Errorf("%s: unusable config for reporting: %+v", name, cfg)
+		}
+	}
+	if _, err := parseConfig([]string{"-h"}, getenvFrom(nil), io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	cfg, err := parseConfig([]string{"--copy-self", "/x/runner", "--io-grace=1s"}, getenvFrom(nil), io.Discard)
+	if err != nil || cfg.copySelf != "/x/runner" || cfg.ioGrace != time.Second {
+		t.Fatalf("copy-self: %+v %v", cfg, err)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+func TestCopySelf(t *testing.T) {
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{"copy"}, {"--copy-self"}} {
+		in := newInvocation(t)
+		dest := filepath.Join(in.dir, "shared", "bin", "runner")
+		in.argv = append(argv, dest)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := in.command(ctx).CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("%v: %v: %s", argv, err, out)
+		}
+		st, err := os.Stat(dest)
+		if err != nil || st.Mode().Perm() != 0o755 {
+			t.Fatalf("%v: %v %v", argv, st, err)
+		}
+		if got, _ := os.ReadFile(dest); !bytes.Equal(got, self) {
+			t.Fatalf("%v: copy differs from the executable", argv)
+		}
+		if _, err := os.Stat(in.env[envTerminationPath]); err == nil {
+			t.Fatalf("%v: copy wrote a termination message", argv)
+		}
+	}
+}
+
+func TestInvalidConfigurationFrame(t *testing.T) {
+	in := newInvocation(t, sh("echo should-not-run")...)
+	in.env[envMaxOutput] = "lots"
+	o := in.run()
+	wantReason(t, o, frame.ExitRunnerError, frame.ReasonInvalidConfiguration)
+	if o.frame.Stdout != "" {
+		t.Fatalf("tool ran: %q", o.frame.Stdout)
+	}
+	// A custom marker is used for the log block.
+	in = newInvocation(t, "--", "head", "-c", "300000", "/dev/urandom")
+	in.env[envResultMarker] = "my.marker"
+	o = in.run()
+	if !bytes.Contains(o.stdout, []byte("--my.marker-begin ")) || o.frame.StdoutBytes != 300000 {
+		t.Fatalf("log block without custom marker (stdout %.80q)", o.stdout)
+	}
+}

@@ -1,0 +1,88 @@
+// Command runner wraps a tool's command inside the tool Pod (as Tekton's
+// entrypoint does): it hands the tool its canonical arguments, bounds what it
+// reads of the tool's output, and writes the result frame (package
+// github.com/toolgate/toolgate/pkg/frame) where the operator reads it. The
+// operator's Job builder relies on exactly the contract below.
+//
+// # Invocation
+//
+//	runner [flags] -- TOOL_COMMAND [ARGS...]
+//	runner copy DEST            (or: runner --copy-self DEST)
+//
+// The copy form copies the runner's own executable to DEST (mode 0755,
+// creating directories) and exits 0; an init container uses it to put the
+// runner into a shared emptyDir for arbitrary tool images. The binary is
+// static (CGO_ENABLED=0) and needs nothing from the image.
+//
+// TOOL_COMMAND is looked up in PATH unless it contains a slash. It inherits the
+// runner's environment and working directory.
+//
+// # Environment (flags override)
+//
+//	TOOLGATE_ARGS              --args              canonical JSON argument bytes, exactly as frozen
+//	TOOLGATE_ARGS_DIGEST       --args-digest       "sha256:<64 lowercase hex>" of those bytes; required
+//	TOOLGATE_ARGS_FILE         --args-file         where the arguments are written (default /toolgate/args.json)
+//	TOOLGATE_MAX_OUTPUT        --max-output        stdout bytes kept (default 1048576, at most 4194304)
+//	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
+//	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
+//	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
+//	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
+//
+// Because the arguments travel in an environment variable (or argv), they are
+// bounded by the kernel's limit on one such string, 128 KiB on Linux.
+//
+// # What the runner does
+//
+//  1. Recomputes the SHA-256 of the arguments. If it differs from
+//     TOOLGATE_ARGS_DIGEST (or that is unset), the tool is not run and nothing
+//     is written to the args file: reason ArgumentsDigestMismatch, exit 125.
+//  2. Writes the arguments to TOOLGATE_ARGS_FILE (creating its directory; the
+//     Job mounts an emptyDir there, the root filesystem being read-only). On
+//     failure: reason ArgumentsFileError, exit 125.
+//  3. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
+//     arguments to its stdin, then closes it. A tool that does not read stdin
+//     does not block the runner (the write runs aside; EPIPE is ignored; it is
+//     abandoned when the tool exits). If the command is not found: reason
+//     CommandNotFound, exit 127; if it cannot be started (not executable, bad
+//     format): reason StartError, exit 126.
+//  4. Reads all of the tool's stdout, so that the tool is never blocked, keeping
+//     the first TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
+//     "stdoutBytes"). When the cut falls inside a UTF-8 character of otherwise
+//     valid text, that partial character is dropped. The tool's stdout does not
+//     reach the container log.
+//  5. Copies the tool's stderr to its own stderr (so kubectl logs shows it),
+//     keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
+//  6. Forwards SIGTERM and SIGINT to the tool (the kubelet sends SIGTERM at
+//     activeDeadlineSeconds and on deletion); one that arrives before the tool
+//     starts is forwarded when it starts, and one that arrives after the tool
+//     exited does not interrupt delivery. After the kubelet's SIGKILL (grace
+//     period over) there is no frame: the operator sees exit code 137 and no
+//     termination message.
+//  7. When the tool has exited, waits up to --io-grace for its stdout and
+//     stderr to reach end of file. A process the tool left running that keeps
+//     them open is cut off and reported as "outputLeftOpen".
+//  8. Delivers the frame (see package frame): the termination message, and, for
+//     a frame too large for it even compressed, the log block written to the
+//     runner's stdout in one write at the very end, after all stderr copying.
+//  9. Exits with the tool's exit code, or 128+N when signal N killed it (the
+//     frame's "signal" names it, e.g. "SIGKILL" after an OOM kill), so that
+//     the container status stays meaningful.
+//
+// # Exit codes
+//
+//	tool's code   the tool exited (frame "exitCode" is the same)
+//	128+N         signal N killed the tool (frame "signal" set)
+//	125           the runner refused or failed: reason ArgumentsDigestMismatch,
+//	              ArgumentsFileError or InvalidConfiguration, or the termination
+//	              message could not be written (then there is no frame)
+//	126           reason StartError
+//	127           reason CommandNotFound
+//
+// A tool may itself exit 125..127; the frame's "reason" (empty when the tool
+// ran) tells the cases apart.
+//
+// The runner's own diagnostics go to stderr, prefixed "toolgate-runner: ".
+//
+// Not done: the runner does not reap orphaned processes when it runs as PID 1,
+// and forwards signals to the tool's process only, not to its process group.
+package main

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// The test binary doubles as the runner: run with reexecEnv=1 it is the runner
+// program (realMain), so the tests run the real program as a child process.
+const reexecEnv = "TOOLGATE_RUNNER_TEST_REEXEC"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(reexecEnv) == "1" {
+		os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const testArgs = `{"path":"/tmp/x","text":"héllo\nwörld"}`
+
+// invocation is one run of the runner: argv and the environment it gets.
+type invocation struct {
+	t    *testing.T
+	dir  string
+	env  map[string]string
+	argv []string
+}
+
+func newInvocation(t *testing.T, argv ...string) *invocation {
+	t.Helper()
+	dir := t.TempDir()
+	return &invocation{t: t, dir: dir, argv: argv, env: map[string]string{
+		envArgs:            testArgs,
+		envArgsDigest:      frame.DigestOf([]byte(testArgs)),
+		envArgsFile:        filepath.Join(dir, "toolgate", "args.json"),
+		envTerminationPath: filepath.Join(dir, "termination-log"),
+	}}
+}
+
+func (in *invocation) command(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], in.argv...)
+	// GOCOVERDIR keeps a -cover test binary quiet when it runs as the runner.
+	cmd.Env = []string{reexecEnv + "=1", "PATH=" + os.Getenv("PATH"), "GOCOVERDIR=" + in.coverDir()}
+	for k, v := range in.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd
+}
+
+func (in *invocation) coverDir() string {
+	if d := os.Getenv("GOCOVERDIR"); d != "" {
+		return d
+	}
+	d := filepath.Join(in.dir, "cover")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		in.t.Fatal(err)
+	}
+	return d
+}
+
+type outcome struct {
+	code   int
+	stdout []byte // the runner's stdout: the container log's stdout part
+	stderr []byte
+	term   []byte // termination message
+	frame  frame.Frame
+}
+
+// run runs the runner to completion and decodes its frame.
+func (in *invocation) run() outcome {
+	in.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := in.command(ctx)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	return in.outcome(cmd, stdout.Bytes(), stderr.Bytes())
+}
+
+func (in *invocation) outcome(cmd *exec.Cmd, stdout, stderr []byte) outcome {
+	in.t.Helper()
+	o := outcome{code: cmd.ProcessState.ExitCode(), stdout: stdout, stderr: stderr}
+	term, err := os.ReadFile(in.env[envTerminationPath])
+	if err != nil {
+		in.t.Fatalf("no termination message (exit %d, stderr %q): %v", o.code, stderr, err)
+	}
+	o.term = term
+	if len(term) > frame.MaxTerminationMessage {
+		in.t.Fatalf("termination message is %d bytes", len(term))
+	}
+	f, needLog, err := frame.DecodeTermination(string(term))
+	if err != nil {
+		in.t.Fatalf("DecodeTermination(%.200q): %v", term, err)
+	}
+	if needLog {
+		if f, err = frame.DecodeLog(stdout, f); err != nil {
+			in.t.Fatalf("DecodeLog: %v", err)
+		}
+	} else if len(stdout) != 0 {
+		in.t.Errorf("runner wrote %d bytes to stdout without a log block", len(stdout))
+	}
+	if f.ExitCode != o.code {
+		in.t.Errorf("frame exit code %d, runner exited %d", f.ExitCode, o.code)
+	}
+	o.frame = f
+	return o
+}
+
+func (o outcome) stdoutData(t *testing.T) []byte {
+	t.Helper()
+	b, err := o.frame.StdoutData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// sh returns argv running script with /bin/sh after the "--" separator.
+func sh(script string) []string { return []string{"--", "/bin/sh", "-c", script} }
+
+func wantReason(t *testing.T, o outcome, code int, reason string) {
+	t.Helper()
+	if o.code != code || o.frame.Reason != reason {
+		t.Fatalf("exit %d reason %q, want %d %q (error %q)", o.code, o.frame.Reason, code, reason, o.frame.Error)
+	}
+	if !strings.Contains(string(o.stderr), reason) {
+		t.Errorf("runner stderr does not mention %s: %q", reason, o.stderr)
+	}
+}

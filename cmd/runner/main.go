@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// realMain runs the runner and returns its exit code.
+func realMain(argv []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && argv[0] == "copy" {
+		if len(argv) != 2 {
+			logf(stderr, "usage: runner copy DEST")
+			return frame.ExitRunnerError
+		}
+		return copyCommand(argv[1], stderr)
+	}
+	sigs := catchSignals()
+	cfg, err := parseConfig(argv, getenv, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		logf(stderr, "%v", err)
+		f := failed(frame.Frame{}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError, err)
+		return deliver(cfg, f, stdout, stderr)
+	case cfg.copySelf != "":
+		return copyCommand(cfg.copySelf, stderr)
+	}
+	return deliver(cfg, execute(cfg, sigs, stderr), stdout, stderr)
+}
+
+// deliver writes the frame: the log block (if any) to stdout in one write,
+// then the termination message. It returns the runner's exit code: the
+// frame's, or ExitRunnerError when the termination message cannot be written.
+func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
+	if f.Reason != "" {
+		logf(stderr, "%s: %s", f.Reason, f.Error)
+	}
+	term, block, err := frame.Encoder{Marker: cfg.marker}.Encode(f)
+	if err != nil {
+		logf(stderr, "encoding result: %v (exit code %d)", err, f.ExitCode)
+		return frame.ExitRunnerError
+	}
+	if block != nil {
+		if _, err := stdout.Write(block); err != nil {
+			logf(stderr, "writing result to the log: %v", err)
+		}
+	}
+	if err := writeTermination(cfg.terminationPath, term); err != nil {
+		logf(stderr, "writing termination message: %v (exit code %d)", err, f.ExitCode)
+		return frame.ExitRunnerError
+	}
+	return f.ExitCode
+}
+
+func writeTermination(path string, msg []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, msg, 0o644)
+}
+
+func copyCommand(dest string, stderr io.Writer) int {
+	if err := copySelf(dest); err != nil {
+		logf(stderr, "copy: %v", err)
+		return frame.ExitRunnerError
+	}
+	return 0
+}
+
+// copySelf copies the running executable to dest (mode 0755), creating its
+// directory, through a temporary file renamed into place.
+func copySelf(dest string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(exe)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".runner-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	_, err = io.Copy(tmp, src)
+	err = errors.Join(err, tmp.Chmod(0o755), tmp.Close())
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dest)
+}
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "toolgate-runner: "+format+"\n", args...)
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// execute verifies the arguments, runs the tool and returns the frame to
+// deliver. Its ExitCode is the runner's exit code.
+func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
+	f := frame.Frame{ArgsDigest: frame.DigestOf(cfg.args)}
+	if cfg.argsDigest != f.ArgsDigest {
+		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError,
+			fmt.Errorf("%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest))
+	}
+	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
+		return failed(f, frame.ReasonArgumentsFileError, frame.ExitRunnerError, err)
+	}
+	return runTool(cfg, f, sigs, stderr)
+}
+
+func failed(f frame.Frame, reason string, code int, err error) frame.Frame {
+	f.Reason, f.ExitCode, f.Error = reason, code, err.Error()
+	if len(f.Error) > maxErrorLen {
+		f.Error = strings.ToValidUTF8(f.Error[:maxErrorLen], "")
+	}
+	return f
+}
+
+func writeArgsFile(path string, args []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, args, 0o644)
+}
+
+// runTool starts the tool with its arguments on stdin, forwards SIGTERM and
+// SIGINT to it, captures its stdout, copies its stderr to stderr keeping a
+// tail, and reports how it ended.
+func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
+	out := &headWriter{limit: cfg.maxOutput}
+	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
+	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
+	cmd.Env = append(os.Environ(), envArgsFile+"="+cfg.argsFile)
+	pipes, err := newStdio(cmd)
+	if err != nil {
+		return failed(f, frame.ReasonStartError, frame.ExitStartError, err)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pipes.closeAll()
+		return startFailed(f, err)
+	}
+	pipes.run(cfg.args, out, errs)
+	done := make(chan struct{})
+	go forwardSignals(sigs, cmd.Process, done)
+	waitErr := cmd.Wait()
+	close(done)
+	f.DurationMs = time.Since(start).Milliseconds()
+	f.OutputLeftOpen = !pipes.drain(cfg.ioGrace)
+
+	f.SetStdout(out.kept())
+	f.StdoutBytes, f.Truncated = out.total, out.truncated()
+	f.StderrTail, f.StderrBytes = errs.tail(), errs.total
+	return exitStatus(f, cmd.ProcessState, waitErr)
+}
+
+func startFailed(f frame.Frame, err error) frame.Frame {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return failed(f, frame.ReasonCommandNotFound, frame.ExitNotFound, err)
+	}
+	return failed(f, frame.ReasonStartError, frame.ExitStartError, err)
+}
+
+// catchSignals makes SIGTERM and SIGINT arrive on the returned channel, to be
+// forwarded to the tool, for the rest of the runner's life (so that a late
+// signal cannot interrupt the delivery of the frame). It also handles SIGPIPE
+// (rather than ignoring it, which the tool would inherit), so that a broken
+// stdout or stderr is an EPIPE error rather than the runner's death.
+func catchSignals() <-chan os.Signal {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return sigs
+}
+
+func forwardSignals(sigs <-chan os.Signal, p *os.Process, done <-chan struct{}) {
+	for {
+		select {
+		case s := <-sigs:
+			_ = p.Signal(s)
+		case <-done:
+			return
+		}
+	}
+}
+
+// exitStatus records the tool's exit code, or the signal that killed it as
+// 128+N like a shell does.
+func exitStatus(f frame.Frame, st *os.ProcessState, waitErr error) frame.Frame {
+	if st == nil {
+		return failed(f, frame.ReasonStartError, frame.ExitStartError, waitErr)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		f.Signal = signalName(ws.Signal())
+		f.ExitCode = 128 + int(ws.Signal())
+		return f
+	}
+	f.ExitCode = st.ExitCode()
+	return f
+}
+
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT",
+	syscall.SIGILL: "SIGILL", syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT",
+	syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+	syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM",
+	syscall.SIGXCPU: "SIGXCPU", syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
+}
+
+func signalName(s syscall.Signal) string {
+	if n, ok := signalNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("SIG%d", int(s))
+}
