@@ -1,0 +1,280 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// Labels and annotations toolgate puts on the Jobs and Pods it creates.
+const (
+	LabelManagedBy      = "app.kubernetes.io/managed-by"
+	ManagedByValue      = "toolgate"
+	LabelCall           = "toolgate.dev/call"
+	LabelAttempt        = "toolgate.dev/attempt"
+	LabelTool           = "toolgate.dev/tool"
+	LabelNetwork        = "toolgate.dev/network"
+	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+
+	// ToolContainerName is the container that runs the runner and, under it, the tool body.
+	ToolContainerName = "tool"
+	// RunnerInitContainerName copies the runner into the shared volume for arbitrary images.
+	RunnerInitContainerName = "toolgate-runner"
+
+	runVolume    = "toolgate-run"
+	runMountPath = "/var/run/toolgate"
+	tmpVolume    = "tmp"
+	// copiedRunner is where the init container puts the runner for images that lack it.
+	copiedRunner = runMountPath + "/bin/runner"
+	argsFile     = runMountPath + "/args.json"
+	// imageRunner is the runner's path in the operator image (the init container's source).
+	imageRunner = "/toolgate/runner"
+
+	maxJobName = 63
+)
+
+// JobOptions are the operator-wide settings the Job builder needs.
+type JobOptions struct {
+	// RunnerImage holds the runner at /toolgate/runner (the operator's own image).
+	RunnerImage string
+	// TTLSecondsAfterFinished lets the Job controller delete finished Jobs.
+	TTLSecondsAfterFinished int32
+	// DefaultResources fill in whatever requests and limits a Tool leaves out.
+	DefaultResources corev1.ResourceRequirements
+	// RunAsUser is the non-root uid (and gid) tool Pods run as.
+	RunAsUser int64
+	// TerminationGracePeriodSeconds bounds how long a body gets after SIGTERM.
+	TerminationGracePeriodSeconds int64
+}
+
+// DefaultJobOptions are used when the manager is started without overrides.
+func DefaultJobOptions() JobOptions {
+	return JobOptions{
+		RunnerImage:             "toolgate.local/manager:dev",
+		TTLSecondsAfterFinished: 600,
+		DefaultResources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("50m"),
+				corev1.ResourceMemory: resource.MustParse("32Mi"),
+			},
+			Limits: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("1"),
+				corev1.ResourceMemory: resource.MustParse("256Mi"),
+			},
+		},
+		RunAsUser:                     65532,
+		TerminationGracePeriodSeconds: 5,
+	}
+}
+
+// JobInput is everything one attempt's Job is built from.
+type JobInput struct {
+	Call *toolgatev1alpha1.ToolCall
+	// Tool is the snapshot the call was admitted with.
+	Tool *toolgatev1alpha1.ToolSpec
+	// Arguments are the frozen canonical bytes and Digest their "sha256:<hex>".
+	Arguments []byte
+	Digest    string
+	Attempt   int32
+}
+
+// JobName is the deterministic name of a call's Job for one attempt: the same call and
+// attempt always give the same name, so a create after a restart finds the Job that exists.
+func JobName(callName string, attempt int32) string {
+	suffix := "-" + strconv.Itoa(int(attempt))
+	if len(callName)+len(suffix) <= maxJobName {
+		return callName + suffix
+	}
+	sum := sha256.Sum256([]byte(callName))
+	hash := hex.EncodeToString(sum[:])[:8]
+	keep := maxJobName - len(suffix) - len(hash) - 1
+	return callName[:keep] + "-" + hash + suffix
+}
+
+// CallLabelValue is the value of LabelCall for a call: its name when that fits a label.
+func CallLabelValue(callName string) string {
+	if len(callName) <= 63 {
+		return callName
+	}
+	return JobName(callName, 0)[:maxJobName-2]
+}
+
+// BuildJob returns the Job for one attempt of a call. It is a pure function of its input:
+// the owner reference is set by the caller (it needs the scheme).
+func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
+	deadline := timeoutSeconds(in.Tool)
+	labels := map[string]string{
+		LabelManagedBy: ManagedByValue,
+		LabelCall:      CallLabelValue(in.Call.Name),
+		LabelAttempt:   strconv.Itoa(int(in.Attempt)),
+		LabelTool:      in.Call.Spec.Tool,
+		LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
+	}
+	annotations := map[string]string{AnnotationArgDigest: in.Digest}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        JobName(in.Call.Name, in.Attempt),
+			Namespace:   in.Call.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:            ptr.To[int32](0),
+			ActiveDeadlineSeconds:   ptr.To(deadline),
+			TTLSecondsAfterFinished: ptr.To(opts.TTLSecondsAfterFinished),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
+				Spec:       buildPodSpec(in, opts, deadline),
+			},
+		},
+	}
+}
+
+func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
+	body := in.Tool.Body
+	runner := copiedRunner
+	var initContainers []corev1.Container
+	if body.RunnerInImage {
+		runner = body.RunnerPath
+		if runner == "" {
+			runner = toolgatev1alpha1.DefaultRunnerPath
+		}
+	} else {
+		initContainers = []corev1.Container{runnerInitContainer(opts)}
+	}
+	command := append([]string{runner, "--"}, body.Command...)
+	command = append(command, body.Args...)
+	tool := corev1.Container{
+		Name:                     ToolContainerName,
+		Image:                    body.Image,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Command:                  command,
+		WorkingDir:               body.WorkingDir,
+		Env:                      toolEnv(in),
+		Resources:                withDefaults(body.Resources, opts.DefaultResources),
+		SecurityContext:          containerSecurityContext(),
+		VolumeMounts:             volumeMounts(),
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+	return corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		ActiveDeadlineSeconds:         ptr.To(deadline),
+		TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
+		AutomountServiceAccountToken:  ptr.To(false),
+		EnableServiceLinks:            ptr.To(false),
+		RuntimeClassName:              in.Tool.Sandbox.RuntimeClassName,
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To(opts.RunAsUser),
+			RunAsGroup:     ptr.To(opts.RunAsUser),
+			FSGroup:        ptr.To(opts.RunAsUser),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		InitContainers: initContainers,
+		Containers:     []corev1.Container{tool},
+		Volumes: []corev1.Volume{
+			{Name: runVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		},
+	}
+}
+
+func runnerInitContainer(opts JobOptions) corev1.Container {
+	return corev1.Container{
+		Name:            RunnerInitContainerName,
+		Image:           opts.RunnerImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{imageRunner, "--copy-self", copiedRunner},
+		Resources:       opts.DefaultResources,
+		SecurityContext: containerSecurityContext(),
+		VolumeMounts:    volumeMounts(),
+	}
+}
+
+func toolEnv(in JobInput) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
+	for _, e := range in.Tool.Body.Env {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	return append(env,
+		corev1.EnvVar{Name: "TOOLGATE_ARGS", Value: string(in.Arguments)},
+		corev1.EnvVar{Name: "TOOLGATE_ARGS_DIGEST", Value: in.Digest},
+		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFile},
+		corev1.EnvVar{Name: "TOOLGATE_MAX_OUTPUT", Value: strconv.FormatInt(maxOutput(in.Tool), 10)},
+	)
+}
+
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func volumeMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: runVolume, MountPath: runMountPath},
+		{Name: tmpVolume, MountPath: "/tmp"},
+	}
+}
+
+// withDefaults fills every request and limit the tool left out, so that a tool Pod always
+// has both; a request the tool set above the default limit raises that limit to match.
+func withDefaults(set, defaults corev1.ResourceRequirements) corev1.ResourceRequirements {
+	out := corev1.ResourceRequirements{Requests: corev1.ResourceList{}, Limits: corev1.ResourceList{}}
+	for name, q := range defaults.Requests {
+		out.Requests[name] = q
+	}
+	for name, q := range defaults.Limits {
+		out.Limits[name] = q
+	}
+	for name, q := range set.Limits {
+		out.Limits[name] = q
+	}
+	for name, q := range set.Requests {
+		out.Requests[name] = q
+		if limit, ok := out.Limits[name]; ok && q.Cmp(limit) > 0 {
+			out.Limits[name] = q
+		}
+	}
+	for name, req := range out.Requests {
+		if limit, ok := out.Limits[name]; ok && req.Cmp(limit) > 0 {
+			out.Requests[name] = limit
+		}
+	}
+	return out
+}
+
+func timeoutSeconds(spec *toolgatev1alpha1.ToolSpec) int64 {
+	if spec.Timeout == nil || spec.Timeout.Duration <= 0 {
+		return 60
+	}
+	return int64(math.Ceil(spec.Timeout.Seconds()))
+}
+
+func maxOutput(spec *toolgatev1alpha1.ToolSpec) int64 {
+	if spec.Sandbox.MaxOutputBytes <= 0 {
+		return 1 << 20
+	}
+	return spec.Sandbox.MaxOutputBytes
+}
+
+func networkLabel(mode toolgatev1alpha1.NetworkMode) string {
+	if mode == toolgatev1alpha1.NetworkEgress {
+		return "egress"
+	}
+	return "none"
+}

@@ -1,0 +1,190 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+	"k8s.io/utils/ptr"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
+	spec := &toolgatev1alpha1.ToolSpec{
+		Timeout: &metav1.Duration{Duration: 90 * time.Second},
+		Body: toolgatev1alpha1.ToolBody{
+			Image:   "example/echo:1",
+			Command: []string{"/echo"},
+			Args:    []string{"-v"},
+			Env:     []toolgatev1alpha1.EnvVar{{Name: "MODE", Value: "fast"}},
+		},
+	}
+	if mut != nil {
+		mut(spec)
+	}
+	call := &toolgatev1alpha1.ToolCall{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents"},
+		Spec:       toolgatev1alpha1.ToolCallSpec{Tool: "echo", Requester: "alice"},
+	}
+	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
+}
+
+func TestJobNameDeterministicAndBounded(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	cases := []struct {
+		call    string
+		attempt int32
+		want    string
+	}{
+		{"hello", 1, "hello-1"},
+		{"hello", 2, "hello-2"},
+		{strings.Repeat("b", 61), 1, strings.Repeat("b", 61) + "-1"},
+	}
+	for _, tc := range cases {
+		if got := JobName(tc.call, tc.attempt); got != tc.want {
+			t.Errorf("JobName(%q,%d) = %q, want %q", tc.call, tc.attempt, got, tc.want)
+		}
+	}
+	a, b := JobName(long, 3), JobName(long, 3)
+	if a != b || len(a) > 63 {
+		t.Fatalf("long name: %q (len %d) not deterministic or too long", a, len(a))
+	}
+	if JobName(long, 3) == JobName(long+"x", 3) {
+		t.Fatal("distinct long names collide")
+	}
+	if errs := validation.IsDNS1123Label(a); len(errs) > 0 {
+		t.Fatalf("job name %q is not a DNS label: %v", a, errs)
+	}
+	if errs := validation.IsValidLabelValue(CallLabelValue(long)); len(errs) > 0 {
+		t.Fatalf("call label invalid: %v", errs)
+	}
+}
+
+func TestBuildJobSandbox(t *testing.T) {
+	job := BuildJob(testJobInput(nil), DefaultJobOptions())
+	if job.Name != "hello-1" || job.Namespace != "agents" {
+		t.Fatalf("name = %s/%s", job.Namespace, job.Name)
+	}
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 90 || job.Spec.TTLSecondsAfterFinished == nil {
+		t.Fatalf("job spec: backoff %d deadline %d ttl %v", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds, job.Spec.TTLSecondsAfterFinished)
+	}
+	pod := job.Spec.Template.Spec
+	if pod.RestartPolicy != corev1.RestartPolicyNever || *pod.ActiveDeadlineSeconds != 90 {
+		t.Fatalf("pod restart %s deadline %d", pod.RestartPolicy, *pod.ActiveDeadlineSeconds)
+	}
+	if *pod.AutomountServiceAccountToken || *pod.EnableServiceLinks {
+		t.Fatal("pod must not mount a token nor get service links")
+	}
+	if !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Fatal("pod security context not restricted")
+	}
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		sc := c.SecurityContext
+		if *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || !*sc.RunAsNonRoot ||
+			diff(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) != "" {
+			t.Errorf("container %s security context not restricted: %+v", c.Name, sc)
+		}
+		if len(c.Resources.Requests) == 0 || len(c.Resources.Limits) == 0 {
+			t.Errorf("container %s has no requests or limits", c.Name)
+		}
+	}
+	if got := job.Spec.Template.Labels[LabelNetwork]; got != "none" {
+		t.Errorf("network label = %q", got)
+	}
+}
+
+func TestBuildJobRunnerPaths(t *testing.T) {
+	initJob := BuildJob(testJobInput(nil), DefaultJobOptions())
+	pod := initJob.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Image != DefaultJobOptions().RunnerImage {
+		t.Fatalf("init container: %+v", pod.InitContainers)
+	}
+	if d := diff(pod.Containers[0].Command, []string{copiedRunner, "--", "/echo", "-v"}); d != "" {
+		t.Errorf("command (-got +want):\n%s", d)
+	}
+	inImage := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }), DefaultJobOptions())
+	pod = inImage.Spec.Template.Spec
+	if len(pod.InitContainers) != 0 {
+		t.Fatal("runnerInImage must not add an init container")
+	}
+	if pod.Containers[0].Command[0] != toolgatev1alpha1.DefaultRunnerPath {
+		t.Errorf("runner path = %s", pod.Containers[0].Command[0])
+	}
+}
+
+func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
+	job := BuildJob(testJobInput(nil), DefaultJobOptions())
+	env := map[string]string{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	want := map[string]string{
+		"MODE": "fast", "TOOLGATE_ARGS": `{"text":"hi"}`, "TOOLGATE_ARGS_DIGEST": "sha256:abc",
+		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576",
+	}
+	if d := diff(env, want); d != "" {
+		t.Errorf("env (-got +want):\n%s", d)
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	defaults := DefaultJobOptions().DefaultResources
+	set := corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	}
+	got := withDefaults(set, defaults)
+	if q := got.Limits[corev1.ResourceMemory]; q.Cmp(resource.MustParse("512Mi")) != 0 {
+		t.Errorf("memory limit = %s, want raised to the request", q.String())
+	}
+	if q := got.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("50m")) != 0 {
+		t.Errorf("cpu request = %s, want default", q.String())
+	}
+	small := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi")}}
+	got = withDefaults(small, defaults)
+	if q := got.Requests[corev1.ResourceMemory]; q.Cmp(resource.MustParse("8Mi")) != 0 {
+		t.Errorf("memory request = %s, want lowered to the limit", q.String())
+	}
+}
+
+func TestBuildJobRuntimeClassAndEgress(t *testing.T) {
+	job := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
+		s.Sandbox.RuntimeClassName = ptr.To("gvisor")
+		s.Sandbox.Network = toolgatev1alpha1.NetworkEgress
+	}), DefaultJobOptions())
+	if rc := job.Spec.Template.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
+		t.Errorf("runtimeClassName = %v", rc)
+	}
+	if job.Labels[LabelNetwork] != "egress" {
+		t.Errorf("network label = %q", job.Labels[LabelNetwork])
+	}
+}
+
+func diff(a, b any) string { return cmp.Diff(a, b) }
+
+func TestBuildJobPassesPodSecurityRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}
+	for name, in := range map[string]JobInput{
+		"init-container":  testJobInput(nil),
+		"runner-in-image": testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
+	} {
+		job := BuildJob(in, DefaultJobOptions())
+		results := evaluator.EvaluatePod(level, &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)
+		for _, r := range results {
+			if !r.Allowed {
+				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+	}
+}
