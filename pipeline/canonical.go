@@ -1,0 +1,295 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Canonical form (shared by arguments and results), in the style of RFC 8785:
+//   - objects: members sorted by key, compared as UTF-16 code units (RFC 8785 §3.2.3);
+//   - no insignificant whitespace;
+//   - strings: raw UTF-8, escaping only '"', '\\' and control characters (\b \f \n \r \t,
+//     others as \u00xx);
+//   - numbers: the literal text of the input is kept, so no value ever passes through
+//     float64 (1e400, 0.1 and 2^64+1 stay exact, and 1 stays distinct from 1.0, which a
+//     tool's own JSON parser may treat differently). Only the exponent is normalised,
+//     which never changes the value or its integer/float nature: "E" becomes "e", a "+"
+//     sign is dropped and leading zeros of the exponent are removed (1E+05 -> 1e5).
+//     This differs from RFC 8785, which re-serialises numbers through IEEE 754.
+
+// digestOf returns "sha256:<hex>" of b.
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// normNumber applies the exponent normalisation described above to a valid JSON number.
+func normNumber(s string) string {
+	i := 0
+	for i < len(s) && s[i] != 'e' && s[i] != 'E' {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	mant, exp := s[:i], s[i+1:]
+	neg := false
+	switch {
+	case exp != "" && exp[0] == '+':
+		exp = exp[1:]
+	case exp != "" && exp[0] == '-':
+		neg, exp = true, exp[1:]
+	}
+	for len(exp) > 1 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	if neg && exp != "0" {
+		exp = "-" + exp
+	}
+	out := mant + "e" + exp
+	if out == s {
+		return s
+	}
+	return out
+}
+
+// compareKeys orders object keys by UTF-16 code units, as RFC 8785 requires. UTF-8 byte
+// order equals code point order, which differs from UTF-16 order only between
+// supplementary characters and U+E000..U+FFFF.
+func compareKeys(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		return len(a) - len(b)
+	}
+	if a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf {
+		return int(a[i]) - int(b[i])
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i--
+	}
+	ra, _ := utf8.DecodeRuneInString(a[i:])
+	rb, _ := utf8.DecodeRuneInString(b[i:])
+	ua, ub := utf16Lead(ra), utf16Lead(rb)
+	if ua != ub {
+		return ua - ub
+	}
+	return int(ra) - int(rb)
+}
+
+// sortKeys sorts object keys in canonical order.
+func sortKeys(keys []string) { slices.SortFunc(keys, compareKeys) }
+
+// utf16Lead returns the first UTF-16 code unit of r.
+func utf16Lead(r rune) int {
+	if r >= 0x10000 {
+		return 0xD800 + int((r-0x10000)>>10)
+	}
+	return int(r)
+}
+
+// encodeCanonical appends the canonical encoding of a JSON value tree to dst. The tree
+// may hold map[string]any, []any, string, json.Number, bool, nil, and (for values built
+// in Go) float64, int, int64 and map[string]string.
+func encodeCanonical(dst []byte, v any, depth int) ([]byte, error) {
+	if depth > maxEncodeDepth {
+		return dst, fmt.Errorf("value nested deeper than %d levels", maxEncodeDepth)
+	}
+	switch t := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, t), nil
+	case string:
+		return appendString(dst, t)
+	case json.Number:
+		if !isJSONNumber(string(t)) {
+			return dst, fmt.Errorf("invalid JSON number %q", string(t))
+		}
+		return append(dst, normNumber(string(t))...), nil
+	case int:
+		return strconv.AppendInt(dst, int64(t), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, t, 10), nil
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return dst, fmt.Errorf("number %v is not representable in JSON", t)
+		}
+		return append(dst, normNumber(strconv.FormatFloat(t, 'g', -1, 64))...), nil
+	case []any:
+		return encodeArray(dst, t, depth)
+	case map[string]any:
+		return encodeObject(dst, t, depth)
+	case map[string]string:
+		return encodeStringMap(dst, t)
+	default:
+		return dst, fmt.Errorf("unsupported value of type %T", v)
+	}
+}
+
+// maxEncodeDepth bounds recursion when encoding trees built outside the decoder.
+const maxEncodeDepth = 1000
+
+func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
+	dst = append(dst, '[')
+	var err error
+	for i, e := range a {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = encodeCanonical(dst, e, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	dst = append(dst, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendString(dst, k); err != nil {
+			return dst, err
+		}
+		dst = append(dst, ':')
+		if dst, err = encodeCanonical(dst, m[k], depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+func encodeStringMap(dst []byte, m map[string]string) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortKeys(keys)
+	dst = append(dst, '{')
+	var err error
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = appendString(dst, k); err != nil {
+			return dst, err
+		}
+		dst = append(dst, ':')
+		if dst, err = appendString(dst, m[k]); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a canonical JSON string; s must be valid UTF-8.
+func appendString(dst []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return dst, fmt.Errorf("string is not valid UTF-8")
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), nil
+}
+
+// isJSONNumber reports whether s is a number literal per RFC 8259.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = skipDigits(s, i)
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := skipDigits(s, i+1)
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := skipDigits(s, i)
+		if j == i {
+			return false
+		}
+		i = j
+	}
+	return i == len(s)
+}
+
+func skipDigits(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,221 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+)
+
+// CEL variable names.
+const (
+	varTool      = "tool"
+	varArguments = "arguments"
+	varCall      = "call"
+	varResult    = "result"
+)
+
+// newEnvs builds the CEL environment for admission (tool, arguments, call) and the one
+// for results (the same plus result).
+func newEnvs() (admission, results *cel.Env, err error) {
+	common := []cel.EnvOption{
+		cel.Variable(varTool, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varArguments, cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable(varCall, cel.MapType(cel.StringType, cel.DynType)),
+		cel.CustomTypeAdapter(jsonAdapter{}),
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(),
+		ext.Strings(),
+		ext.Sets(),
+		ext.Math(),
+		cel.ParserExpressionSizeLimit(maxExpressionBytes),
+	}
+	if admission, err = cel.NewEnv(common...); err != nil {
+		return nil, nil, err
+	}
+	results, err = admission.Extend(cel.Variable(varResult, cel.MapType(cel.StringType, cel.DynType)))
+	return admission, results, err
+}
+
+// maxExpressionBytes bounds the source size of one CEL expression.
+const maxExpressionBytes = 16 << 10
+
+// activation binds the CEL variables for one call. It is built once per call and shared
+// by every policy. The arguments are the Frozen's own tree, read in place through
+// jsonAdapter; CEL cannot mutate it, and values leaving CEL are copied by celToJSON, so
+// no policy can change what a later stage sees.
+type activation struct {
+	toolName string
+	tool     map[string]any
+	call     map[string]any
+	args     any
+	result   map[string]any
+}
+
+var _ interpreter.Activation = (*activation)(nil)
+
+func newActivation(in Input) *activation {
+	a := &activation{
+		toolName: in.Tool.Name,
+		tool: map[string]any{
+			"name": in.Tool.Name, "scope": in.Tool.Scope,
+			"annotations": nonNilMap(in.Tool.Annotations),
+		},
+		call: map[string]any{
+			"namespace": in.Call.Namespace, "session": in.Call.Session,
+			"requester": in.Call.Requester, "labels": nonNilMap(in.Call.Labels),
+		},
+		args: map[string]any{},
+	}
+	if in.Arguments != nil {
+		a.args = in.Arguments.tree()
+	}
+	return a
+}
+
+// withResult returns a copy of a that also binds result.
+func (a *activation) withResult(r Result) *activation {
+	b := *a
+	b.result = map[string]any{"content": r.Content, "isError": r.IsError}
+	return &b
+}
+
+// ResolveName implements interpreter.Activation.
+func (a *activation) ResolveName(name string) (any, bool) {
+	switch name {
+	case varTool:
+		return a.tool, true
+	case varArguments:
+		return a.args, true
+	case varCall:
+		return a.call, true
+	case varResult:
+		return a.result, a.result != nil
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+func nonNilMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// jsonAdapter lets CEL read decoded JSON trees in place, without copying them: maps
+// and lists are wrapped lazily and json.Number becomes int when the literal is an integer
+// that fits int64, otherwise double (which may round, or be ±Inf for 1e400: comparisons
+// on such values are approximate, the canonical bytes stay exact). CEL has no operation
+// that mutates its inputs, so sharing the tree is safe.
+type jsonAdapter struct{}
+
+// NativeToValue implements types.Adapter.
+func (a jsonAdapter) NativeToValue(v any) ref.Val {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return types.Int(i)
+		}
+		f, _ := strconv.ParseFloat(string(t), 64) // out of range gives ±Inf, as documented
+		return types.Double(f)
+	case map[string]any:
+		return types.NewStringInterfaceMap(a, t)
+	case []any:
+		return types.NewDynamicList(a, t)
+	}
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// celToJSON converts a CEL value into a fresh JSON tree (json.Number numbers). It fails
+// on values JSON cannot hold (NaN, ±Inf, bytes, non-string map keys, invalid UTF-8).
+func celToJSON(v ref.Val, depth int) (any, error) {
+	if depth > maxEncodeDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", maxEncodeDepth)
+	}
+	switch t := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool:
+		return bool(t), nil
+	case types.String:
+		if !utf8.ValidString(string(t)) {
+			return nil, fmt.Errorf("string is not valid UTF-8")
+		}
+		return string(t), nil
+	case types.Int:
+		return json.Number(strconv.FormatInt(int64(t), 10)), nil
+	case types.Uint:
+		return json.Number(strconv.FormatUint(uint64(t), 10)), nil
+	case types.Double:
+		f := float64(t)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("number %v is not representable in JSON", f)
+		}
+		return json.Number(normNumber(strconv.FormatFloat(f, 'g', -1, 64))), nil
+	case traits.Mapper:
+		return celMapToJSON(t, depth)
+	case traits.Lister:
+		return celListToJSON(t, depth)
+	}
+	return nil, fmt.Errorf("a value of CEL type %s cannot be JSON content", v.Type().TypeName())
+}
+
+func celListToJSON(l traits.Lister, depth int) (any, error) {
+	n, ok := l.Size().(types.Int)
+	if !ok {
+		return nil, fmt.Errorf("list has no size")
+	}
+	out := make([]any, 0, int(n))
+	for it := l.Iterator(); it.HasNext() == types.True; {
+		e, err := celToJSON(it.Next(), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func celMapToJSON(m traits.Mapper, depth int) (any, error) {
+	out := map[string]any{}
+	for it := m.Iterator(); it.HasNext() == types.True; {
+		k := it.Next()
+		ks, ok := k.(types.String)
+		if !ok {
+			return nil, fmt.Errorf("map key of CEL type %s cannot be a JSON key", k.Type().TypeName())
+		}
+		e, err := celToJSON(m.Get(k), depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out[string(ks)] = e
+	}
+	return out, nil
+}

@@ -1,0 +1,213 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+)
+
+// Default limits of Freeze.
+const (
+	// DefaultMaxArgumentBytes is the default size limit of a call's arguments (256 KiB).
+	DefaultMaxArgumentBytes = 256 << 10
+	// DefaultMaxDepth is the default nesting limit of objects and arrays.
+	DefaultMaxDepth = 64
+)
+
+// FreezeOptions bounds what Freeze accepts. Zero fields take the defaults.
+type FreezeOptions struct {
+	// MaxBytes is the size limit of the raw input; default DefaultMaxArgumentBytes.
+	MaxBytes int
+	// MaxDepth is the nesting limit of objects and arrays; default DefaultMaxDepth.
+	MaxDepth int
+}
+
+func (o FreezeOptions) withDefaults() FreezeOptions {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxArgumentBytes
+	}
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	return o
+}
+
+// FreezeError explains why input could not be frozen.
+type FreezeError struct {
+	// Reason is ReasonArgumentsTooLarge or ReasonArgumentsNotObject.
+	Reason Reason
+	// Pointer is the JSON pointer of the offending member, when known.
+	Pointer string
+	// Msg is a human sentence.
+	Msg string
+}
+
+func (e *FreezeError) Error() string { return e.Msg }
+
+// Frozen is an immutable JSON value in canonical form with its digest. Its methods never
+// return anything that aliases the internal state, so no stage can change what a later
+// stage (or the tool body) sees. A Frozen is safe for concurrent use.
+type Frozen struct {
+	canonical string // strings are immutable: safe to share
+	digest    string
+	tree      func() any // decoded tree (json.Number numbers); never handed out directly
+}
+
+// newFrozen wraps canonical bytes. value is their decoded tree, or nil to decode the
+// bytes on first use.
+func newFrozen(canonical []byte, value any) *Frozen {
+	f := &Frozen{canonical: string(canonical), digest: digestOf(canonical)}
+	if value != nil {
+		f.tree = func() any { return value }
+	} else {
+		f.tree = sync.OnceValue(func() any {
+			v, _ := decodeJSON([]byte(f.canonical), FreezeOptions{MaxBytes: len(f.canonical), MaxDepth: maxEncodeDepth})
+			return v
+		})
+	}
+	return f
+}
+
+// Canonical returns a fresh copy of the canonical JSON bytes.
+func (f *Frozen) Canonical() []byte { return []byte(f.canonical) }
+
+// String returns the canonical JSON text.
+func (f *Frozen) String() string { return f.canonical }
+
+// Digest returns "sha256:<hex>" of the canonical bytes.
+func (f *Frozen) Digest() string { return f.digest }
+
+// Len returns the size of the canonical bytes.
+func (f *Frozen) Len() int { return len(f.canonical) }
+
+// Value returns a deep copy of the decoded value: map[string]any, []any, string,
+// json.Number (the canonical literal), bool or nil. Changing it changes nothing else.
+func (f *Frozen) Value() any { return deepCopy(f.tree()) }
+
+// Freeze parses raw arguments, which must be a single JSON object, and returns their
+// canonical form and digest. It fails with a *FreezeError on: input over opts.MaxBytes,
+// invalid UTF-8, an escaped lone surrogate (which a decoder would silently replace),
+// syntax errors, duplicate keys (after unescaping), nesting deeper than opts.MaxDepth,
+// trailing data, or a top-level value that is not an object.
+//
+// The canonical form sorts object keys (by UTF-16 code units, as RFC 8785), drops
+// insignificant whitespace and escapes only what JSON requires. Numbers keep their
+// literal text, never passing through float64: 1e400, 0.1 and 18446744073709551617 stay
+// exact and 1 stays distinct from 1.0. Only the exponent is normalised (1E+05 -> 1e5).
+func Freeze(raw []byte, opts FreezeOptions) (*Frozen, error) {
+	opts = opts.withDefaults()
+	if len(raw) > opts.MaxBytes {
+		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
+			Msg: fmt.Sprintf("arguments are %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
+	}
+	v, err := decodeJSON(raw, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, invalid("arguments must be a JSON object, not %s", kindOf(v))
+	}
+	return freezeTree(v, len(raw))
+}
+
+// freezeTree encodes a decoded tree; sizeHint pre-sizes the buffer.
+func freezeTree(v any, sizeHint int) (*Frozen, error) {
+	buf, err := encodeCanonical(make([]byte, 0, sizeHint), v, 0)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	return newFrozen(buf, v), nil
+}
+
+// decodeJSON decodes exactly one JSON value of any kind under the given limits.
+func decodeJSON(raw []byte, opts FreezeOptions) (any, error) {
+	opts = opts.withDefaults()
+	if len(raw) > opts.MaxBytes {
+		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
+			Msg: fmt.Sprintf("JSON document is %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
+	}
+	if !utf8.Valid(raw) {
+		return nil, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(raw))
+	}
+	p := &parser{data: raw, maxDepth: opts.MaxDepth}
+	p.skipSpace()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(raw) {
+		return nil, invalid("invalid JSON: unexpected data after the value at byte %d", p.pos)
+	}
+	return v, nil
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// invalid reports a whole-document problem (no member to point at).
+func invalid(format string, args ...any) *FreezeError {
+	return &FreezeError{Reason: ReasonArgumentsNotObject, Msg: fmt.Sprintf(format, args...)}
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	default:
+		return "null"
+	}
+}
+
+// deepCopy copies a decoded JSON tree.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(t))
+		for i, e := range t {
+			a[i] = deepCopy(e)
+		}
+		return a
+	default:
+		return v
+	}
+}

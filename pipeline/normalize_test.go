@@ -1,0 +1,156 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestNormalize(t *testing.T) {
+	ok := func(o Outcome) Outcome { o.Started = true; o.Attempt = 1; return o }
+	meta := func(kv ...string) map[string]string {
+		m := map[string]string{MetaAttempt: "1"}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		in   Outcome
+		opts NormalizeOptions
+		want Result
+	}{
+		{"plain text", ok(Outcome{Stdout: []byte("hello\n")}), NormalizeOptions{},
+			Result{OK: true, Content: "hello\n", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "6")}},
+		{"JSON object", ok(Outcome{Stdout: []byte(` {"n": 1e400, "s": "x"}`)}), NormalizeOptions{},
+			Result{OK: true, Content: map[string]any{"n": json.Number("1e400"), "s": "x"}, Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "23")}},
+		{"JSON array", ok(Outcome{Stdout: []byte(`[1,"a"]`)}), NormalizeOptions{},
+			Result{OK: true, Content: []any{json.Number("1"), "a"}, Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "7")}},
+		{"bare scalar stays text", ok(Outcome{Stdout: []byte("42")}), NormalizeOptions{},
+			Result{OK: true, Content: "42", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "2")}},
+		{"bracketed text stays text", ok(Outcome{Stdout: []byte("[INFO] done")}), NormalizeOptions{},
+			Result{OK: true, Content: "[INFO] done", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "11")}},
+		{"empty output", ok(Outcome{}), NormalizeOptions{},
+			Result{OK: true, Content: "", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "0")}},
+		{"body isError honoured", ok(Outcome{Stdout: []byte(`{"isError":true,"error":"file not found"}`)}), NormalizeOptions{},
+			Result{IsError: true, Content: map[string]any{"isError": true, "error": "file not found"}, Error: "file not found",
+				Reason: ReasonToolError, Meta: meta(MetaOutputBytes, "41")}},
+		{"body isError false is fine", ok(Outcome{Stdout: []byte(`{"isError":false}`)}), NormalizeOptions{},
+			Result{OK: true, Content: map[string]any{"isError": false}, Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "17")}},
+		{"not UTF-8", ok(Outcome{Stdout: []byte("ab\xffcd")}), NormalizeOptions{},
+			Result{IsError: true, Content: "the tool's output is not valid UTF-8 text", Error: "the tool's output is not valid UTF-8 text",
+				Reason: ReasonOutputNotUTF8, Meta: meta(MetaOutputBytes, "5")}},
+		{"over limit", ok(Outcome{Stdout: []byte("0123456789")}), NormalizeOptions{MaxOutputBytes: 8},
+			Result{IsError: true, Content: "the tool's output (10 bytes) is over the output limit", Error: "the tool's output (10 bytes) is over the output limit",
+				Reason: ReasonOutputTooLarge, Meta: meta(MetaOutputBytes, "10")}},
+		{"truncated is an error by default", ok(Outcome{Stdout: []byte("0123"), StdoutTruncated: true, StdoutTotalBytes: 9000}), NormalizeOptions{},
+			Result{IsError: true, Content: "the tool's output (9000 bytes) is over the output limit", Error: "the tool's output (9000 bytes) is over the output limit",
+				Reason: ReasonOutputTooLarge, Meta: meta(MetaOutputBytes, "9000")}},
+		{"truncated text accepted honestly", ok(Outcome{Stdout: []byte("héllo wörl\xc3"), StdoutTruncated: true, StdoutTotalBytes: 9000}), NormalizeOptions{AcceptTruncated: true},
+			Result{OK: true, Content: "héllo wörl", Reason: ReasonOutputTruncated, Meta: meta(MetaOutputBytes, "9000", MetaTruncated, "true")}},
+		{"non-zero exit with stderr", ok(Outcome{ExitCode: 2, StderrTail: "grep: bad regex\n"}), NormalizeOptions{},
+			Result{IsError: true, Content: "the tool exited with code 2: grep: bad regex", Error: "the tool exited with code 2: grep: bad regex",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "2")}},
+		{"non-zero exit keeps stdout", ok(Outcome{ExitCode: 1, Stdout: []byte(`{"error":"x"}`)}), NormalizeOptions{},
+			Result{IsError: true, Content: map[string]any{"error": "x"}, Error: "the tool exited with code 1",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "1", MetaOutputBytes, "13")}},
+		{"signal", ok(Outcome{ExitCode: 143, Signal: "SIGTERM"}), NormalizeOptions{},
+			Result{IsError: true, Content: "the tool was terminated by signal SIGTERM", Error: "the tool was terminated by signal SIGTERM",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "143")}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Normalize(tc.in, tc.opts)); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNormalizeTerminations(t *testing.T) {
+	tests := []struct {
+		term    string
+		started bool
+		reason  Reason
+		msg     string
+	}{
+		{"DeadlineExceeded", true, ReasonDeadlineExceeded, "the tool exceeded its time limit and was stopped"},
+		{"OOMKilled", true, ReasonOOMKilled, "the tool ran out of memory and was stopped"},
+		{"Evicted", true, ReasonEvicted, "the tool was evicted before it finished"},
+		{"JobDeleted", true, ReasonJobDeleted, "the tool's execution was deleted before it finished"},
+		{"PodDeleted", false, ReasonJobDeleted, "the tool's execution was deleted before it finished"},
+		{"ImagePullBackOff", false, ReasonImageNeverStarted, "the tool could not be started"},
+		{"ErrImagePull", false, ReasonImageNeverStarted, "the tool could not be started"},
+		{"CreateContainerConfigError", false, ReasonImageNeverStarted, "the tool could not be started"},
+		{"DeadlineExceeded", false, ReasonImageNeverStarted, "the tool could not be started"},
+		{"", false, ReasonImageNeverStarted, "the tool could not be started"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.term, func(t *testing.T) {
+			// An OOM kill also exits 137, and the output may be partial: the reason wins.
+			o := Outcome{TerminationReason: tc.term, Started: tc.started, ExitCode: 137, Stdout: []byte("partial"), Attempt: 2}
+			want := Result{IsError: true, Content: tc.msg, Error: tc.msg, Reason: tc.reason, Meta: map[string]string{MetaAttempt: "2"}}
+			if diff := cmp.Diff(want, Normalize(o, NormalizeOptions{})); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNormalizeNoHostConfig: whatever the failure, the result carries no host
+// configuration. Outcome has no field for timeouts, images or resources, so the only
+// numbers a result may hold are the exit code, the attempt and the output size, and the
+// messages never mention seconds, images, memory sizes or policies.
+func TestNormalizeNoHostConfig(t *testing.T) {
+	forbidden := regexp.MustCompile(`(?i)activeDeadline|seconds|\d+\s*(s|m|h|ms|Mi|Gi|Ki)\b|image:|registry|limit of|cpu|memory limit|policy|runtimeClass`)
+	terms := []string{"DeadlineExceeded", "OOMKilled", "Evicted", "ImagePullBackOff", "ErrImagePull", "InvalidImageName",
+		"JobDeleted", "PodDeleted", "Completed", "Error", ""}
+	for _, term := range terms {
+		for _, started := range []bool{true, false} {
+			for _, exit := range []int{0, 1, 137} {
+				o := Outcome{TerminationReason: term, Started: started, ExitCode: exit, Stdout: []byte("out"), Attempt: 3}
+				r := Normalize(o, NormalizeOptions{MaxOutputBytes: 2})
+				fr, err := FreezeResult(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := forbidden.FindString(fr.String()); m != "" {
+					t.Errorf("%s/%v/%d: result mentions %q: %s", term, started, exit, m, fr)
+				}
+				for k := range r.Meta {
+					if k != MetaAttempt && k != MetaExitCode && k != MetaOutputBytes && k != MetaTruncated {
+						t.Errorf("unexpected meta key %q", k)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestNormalizeStderrSanitized(t *testing.T) {
+	tail := strings.Repeat("x", maxStderrTail) + "\xffEND"
+	r := Normalize(Outcome{Started: true, ExitCode: 1, StderrTail: tail}, NormalizeOptions{})
+	if !strings.HasSuffix(r.Error, "\uFFFDEND") || len(r.Error) > maxStderrTail+64 {
+		t.Errorf("stderr not bounded and sanitized: %d bytes, ends %q", len(r.Error), r.Error[len(r.Error)-8:])
+	}
+}

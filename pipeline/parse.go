@@ -1,0 +1,356 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// parser is a strict RFC 8259 parser producing the decoded tree used everywhere in the
+// package (map[string]any, []any, string, json.Number, bool, nil). It replaces
+// encoding/json's token stream, which allocates per token and was most of the cost of a
+// call; FuzzFreeze checks it against encoding/json (same acceptance, same values).
+// Compared with encoding/json it also rejects what would make canonical bytes ambiguous:
+// duplicate keys, escaped lone surrogates (encoding/json turns them into U+FFFD) and
+// invalid UTF-8 (checked by the caller).
+type parser struct {
+	data     []byte
+	pos      int
+	maxDepth int
+	path     []segment // formatted only when an error is reported
+	buf      []byte    // scratch for unescaping
+}
+
+// segment is one step of the path to the member being parsed.
+type segment struct {
+	key   string
+	index int
+	array bool
+}
+
+func (p *parser) fail(format string, args ...any) *FreezeError {
+	msg := fmt.Sprintf(format, args...)
+	if ptr := p.pointer(); ptr != "" {
+		msg += " (at " + ptr + ")"
+	}
+	return &FreezeError{Reason: ReasonArgumentsNotObject, Pointer: p.pointer(), Msg: msg}
+}
+
+func (p *parser) unexpected() *FreezeError {
+	if p.pos >= len(p.data) {
+		return p.fail("invalid JSON: unexpected end of input")
+	}
+	r, _ := utf8.DecodeRune(p.data[p.pos:])
+	return p.fail("invalid JSON: unexpected character %q at byte %d", r, p.pos)
+}
+
+func (p *parser) pointer() string {
+	tokens := make([]string, len(p.path))
+	for i, s := range p.path {
+		tokens[i] = s.key
+		if s.array {
+			tokens[i] = strconv.Itoa(s.index)
+		}
+	}
+	return jsonPointer(tokens)
+}
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// jsonPointer formats reference tokens as an RFC 6901 pointer.
+func jsonPointer(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(pointerEscaper.Replace(t))
+	}
+	return b.String()
+}
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value parses one value; leading whitespace must already be skipped.
+func (p *parser) value(depth int) (any, error) {
+	if p.pos >= len(p.data) {
+		return nil, p.unexpected()
+	}
+	switch c := p.data[p.pos]; {
+	case c == '{' || c == '[':
+		if depth >= p.maxDepth {
+			return nil, p.fail("JSON nested deeper than %d levels", p.maxDepth)
+		}
+		p.pos++
+		if c == '{' {
+			return p.object(depth + 1)
+		}
+		return p.array(depth + 1)
+	case c == '"':
+		return p.str()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	case c == 't':
+		return p.literal("true", true)
+	case c == 'f':
+		return p.literal("false", false)
+	case c == 'n':
+		return p.literal("null", nil)
+	}
+	return nil, p.unexpected()
+}
+
+func (p *parser) literal(word string, v any) (any, error) {
+	if !strings.HasPrefix(string(p.data[p.pos:min(p.pos+len(word), len(p.data))]), word) {
+		return nil, p.unexpected()
+	}
+	p.pos += len(word)
+	return v, nil
+}
+
+func (p *parser) object(depth int) (any, error) {
+	m := make(map[string]any)
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == '}' {
+		p.pos++
+		return m, nil
+	}
+	for {
+		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
+			return nil, p.unexpected()
+		}
+		key, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		p.path = append(p.path, segment{key: key})
+		if _, dup := m[key]; dup {
+			return nil, p.fail("duplicate key %q", key)
+		}
+		if err := p.expect(':'); err != nil {
+			return nil, err
+		}
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		p.path = p.path[:len(p.path)-1]
+		m[key] = v
+		if done, err := p.next('}'); done || err != nil {
+			return m, err
+		}
+	}
+}
+
+func (p *parser) array(depth int) (any, error) {
+	a := make([]any, 0, 4)
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == ']' {
+		p.pos++
+		return a, nil
+	}
+	p.path = append(p.path, segment{array: true})
+	for {
+		p.path[len(p.path)-1].index = len(a)
+		v, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+		if done, err := p.next(']'); done || err != nil {
+			p.path = p.path[:len(p.path)-1]
+			return a, err
+		}
+	}
+}
+
+// expect consumes optional whitespace, the byte c, and whitespace after it.
+func (p *parser) expect(c byte) error {
+	p.skipSpace()
+	if p.pos >= len(p.data) || p.data[p.pos] != c {
+		return p.unexpected()
+	}
+	p.pos++
+	p.skipSpace()
+	return nil
+}
+
+// next consumes the separator after a member: ',' (done false) or the closing byte.
+func (p *parser) next(closing byte) (bool, error) {
+	p.skipSpace()
+	if p.pos < len(p.data) {
+		switch p.data[p.pos] {
+		case ',':
+			p.pos++
+			p.skipSpace()
+			return false, nil
+		case closing:
+			p.pos++
+			return true, nil
+		}
+	}
+	return false, p.unexpected()
+}
+
+func (p *parser) number() (any, error) {
+	start := p.pos
+	end := start
+	for end < len(p.data) && isNumberByte(p.data[end]) {
+		end++
+	}
+	lit := string(p.data[start:end])
+	if !isJSONNumber(lit) {
+		return nil, p.fail("invalid JSON: malformed number %q at byte %d", lit, start)
+	}
+	p.pos = end
+	return json.Number(normNumber(lit)), nil
+}
+
+func isNumberByte(c byte) bool {
+	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// str parses a string starting at the opening quote. The input is valid UTF-8.
+func (p *parser) str() (string, error) {
+	start := p.pos + 1
+	for i := start; i < len(p.data); i++ {
+		switch c := p.data[i]; {
+		case c == '"':
+			p.pos = i + 1
+			return string(p.data[start:i]), nil
+		case c == '\\':
+			return p.escapedStr(start, i)
+		case c < 0x20:
+			p.pos = i
+			return "", p.fail("invalid JSON: control character in string at byte %d", i)
+		}
+	}
+	p.pos = len(p.data)
+	return "", p.unexpected()
+}
+
+// escapedStr finishes a string that contains escapes; i is the first backslash. Runs of
+// plain bytes are copied at once.
+func (p *parser) escapedStr(start, i int) (string, error) {
+	b := p.buf[:0]
+	b = append(b, p.data[start:i]...)
+	for i < len(p.data) {
+		j := i
+		for j < len(p.data) && p.data[j] != '"' && p.data[j] != '\\' && p.data[j] >= 0x20 {
+			j++
+		}
+		b = append(b, p.data[i:j]...)
+		if i = j; i >= len(p.data) {
+			break
+		}
+		switch c := p.data[i]; {
+		case c == '"':
+			p.pos, p.buf = i+1, b
+			return string(b), nil
+		case c < 0x20:
+			p.pos = i
+			return "", p.fail("invalid JSON: control character in string at byte %d", i)
+		}
+		var err error
+		if b, i, err = p.escape(b, i); err != nil {
+			return "", err
+		}
+	}
+	p.pos = len(p.data)
+	return "", p.unexpected()
+}
+
+// escape decodes the escape sequence at data[i] (a backslash) onto b.
+func (p *parser) escape(b []byte, i int) ([]byte, int, error) {
+	if i+1 >= len(p.data) {
+		p.pos = len(p.data)
+		return b, i, p.unexpected()
+	}
+	switch c := p.data[i+1]; c {
+	case '"', '\\', '/':
+		return append(b, c), i + 2, nil
+	case 'b':
+		return append(b, '\b'), i + 2, nil
+	case 'f':
+		return append(b, '\f'), i + 2, nil
+	case 'n':
+		return append(b, '\n'), i + 2, nil
+	case 'r':
+		return append(b, '\r'), i + 2, nil
+	case 't':
+		return append(b, '\t'), i + 2, nil
+	case 'u':
+		return p.unicodeEscape(b, i)
+	}
+	p.pos = i
+	return b, i, p.fail("invalid JSON: invalid escape at byte %d", i)
+}
+
+func (p *parser) unicodeEscape(b []byte, i int) ([]byte, int, error) {
+	u, ok := hex4(p.data[i:])
+	if !ok {
+		p.pos = i
+		return b, i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
+	}
+	r := rune(u)
+	if utf16.IsSurrogate(r) {
+		lo, ok := hex4(p.data[i+6:])
+		if r >= 0xDC00 || !ok || p.data[i+6] != '\\' || p.data[i+7] != 'u' {
+			p.pos = i
+			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+		}
+		if r = utf16.DecodeRune(r, rune(lo)); r == utf8.RuneError {
+			p.pos = i
+			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+		}
+		return utf8.AppendRune(b, r), i + 12, nil
+	}
+	return utf8.AppendRune(b, r), i + 6, nil
+}
+
+// hex4 reads the four hex digits of a "\uXXXX" escape at the start of b.
+func hex4(b []byte) (int, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	v := 0
+	for _, c := range b[2:6] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}

@@ -1,0 +1,61 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// FreezeResult returns the canonical bytes and digest of a final Result (stage 8), using
+// the same canonical JSON as the arguments. The encoded object has the members content,
+// error, isError, meta, ok and reason. It fails only when Content holds something JSON
+// cannot represent (a NaN, an unsupported Go type, an invalid json.Number or string).
+func FreezeResult(r Result) (*Frozen, error) {
+	buf, err := encodeResult(make([]byte, 0, 256), r)
+	if err != nil {
+		return nil, fmt.Errorf("freezing result: %w", err)
+	}
+	return newFrozen(buf, nil), nil
+}
+
+// encodeResult writes the result object with its members already in canonical order,
+// which spares building and sorting a map.
+func encodeResult(dst []byte, r Result) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"content":`...)
+	if dst, err = encodeCanonical(dst, r.Content, 1); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"error":`...)
+	if dst, err = appendString(dst, r.Error); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"isError":`...)
+	dst = strconv.AppendBool(dst, r.IsError)
+	dst = append(dst, `,"meta":`...)
+	if dst, err = encodeCanonical(dst, r.Meta, 1); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"ok":`...)
+	dst = strconv.AppendBool(dst, r.OK)
+	dst = append(dst, `,"reason":`...)
+	if dst, err = appendString(dst, string(r.Reason)); err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
