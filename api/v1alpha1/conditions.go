@@ -1,0 +1,165 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Condition types. Each ToolCall stage records one condition (DESIGN.md, "The pipeline");
+// registration kinds record Registered or Ready; a ToolCallApproval records Consumed.
+// The values are plain strings so they go straight into metav1.Condition.
+const (
+	// ConditionResolved: the tool named by spec.tool was found and is visible in the call's scope.
+	ConditionResolved = "Resolved"
+	// ConditionArgumentsFrozen: the canonical arguments and their digest are recorded (stage 1).
+	ConditionArgumentsFrozen = "ArgumentsFrozen"
+	// ConditionArgumentsValid: the arguments satisfy the tool's parameters schema (stage 2).
+	ConditionArgumentsValid = "ArgumentsValid"
+	// ConditionAdmitted: the PreExecute policies allowed the call, or an approver did (stage 3).
+	ConditionAdmitted = "Admitted"
+	// ConditionGuarded: the Guard policies did not lower the verdict to Deny (stage 4).
+	ConditionGuarded = "Guarded"
+	// ConditionExecuted: the tool body ran to an outcome in a Job (stage 5).
+	ConditionExecuted = "Executed"
+	// ConditionResultAccepted: the PostExecute policies and the output schema accepted the result (stage 6).
+	ConditionResultAccepted = "ResultAccepted"
+	// ConditionNormalized: the outcome, success or failure, is expressed as one structured result (stage 7).
+	ConditionNormalized = "Normalized"
+	// ConditionCompleted: the result and its digest are frozen in status; the call is terminal (stage 8).
+	ConditionCompleted = "Completed"
+
+	// ConditionRegistered: a Tool or ClusterTool is valid and visible under its resolved name.
+	ConditionRegistered = "Registered"
+	// ConditionReady: a ToolScope or ToolPolicy is valid and in effect.
+	ConditionReady = "Ready"
+	// ConditionConsumed: a ToolCallApproval was read by the controller and applied or refused.
+	ConditionConsumed = "Consumed"
+)
+
+// Condition reasons, for metav1.Condition.Reason and, for failures, ToolResult.Reason.
+const (
+	// ReasonRegistered: the tool is registered under its resolved name.
+	ReasonRegistered = "Registered"
+	// ReasonReady: the object is valid and in effect.
+	ReasonReady = "Ready"
+	// ReasonDuplicateName: an older tool with the same name already holds the name in this scope.
+	ReasonDuplicateName = "DuplicateName"
+	// ReasonSchemaInvalid: the tool's parameters or output is not a valid JSON Schema.
+	ReasonSchemaInvalid = "SchemaInvalid"
+	// ReasonPresentationInvalid: a presentation expression of the tool does not compile.
+	ReasonPresentationInvalid = "PresentationInvalid"
+	// ReasonPolicyCompileError: a rule expression of the policy does not compile or is not boolean.
+	ReasonPolicyCompileError = "PolicyCompileError"
+	// ReasonScopeCycle: the scope's parent chain loops back on itself.
+	ReasonScopeCycle = "ScopeCycle"
+	// ReasonUnknownParent: the scope's parent (or an ancestor's) does not exist.
+	ReasonUnknownParent = "UnknownParent"
+	// ReasonUnknownScope: the scope named by a Tool or ToolCall does not exist.
+	ReasonUnknownScope = "UnknownScope"
+
+	// ReasonPending: the stage has not run yet.
+	ReasonPending = "Pending"
+	// ReasonFrozen: the arguments were canonicalised and digested.
+	ReasonFrozen = "Frozen"
+	// ReasonValid: the arguments satisfy the parameters schema.
+	ReasonValid = "Valid"
+	// ReasonResolved: the tool was found in the call's scope chain.
+	ReasonResolved = "Resolved"
+	// ReasonNotASubject: the requester is not among the subjects of a scope on the chain.
+	ReasonNotASubject = "NotASubject"
+	// ReasonToolNotFound: no tool of that name is registered anywhere on the scope chain.
+	ReasonToolNotFound = "ToolNotFound"
+	// ReasonToolRestricted: the tool exists but a scope on the chain does not permit it.
+	ReasonToolRestricted = "ToolRestricted"
+	// ReasonToolNotReady: the tool exists but is not Registered.
+	ReasonToolNotReady = "ToolNotReady"
+	// ReasonArgumentsNotObject: the arguments could not be canonicalised as a JSON object.
+	ReasonArgumentsNotObject = "ArgumentsNotObject"
+	// ReasonSchemaViolation: the arguments violate the tool's parameters schema.
+	ReasonSchemaViolation = "SchemaViolation"
+	// ReasonPolicyAllowed: the policies allowed the call.
+	ReasonPolicyAllowed = "PolicyAllowed"
+	// ReasonPolicyDenied: a PreExecute rule returned Deny.
+	ReasonPolicyDenied = "PolicyDenied"
+	// ReasonPolicyError: a rule failed to evaluate; the call is denied (fail closed).
+	ReasonPolicyError = "PolicyError"
+	// ReasonGuardDenied: a Guard rule lowered the verdict to Deny.
+	ReasonGuardDenied = "GuardDenied"
+	// ReasonAwaitingApproval: a rule returned Ask; the call waits for a ToolCallApproval.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonApproved: an approver approved the call.
+	ReasonApproved = "Approved"
+	// ReasonApprovalDenied: an approver denied the call.
+	ReasonApprovalDenied = "ApprovalDenied"
+	// ReasonApprovalDigestMismatch: the approval carries another arguments digest; it counts as a refusal.
+	ReasonApprovalDigestMismatch = "ApprovalDigestMismatch"
+	// ReasonApprovalTimeout: no approval arrived within the approval window; the call is denied.
+	ReasonApprovalTimeout = "ApprovalTimeout"
+	// ReasonSelfApproval: the approver is the requester; the approval is ignored.
+	ReasonSelfApproval = "SelfApproval"
+	// ReasonDigestMismatch: (ToolCallApproval) the approval's digest differs from the call's.
+	ReasonDigestMismatch = "DigestMismatch"
+	// ReasonApplied: (ToolCallApproval) the approval decided the call.
+	ReasonApplied = "Applied"
+	// ReasonCallNotWaiting: (ToolCallApproval) the call does not exist or is not awaiting approval.
+	ReasonCallNotWaiting = "CallNotWaiting"
+
+	// ReasonWaitingForSession: an earlier call of the same session must finish first.
+	ReasonWaitingForSession = "WaitingForSession"
+	// ReasonJobCreated: the attempt's Job exists and the body is running.
+	ReasonJobCreated = "JobCreated"
+	// ReasonRetrying: the attempt failed with a retryable reason; another attempt follows.
+	ReasonRetrying = "Retrying"
+	// ReasonDeadlineExceeded: the body ran past the tool's timeout.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonOOMKilled: the body's container was killed for exceeding its memory limit.
+	ReasonOOMKilled = "OOMKilled"
+	// ReasonEvicted: the body's Pod was evicted from its node.
+	ReasonEvicted = "Evicted"
+	// ReasonImageNeverStarted: the body's image could not be pulled or its container never started.
+	ReasonImageNeverStarted = "ImageNeverStarted"
+	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
+	ReasonJobDeleted = "JobDeleted"
+	// ReasonNonZeroExit: the body exited with a non-zero status.
+	ReasonNonZeroExit = "NonZeroExit"
+	// ReasonOutputNotUTF8: the body's output is not valid UTF-8.
+	ReasonOutputNotUTF8 = "OutputNotUTF8"
+	// ReasonOutputTooLarge: the body's output exceeds the sandbox's maxOutputBytes.
+	ReasonOutputTooLarge = "OutputTooLarge"
+	// ReasonOutputMalformed: the runner's framed result could not be read.
+	ReasonOutputMalformed = "OutputMalformed"
+	// ReasonResultAccepted: the PostExecute policies accepted the result unchanged.
+	ReasonResultAccepted = "ResultAccepted"
+	// ReasonResultRedacted: a PostExecute rule replaced the result's content.
+	ReasonResultRedacted = "ResultRedacted"
+	// ReasonResultBlocked: a PostExecute rule blocked the result; the model sees the rule's message.
+	ReasonResultBlocked = "ResultBlocked"
+	// ReasonOutputSchemaViolation: the result's content violates the tool's output schema.
+	ReasonOutputSchemaViolation = "OutputSchemaViolation"
+	// ReasonSucceeded: the call completed with a result the model may use.
+	ReasonSucceeded = "Succeeded"
+	// ReasonFailed: the call completed with an isError result.
+	ReasonFailed = "Failed"
+	// ReasonDenied: the call was denied before execution.
+	ReasonDenied = "Denied"
+)
+
+// RetryableReasons returns the failure reasons a Tool's retry.onReasons may name
+// (the same list as the CRD's enum).
+func RetryableReasons() []string {
+	return []string{
+		ReasonDeadlineExceeded, ReasonOOMKilled, ReasonEvicted,
+		ReasonNonZeroExit, ReasonImageNeverStarted, ReasonJobDeleted,
+	}
+}

@@ -1,0 +1,276 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// DefaultRunnerPath is where the runner lives in a tool image that carries it
+// (spec.body.runnerInImage) when spec.body.runnerPath is empty.
+const DefaultRunnerPath = "/toolgate/runner"
+
+// Verdict is the outcome of the policy stages for a call: permission only decreases,
+// Allow → Ask → Deny.
+// +kubebuilder:validation:Enum=Allow;Ask;Deny
+type Verdict string
+
+const (
+	// VerdictAllow: the call may run.
+	VerdictAllow Verdict = "Allow"
+	// VerdictAsk: the call waits for a person's ToolCallApproval.
+	VerdictAsk Verdict = "Ask"
+	// VerdictDeny: the call is refused; final.
+	VerdictDeny Verdict = "Deny"
+)
+
+// NetworkMode is the network a tool body's Pod may use.
+// +kubebuilder:validation:Enum=None;Egress
+type NetworkMode string
+
+const (
+	// NetworkNone: the Pod is labelled for the default-deny NetworkPolicy (no traffic in or out).
+	NetworkNone NetworkMode = "None"
+	// NetworkEgress: the Pod is labelled for the egress-only NetworkPolicy.
+	NetworkEgress NetworkMode = "Egress"
+)
+
+// ToolSpec is what a Tool and a ClusterTool declare: the contract the model sees (name,
+// description, schemas, hints), the body that runs, and the host settings around it.
+// Host settings (timeout, body, sandbox) never reach the model.
+type ToolSpec struct {
+	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
+	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
+	// tool name, e.g. it contains a dot, name is required).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	Name string `json:"name,omitempty"`
+
+	// description tells the model what the tool does and when to use it. At most 4096 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Description string `json:"description,omitempty"`
+
+	// parameters is the JSON Schema (draft 2020-12) the call's arguments object must satisfy.
+	// Absent: any object. Checked by the controller (Registered=False, SchemaInvalid if it does
+	// not compile).
+	// +optional
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+
+	// output is the JSON Schema the result's content must satisfy. Absent: not checked.
+	// +optional
+	Output *runtime.RawExtension `json:"output,omitempty"`
+
+	// concurrencySafe says calls of this tool may run in parallel with other calls of the
+	// same session. Default false: each call is a barrier in its session.
+	// +optional
+	// +kubebuilder:default=false
+	ConcurrencySafe bool `json:"concurrencySafe,omitempty"`
+
+	// readOnly hints that the tool does not modify its environment; it surfaces as the MCP
+	// readOnlyHint. A hint only: policies decide what runs. Default false.
+	// +optional
+	// +kubebuilder:default=false
+	ReadOnly bool `json:"readOnly,omitempty"`
+
+	// timeout bounds one attempt of the body; it becomes the Job's and Pod's
+	// activeDeadlineSeconds. Default 60s; between 1s and 24h.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="timeout must be between 1s and 24h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// retry says how many attempts a call gets and which failures start another one.
+	// Default: one attempt.
+	// +optional
+	// +kubebuilder:default={}
+	Retry RetryPolicy `json:"retry,omitempty"`
+
+	// approvalWindow is how long a call of this tool waits for a ToolCallApproval after a
+	// policy said Ask; then it is denied (ApprovalTimeout). A policy's own approvalWindow wins.
+	// Default 15m; between 1s and 7 days (168h).
+	// +optional
+	// +kubebuilder:default="15m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="approvalWindow must be between 1s and 168h"
+	ApprovalWindow *metav1.Duration `json:"approvalWindow,omitempty"`
+
+	// body is the container that runs the tool. Required.
+	// +required
+	Body ToolBody `json:"body"`
+
+	// sandbox sets the isolation of the body's Pod. Defaults: no network, 1 MiB of output.
+	// +optional
+	// +kubebuilder:default={}
+	Sandbox Sandbox `json:"sandbox,omitempty"`
+
+	// presentation holds CEL expressions that render a call and its result as one line for
+	// people (CLI, events). Optional.
+	// +optional
+	Presentation *Presentation `json:"presentation,omitempty"`
+}
+
+// RetryPolicy is how many attempts a call gets; each attempt is its own Job.
+type RetryPolicy struct {
+	// maxAttempts is the number of attempts, the first included. Default 1; 1 to 10.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	MaxAttempts int32 `json:"maxAttempts,omitempty"`
+
+	// onReasons lists the failure reasons that start another attempt (while attempts remain):
+	// DeadlineExceeded, OOMKilled, Evicted, NonZeroExit, ImageNeverStarted, JobDeleted.
+	// Empty: no failure is retried. At most 8 items.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:Enum=DeadlineExceeded;OOMKilled;Evicted;NonZeroExit;ImageNeverStarted;JobDeleted
+	OnReasons []string `json:"onReasons,omitempty"`
+}
+
+// ToolBody is the container that runs a tool, wrapped by the toolgate runner.
+// +kubebuilder:validation:XValidation:rule="!has(self.runnerPath) || (has(self.runnerInImage) && self.runnerInImage)",message="runnerPath requires runnerInImage"
+type ToolBody struct {
+	// image is the container image of the tool. Required; at most 512 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// command replaces the image's entrypoint (as in a Pod). At most 64 items.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Command []string `json:"command,omitempty"`
+
+	// args replaces the image's cmd (as in a Pod). At most 64 items.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Args []string `json:"args,omitempty"`
+
+	// env sets environment variables of the body's container. At most 64, unique by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []EnvVar `json:"env,omitempty"`
+
+	// workingDir is the body's working directory. Default: the image's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	WorkingDir string `json:"workingDir,omitempty"`
+
+	// resources are the body container's requests and limits. Absent ones are filled with the
+	// operator's defaults: a tool Pod always has requests and limits.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// runnerInImage says the image already carries the toolgate runner (at runnerPath), so the
+	// Pod needs no init container to copy it in (saves about a second). Default false.
+	// +optional
+	// +kubebuilder:default=false
+	RunnerInImage bool `json:"runnerInImage,omitempty"`
+
+	// runnerPath is the runner's absolute path inside the image; only with runnerInImage.
+	// Default /toolgate/runner.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:Pattern=`^/`
+	RunnerPath string `json:"runnerPath,omitempty"`
+}
+
+// EnvVar is one environment variable of a tool body (a literal value only: a tool's
+// configuration is public to whoever can read the Tool).
+type EnvVar struct {
+	// name of the variable. Required; 1 to 256 characters, no '='.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[^=]+$`
+	Name string `json:"name"`
+
+	// value of the variable. At most 32768 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Value string `json:"value,omitempty"`
+}
+
+// Sandbox is the isolation of a tool body's Pod beyond the fixed hardening (non-root,
+// read-only root filesystem, no capabilities, no service-account token).
+type Sandbox struct {
+	// runtimeClassName runs the Pod under that RuntimeClass (gVisor, Kata). Default: the node's.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
+	// network is the network the Pod may use: None (labelled for the default-deny
+	// NetworkPolicy) or Egress. Default None.
+	// +optional
+	// +kubebuilder:default=None
+	Network NetworkMode `json:"network,omitempty"`
+
+	// maxOutputBytes bounds what the runner reads from the body's stdout; more is an
+	// OutputTooLarge failure, never a silent cut. Default 1048576 (1 MiB); 1 to 8388608 (8 MiB).
+	// +optional
+	// +kubebuilder:default=1048576
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8388608
+	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
+}
+
+// Presentation renders calls and results for people. Each field is a CEL expression over
+// {tool, arguments, call} (and result for result) that yields a string.
+type Presentation struct {
+	// call renders a call, e.g. "'grep ' + arguments.pattern". At most 1024 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Call string `json:"call,omitempty"`
+
+	// result renders a result. At most 1024 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Result string `json:"result,omitempty"`
+}
+
+// ToolStatus is the registration state of a Tool or ClusterTool, written by the controller.
+type ToolStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Registered (reasons Registered, DuplicateName, SchemaInvalid,
+	// PresentationInvalid, UnknownScope).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// specDigest is "sha256:<hex>" of the spec as the controller registered it; a ToolCall
+	// records it as the snapshot it was admitted with.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	SpecDigest string `json:"specDigest,omitempty"`
+
+	// resolvedName is the name the model sees: spec.name, or metadata.name when that is empty.
+	// +optional
+	ResolvedName string `json:"resolvedName,omitempty"`
+}

@@ -1,0 +1,308 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ToolCallPhase is where a ToolCall is in its life.
+// +kubebuilder:validation:Enum=Pending;AwaitingApproval;Queued;Running;Succeeded;Failed;Denied
+type ToolCallPhase string
+
+const (
+	// PhasePending: accepted by the API, not yet through the pure stages.
+	PhasePending ToolCallPhase = "Pending"
+	// PhaseAwaitingApproval: a policy said Ask; waiting for a ToolCallApproval.
+	PhaseAwaitingApproval ToolCallPhase = "AwaitingApproval"
+	// PhaseQueued: admitted; waiting for earlier calls of its session.
+	PhaseQueued ToolCallPhase = "Queued"
+	// PhaseRunning: an attempt's Job exists.
+	PhaseRunning ToolCallPhase = "Running"
+	// PhaseSucceeded: terminal; the result is usable (result.ok).
+	PhaseSucceeded ToolCallPhase = "Succeeded"
+	// PhaseFailed: terminal; the body or its result failed (result.isError).
+	PhaseFailed ToolCallPhase = "Failed"
+	// PhaseDenied: terminal; the call never ran (result.isError).
+	PhaseDenied ToolCallPhase = "Denied"
+)
+
+// IsTerminal reports whether the phase is final: Succeeded, Failed or Denied.
+func (p ToolCallPhase) IsTerminal() bool {
+	return p == PhaseSucceeded || p == PhaseFailed || p == PhaseDenied
+}
+
+// ToolKind is the kind of object a call resolved to.
+// +kubebuilder:validation:Enum=Tool;ClusterTool
+type ToolKind string
+
+const (
+	// ToolKindTool: a namespaced Tool.
+	ToolKindTool ToolKind = "Tool"
+	// ToolKindClusterTool: a ClusterTool.
+	ToolKindClusterTool ToolKind = "ClusterTool"
+)
+
+// ToolCallSpec is one request to run a tool. Immutable: the arguments are frozen as written.
+type ToolCallSpec struct {
+	// tool is the name of the tool as the model sees it (spec.name of a Tool or ClusterTool).
+	// Required; 1 to 64 of [a-zA-Z0-9_-].
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	Tool string `json:"tool"`
+
+	// scope is the ToolScope (same namespace) the call is made in. Empty: the namespace layer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Scope string `json:"scope,omitempty"`
+
+	// session groups calls that are ordered by creation (see ToolSpec.concurrencySafe).
+	// Empty: the call is on its own. At most 253 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Session string `json:"session,omitempty"`
+
+	// requester is the user the call is made for; the toolgate-identity admission policy
+	// requires it to be the authenticated user who creates the call. Required; at most 512
+	// characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Requester string `json:"requester"`
+
+	// arguments is the JSON object handed to the tool. Required; must be an object.
+	// +required
+	Arguments runtime.RawExtension `json:"arguments"`
+}
+
+// ToolCallStatus is the walk of a call through the pipeline, written by the controller.
+// The transition rules below make the outcome tamper-proof once written.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.phase) || !(oldSelf.phase in ['Succeeded', 'Failed', 'Denied']) || (has(self.phase) && self.phase == oldSelf.phase)",message="phase is terminal and cannot change"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.verdict) || oldSelf.verdict != 'Deny' || (has(self.verdict) && self.verdict == 'Deny')",message="a Deny verdict is final"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.result) || (has(self.result) && self.result == oldSelf.result)",message="result is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.resultDigest) || (has(self.resultDigest) && self.resultDigest == oldSelf.resultDigest)",message="resultDigest is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.argumentsDigest) || (has(self.argumentsDigest) && self.argumentsDigest == oldSelf.argumentsDigest)",message="argumentsDigest is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.phase) || !(self.phase in ['Succeeded', 'Failed', 'Denied']) || has(self.result)",message="a terminal phase requires a result"
+// +kubebuilder:validation:XValidation:rule="has(self.result) == has(self.resultDigest)",message="result and resultDigest are set together"
+type ToolCallStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase summarises the conditions. Once Succeeded, Failed or Denied it never changes.
+	// +optional
+	Phase ToolCallPhase `json:"phase,omitempty"`
+
+	// verdict is the combined verdict of the policy stages and the approval. Deny is final.
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+
+	// conditions record the pipeline: Resolved, ArgumentsFrozen, ArgumentsValid, Admitted,
+	// Guarded, Executed, ResultAccepted, Normalized, Completed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// argumentsDigest is "sha256:<hex>" of the canonical arguments. Immutable once set.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	ArgumentsDigest string `json:"argumentsDigest,omitempty"`
+
+	// tool is the snapshot of the tool the call resolved to.
+	// +optional
+	Tool *ToolSnapshot `json:"tool,omitempty"`
+
+	// job is the Job of the current attempt.
+	// +optional
+	Job *JobReference `json:"job,omitempty"`
+
+	// attempts lists every attempt, the first first. At most 10 (the retry limit).
+	// +optional
+	// +listType=map
+	// +listMapKey=attempt
+	// +kubebuilder:validation:MaxItems=10
+	Attempts []Attempt `json:"attempts,omitempty"`
+
+	// admittedTime is when the pure stages admitted the call.
+	// +optional
+	AdmittedTime *metav1.Time `json:"admittedTime,omitempty"`
+
+	// approvalDeadline is when a call awaiting approval is denied with ApprovalTimeout.
+	// +optional
+	ApprovalDeadline *metav1.Time `json:"approvalDeadline,omitempty"`
+
+	// startTime is when the first attempt's Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the call reached a terminal phase.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// duration is completionTime minus creationTimestamp, human-readable (e.g. "2.9s"),
+	// set at completion for kubectl's column.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Duration string `json:"duration,omitempty"`
+
+	// result is the frozen outcome the model sees. Set once, with resultDigest, never changed.
+	// +optional
+	Result *ToolResult `json:"result,omitempty"`
+
+	// resultDigest is "sha256:<hex>" of the canonical result. Immutable once set.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	ResultDigest string `json:"resultDigest,omitempty"`
+}
+
+// ToolSnapshot identifies the tool a call resolved to, as it was at resolution.
+type ToolSnapshot struct {
+	// kind is Tool or ClusterTool.
+	// +required
+	Kind ToolKind `json:"kind"`
+
+	// name is the object's metadata.name (not the model-facing name).
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// scope is the ToolScope the tool is registered in; empty for the namespace layer and
+	// for ClusterTools.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Scope string `json:"scope,omitempty"`
+
+	// specDigest is the tool's status.specDigest at resolution.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	SpecDigest string `json:"specDigest,omitempty"`
+
+	// generation is the tool's metadata.generation at resolution.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+
+	// spec is the tool's spec as the call was admitted with it: the call runs this body with
+	// these settings even if the Tool is edited or deleted afterwards.
+	// +optional
+	Spec *ToolSpec `json:"spec,omitempty"`
+}
+
+// JobReference names a Job in the call's namespace.
+type JobReference struct {
+	// name of the Job.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// Attempt is one run of the body: one Job.
+type Attempt struct {
+	// attempt is the 1-based number of the attempt.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Attempt int32 `json:"attempt"`
+
+	// jobName is the attempt's Job.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	JobName string `json:"jobName,omitempty"`
+
+	// startTime is when the attempt's Job was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the attempt's outcome was read.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// reason is the attempt's failure reason (e.g. OOMKilled); empty while running or on success.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+}
+
+// ToolResult is the frozen outcome of a call, shaped for the model (an MCP tool result).
+// It never carries host configuration.
+type ToolResult struct {
+	// ok is true when the tool produced a usable result.
+	// +optional
+	OK bool `json:"ok,omitempty"`
+
+	// isError is true for every failure, denial included (MCP isError).
+	// +optional
+	IsError bool `json:"isError,omitempty"`
+
+	// content is the tool's output: any JSON value.
+	// +optional
+	Content *apiextensionsv1.JSON `json:"content,omitempty"`
+
+	// error is the message the model sees for a failure. At most 32768 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Error string `json:"error,omitempty"`
+
+	// reason is the failure's machine-readable reason (one of the Reason constants).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
+	// meta carries small facts about the result (e.g. truncation, exit code). At most 32 keys.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+// ToolCall asks toolgate to run a tool with a set of arguments; the controller walks it
+// through the pipeline and writes one frozen result into its status.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=tc,categories=toolgate
+// +kubebuilder:printcolumn:name="Tool",type=string,JSONPath=`.spec.tool`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`
+// +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`
+// +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester`,priority=1
+// +kubebuilder:printcolumn:name="Session",type=string,JSONPath=`.spec.session`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || has(self.status)",message="status cannot be removed"
+type ToolCall struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the request. Required; immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec ToolCallSpec `json:"spec"`
+
+	// status is the pipeline's record and the result, written by the controller.
+	// +optional
+	Status ToolCallStatus `json:"status,omitempty"`
+}
+
+// ToolCallList is a list of ToolCalls.
+// +kubebuilder:object:root=true
+type ToolCallList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ToolCall `json:"items"`
+}

@@ -1,0 +1,102 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ApprovalDecision is a person's answer to a call awaiting approval.
+// +kubebuilder:validation:Enum=Approve;Deny
+type ApprovalDecision string
+
+const (
+	// DecisionApprove lets the call run.
+	DecisionApprove ApprovalDecision = "Approve"
+	// DecisionDeny refuses the call (ApprovalDenied); final.
+	DecisionDeny ApprovalDecision = "Deny"
+)
+
+// ToolCallApprovalSpec is one answer to one call, bound to the exact arguments approved.
+type ToolCallApprovalSpec struct {
+	// decision is Approve or Deny. Required.
+	// +required
+	Decision ApprovalDecision `json:"decision"`
+
+	// argumentsDigest must equal the call's status.argumentsDigest; otherwise the approval is
+	// a refusal (ApprovalDigestMismatch). Required; "sha256:<64 hex>".
+	// +required
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	ArgumentsDigest string `json:"argumentsDigest"`
+
+	// approver is the person answering; the toolgate-identity admission policy requires it to
+	// be the authenticated user who creates the approval, and it must not be the call's
+	// requester (SelfApproval). Required; at most 512 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Approver string `json:"approver"`
+
+	// reason explains the decision, for the audit trail. At most 1024 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
+
+// ToolCallApprovalStatus records what the controller did with the approval.
+type ToolCallApprovalStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, CallNotWaiting).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ToolCallApproval answers a ToolCall awaiting approval; it has the same name as the call,
+// in the same namespace. RBAC on this resource separates approvers from agents.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=toolgate
+// +kubebuilder:printcolumn:name="Decision",type=string,JSONPath=`.spec.decision`
+// +kubebuilder:printcolumn:name="Approver",type=string,JSONPath=`.spec.approver`
+// +kubebuilder:printcolumn:name="Consumed",type=string,JSONPath=`.status.conditions[?(@.type=="Consumed")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ToolCallApproval struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the answer. Required; immutable.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec ToolCallApprovalSpec `json:"spec"`
+
+	// status records whether the answer was applied, written by the controller.
+	// +optional
+	Status ToolCallApprovalStatus `json:"status,omitempty"`
+}
+
+// ToolCallApprovalList is a list of ToolCallApprovals.
+// +kubebuilder:object:root=true
+type ToolCallApprovalList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ToolCallApproval `json:"items"`
+}

@@ -1,0 +1,111 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ToolScopeSpec narrows which tools are visible, and to whom, for calls made in the scope.
+// A tool is visible in a scope only if every scope on its chain (the scope, its parent, ...)
+// permits it; deny wins over allow, and a child can only narrow what its ancestors allow.
+type ToolScopeSpec struct {
+	// parent is the name of another ToolScope in the same namespace whose rules also apply.
+	// Empty: the scope hangs directly below the namespace layer. Must not be the scope itself.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Parent string `json:"parent,omitempty"`
+
+	// allow lists the tool names (as the model sees them) the scope permits.
+	// Empty: every tool its parent permits. At most 1024 names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	Allow []string `json:"allow,omitempty"`
+
+	// deny lists tool names the scope refuses, whatever allow says. At most 1024 names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	Deny []string `json:"deny,omitempty"`
+
+	// subjects lists the users (request.userInfo.username, e.g.
+	// "system:serviceaccount:agents:coder") who may call tools in this scope; a requester
+	// outside them is denied with NotASubject. Empty: anyone allowed to create ToolCalls.
+	// At most 256 names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=512
+	Subjects []string `json:"subjects,omitempty"`
+}
+
+// ToolScopeStatus is the resolved state of a ToolScope, written by the controller.
+type ToolScopeStatus struct {
+	// observedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (reasons Ready, ScopeCycle, UnknownParent).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// chain is the resolved ancestor chain, the scope itself first, then its parent, and so on.
+	// +optional
+	// +listType=atomic
+	Chain []string `json:"chain,omitempty"`
+}
+
+// ToolScope is a named layer of tool visibility and authority inside a namespace: Tools
+// register in it, ToolCalls are made in it, and it may restrict both tools and callers.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,categories=toolgate
+// +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.parent) || self.spec.parent != self.metadata.name",message="spec.parent must not name the scope itself"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a ToolScope's name must be a DNS label: spec.scope and spec.parent refer to it"
+type ToolScope struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec sets the scope's parent and restrictions. An empty spec permits everything its
+	// parent does.
+	// +optional
+	Spec ToolScopeSpec `json:"spec,omitempty"`
+
+	// status is the resolved state, written by the controller.
+	// +optional
+	Status ToolScopeStatus `json:"status,omitempty"`
+}
+
+// ToolScopeList is a list of ToolScopes.
+// +kubebuilder:object:root=true
+type ToolScopeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ToolScope `json:"items"`
+}

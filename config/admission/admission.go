@@ -1,0 +1,30 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package admission embeds toolgate's ValidatingAdmissionPolicies and their bindings so that
+// tests and tools apply them by importing this package, without file paths.
+package admission
+
+import _ "embed"
+
+// IdentityPolicy is identity-policy.yaml: the toolgate-identity ValidatingAdmissionPolicy
+// and its ValidatingAdmissionPolicyBinding, as a multi-document YAML stream.
+//
+//go:embed identity-policy.yaml
+var IdentityPolicy []byte
+
+// IdentityPolicyName is the name of the identity policy and of its binding.
+const IdentityPolicyName = "toolgate-identity"

@@ -1,0 +1,132 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package toolgatetest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+func TestCRDsCoverEveryKind(t *testing.T) {
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range crds {
+		got = append(got, c.Spec.Names.Kind)
+		if c.Spec.Group != toolgatev1alpha1.GroupVersion.Group || c.Spec.Versions[0].Subresources == nil {
+			t.Errorf("%s: group %q, subresources %v", c.Name, c.Spec.Group, c.Spec.Versions[0].Subresources)
+		}
+	}
+	want := []string{"ClusterTool", "ToolCallApproval", "ToolCall", "ToolPolicy", "Tool", "ToolScope"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CRD kinds (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
+	objs, err := AdmissionPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Fatalf("got %d objects, want a policy and a binding", len(objs))
+	}
+	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 2 {
+		t.Errorf("first object: %#v", objs[0])
+	}
+	if b, ok := objs[1].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
+		t.Errorf("second object: %#v", objs[1])
+	}
+}
+
+func TestBuilders(t *testing.T) {
+	tc := MakeToolCall("c", "ns").Tool("grep").Args(map[string]any{"b": 1, "a": "x"}).Session("s").Obj()
+	if string(tc.Spec.Arguments.Raw) != `{"a":"x","b":1}` || tc.Spec.Requester != AdminUser || tc.Spec.Session != "s" {
+		t.Errorf("ToolCall spec: %+v", tc.Spec)
+	}
+	if got := Digest([]byte(EmptyArguments)); got != "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a" {
+		t.Errorf("Digest({}) = %s", got)
+	}
+	if a := MakeToolCallApproval("c", "ns").Deny().Obj(); a.Spec.ArgumentsDigest != Digest([]byte(EmptyArguments)) || a.Spec.Decision != toolgatev1alpha1.DecisionDeny {
+		t.Errorf("approval spec: %+v", a.Spec)
+	}
+	ct := MakeClusterTool("echo").Timeout(time.Second).Retry(3, toolgatev1alpha1.ReasonOOMKilled).Env("A", "1").Obj()
+	want := toolgatev1alpha1.ToolSpec{
+		Timeout: &metav1.Duration{Duration: time.Second},
+		Retry:   toolgatev1alpha1.RetryPolicy{MaxAttempts: 3, OnReasons: []string{"OOMKilled"}},
+		Body:    toolgatev1alpha1.ToolBody{Image: DefaultImage, Env: []toolgatev1alpha1.EnvVar{{Name: "A", Value: "1"}}},
+	}
+	if diff := cmp.Diff(want, ct.Spec); diff != "" {
+		t.Errorf("ClusterTool spec (-want +got):\n%s", diff)
+	}
+	w := MakeTool("t", "ns").Scope("s")
+	first := w.Obj()
+	w.Name("changed")
+	if first.Spec.Name != "" || first.Spec.Scope != "s" {
+		t.Errorf("Obj must return a copy: %+v", first.Spec)
+	}
+}
+
+func TestMatchers(t *testing.T) {
+	g := gomega.NewWithT(t)
+	tc := MakeToolCall("c", "ns").Phase(toolgatev1alpha1.PhaseDenied).Verdict(toolgatev1alpha1.VerdictDeny).
+		Condition(metav1.Condition{Type: toolgatev1alpha1.ConditionAdmitted, Status: metav1.ConditionFalse, Reason: toolgatev1alpha1.ReasonPolicyDenied}).Obj()
+
+	g.Expect(tc).To(HaveCondition(toolgatev1alpha1.ConditionAdmitted, metav1.ConditionFalse, toolgatev1alpha1.ReasonPolicyDenied))
+	g.Expect(*tc).To(HaveCondition(toolgatev1alpha1.ConditionAdmitted, metav1.ConditionFalse, ""))
+	g.Expect(tc.Status.Conditions).To(HaveCondition(toolgatev1alpha1.ConditionAdmitted, metav1.ConditionFalse, ""))
+	g.Expect(tc).NotTo(HaveCondition(toolgatev1alpha1.ConditionAdmitted, metav1.ConditionTrue, ""))
+	g.Expect(tc).NotTo(HaveCondition(toolgatev1alpha1.ConditionAdmitted, metav1.ConditionFalse, toolgatev1alpha1.ReasonGuardDenied))
+	g.Expect(tc).NotTo(HaveCondition(toolgatev1alpha1.ConditionCompleted, metav1.ConditionFalse, ""))
+	g.Expect(MakeToolScope("s", "ns").Obj()).NotTo(HaveCondition(toolgatev1alpha1.ConditionReady, metav1.ConditionTrue, ""))
+	if ok, err := HaveCondition("X", metav1.ConditionTrue, "").Match(42); ok || err == nil {
+		t.Errorf("HaveCondition(42) = %v, %v; want an error", ok, err)
+	}
+
+	g.Expect(tc).To(HavePhase(toolgatev1alpha1.PhaseDenied))
+	g.Expect(tc).NotTo(HavePhase(toolgatev1alpha1.PhaseSucceeded))
+	g.Expect(*tc).To(HaveVerdict(toolgatev1alpha1.VerdictDeny))
+
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "toolgate.dev", Kind: "ToolCall"}, "c",
+		field.ErrorList{field.Invalid(field.NewPath("spec"), "x", "spec is immutable")})
+	g.Expect(invalid).To(BeAPIError(metav1.StatusReasonInvalid, "spec is immutable"))
+	g.Expect(invalid).NotTo(BeAPIError(metav1.StatusReasonForbidden, "spec is immutable"))
+	g.Expect(invalid).NotTo(BeAPIError(metav1.StatusReasonInvalid, "result is immutable"))
+	g.Expect(errors.New("plain")).NotTo(BeAPIError(metav1.StatusReasonInvalid))
+	g.Expect(IsIdentityPolicyDenial(invalid)).To(gomega.BeFalse())
+	var nilErr error
+	g.Expect(nilErr).NotTo(BeAPIError(metav1.StatusReasonInvalid))
+
+	raw, err := json.Marshal(OKResult(map[string]int{"n": 1}))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(raw).To(gomega.MatchJSON(`{"ok":true,"content":{"n":1}}`))
+}

@@ -1,0 +1,109 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package api_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/config/admission"
+	tgt "github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+const (
+	requesterMessage = "spec.requester must be the authenticated user"
+	approverMessage  = "spec.approver must be the authenticated user"
+)
+
+var _ = Describe("Identity admission policy", Label("admission", "identity"), func() {
+	var (
+		ns    string
+		alice client.Client
+	)
+	BeforeEach(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		var err error
+		alice, err = env.AddUser("alice", []string{tgt.EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("is installed with failurePolicy Fail and a Deny binding", func(ctx SpecContext) {
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: admission.IdentityPolicyName}, policy)).To(Succeed())
+		Expect(*policy.Spec.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Name: admission.IdentityPolicyName}, binding)).To(Succeed())
+		Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
+	})
+
+	It("rejects a ToolCall whose requester is another user", func(ctx SpecContext) {
+		err := alice.Create(ctx, tgt.MakeToolCall("c", ns).Requester("bob").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, requesterMessage))
+		Expect(tgt.IsIdentityPolicyDenial(err)).To(BeTrue())
+	})
+
+	It("admits a ToolCall whose requester is the user", func(ctx SpecContext) {
+		Expect(alice.Create(ctx, tgt.MakeToolCall("c", ns).Requester("alice").Obj())).To(Succeed())
+	})
+
+	It("applies to system:masters too", func(ctx SpecContext) {
+		err := k8sClient.Create(ctx, tgt.MakeToolCall("c", ns).Requester("alice").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))
+	})
+
+	It("lets another user update a call's metadata and status, never its requester", func(ctx SpecContext) {
+		tc := tgt.MakeToolCall("c", ns).Requester("alice").Obj()
+		Expect(alice.Create(ctx, tc)).To(Succeed())
+
+		By("the admin (as the controller would) adding a finalizer and writing status")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+		tc.Finalizers = append(tc.Finalizers, "toolgate.dev/test")
+		Expect(k8sClient.Update(ctx, tc)).To(Succeed())
+		Expect(writeStatus(ctx, tc, func(st *toolgatev1alpha1.ToolCallStatus) { st.Phase = toolgatev1alpha1.PhasePending })).To(Succeed())
+
+		By("anyone changing the requester")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+		tc.Spec.Requester = tgt.AdminUser
+		Expect(k8sClient.Update(ctx, tc)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec is immutable"))
+
+		By("alice removing the finalizer")
+		Expect(alice.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
+		tc.Finalizers = nil
+		Expect(alice.Update(ctx, tc)).To(Succeed())
+	})
+
+	It("rejects a ToolCallApproval whose approver is another user", func(ctx SpecContext) {
+		err := alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("bob").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
+	})
+
+	It("admits a ToolCallApproval whose approver is the user", func(ctx SpecContext) {
+		Expect(alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("alice").Deny().Obj())).To(Succeed())
+	})
+
+	It("checks service accounts by their full user name", func(ctx SpecContext) {
+		agent, err := env.AddUser("system:serviceaccount:agents:coder", []string{tgt.EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(agent.Create(ctx, tgt.MakeToolCall("short", ns).Requester("coder").Obj())).
+			To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))
+		Expect(agent.Create(ctx, tgt.MakeToolCall("full", ns).Requester("system:serviceaccount:agents:coder").Obj())).To(Succeed())
+	})
+})
