@@ -24,6 +24,9 @@ const (
 	LabelTool           = "toolgate.dev/tool"
 	LabelNetwork        = "toolgate.dev/network"
 	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	// JobFinalizer holds a tool Job until the operator has seen its end: a Job deleted while
+	// its call runs is then observed (JobDeleted), never mistaken for one not yet created.
+	JobFinalizer = "toolgate.dev/outcome"
 
 	// ToolContainerName is the container that runs the runner and, under it, the tool body.
 	ToolContainerName = "tool"
@@ -119,13 +122,14 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 		LabelTool:      in.Call.Spec.Tool,
 		LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
 	}
-	annotations := map[string]string{AnnotationArgDigest: in.Digest}
+	annotations := map[string]string{AnnotationArgDigest: in.Digest, AnnotationCallName: in.Call.Name}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        JobName(in.Call.Name, in.Attempt),
 			Namespace:   in.Call.Namespace,
 			Labels:      labels,
 			Annotations: annotations,
+			Finalizers:  []string{JobFinalizer},
 		},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:            ptr.To[int32](0),

@@ -1,0 +1,78 @@
+// Command manager is the toolgate operator: it registers tools and walks ToolCalls through
+// the pipeline, running tool bodies as sandboxed Jobs.
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers"
+)
+
+func main() {
+	var metricsAddr, probeAddr, cpuLimit, memLimit string
+	var leaderElect bool
+	opts := controllers.DefaultCallOptions()
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at /toolgate/runner (the operator's own image)")
+	flag.Func("job-ttl", "ttlSecondsAfterFinished of tool Jobs (seconds)", intFlag(&opts.Job.TTLSecondsAfterFinished))
+	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
+	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on")
+	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
+	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit} {
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			log.Error(err, "invalid default limit", "resource", name)
+			os.Exit(2)
+		}
+		opts.Job.DefaultResources.Limits[corev1ResourceName(name)] = q
+	}
+
+	scheme := runtime.NewScheme()
+	must(clientgoscheme.AddToScheme(scheme))
+	must(v1alpha1.AddToScheme(scheme))
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        probeAddr,
+		LeaderElection:                leaderElect,
+		LeaderElectionID:              "toolgate.dev",
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
+	})
+	if err != nil {
+		log.Error(err, "unable to create the manager")
+		os.Exit(1)
+	}
+	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true}); err != nil {
+		log.Error(err, "unable to set up the controllers")
+		os.Exit(1)
+	}
+	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
+	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	log.Info("starting the manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "the manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// This file maps API objects to the pipeline's own input types: data flows one way,
+// API object → pipeline input → verdicts → status.
+
+// ToolName is the model-facing name of a tool: spec.name, or metadata.name when empty.
+func ToolName(spec *v1alpha1.ToolSpec, objectName string) string {
+	if spec.Name != "" {
+		return spec.Name
+	}
+	return objectName
+}
+
+// SpecDigest is "sha256:<hex>" of the JSON encoding of a tool spec.
+func SpecDigest(spec any) string {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func toolRegistration(t *v1alpha1.Tool) pipeline.Registration {
+	return pipeline.Registration{
+		Name:       ToolName(&t.Spec.ToolSpec, t.Name),
+		Scope:      t.Spec.Scope,
+		Key:        string(v1alpha1.ToolKindTool) + "/" + t.Name,
+		CreatedAt:  t.CreationTimestamp.Time,
+		Ready:      true,
+		SpecDigest: SpecDigest(&t.Spec.ToolSpec),
+	}
+}
+
+func clusterToolRegistration(t *v1alpha1.ClusterTool) pipeline.Registration {
+	return pipeline.Registration{
+		Name:       ToolName(&t.Spec, t.Name),
+		Key:        string(v1alpha1.ToolKindClusterTool) + "/" + t.Name,
+		CreatedAt:  t.CreationTimestamp.Time,
+		Ready:      true,
+		SpecDigest: SpecDigest(&t.Spec),
+	}
+}
+
+func scopeOf(s *v1alpha1.ToolScope) pipeline.Scope {
+	return pipeline.Scope{
+		Name:     s.Name,
+		Parent:   s.Spec.Parent,
+		Allow:    s.Spec.Allow,
+		Deny:     s.Spec.Deny,
+		Subjects: s.Spec.Subjects,
+	}
+}
+
+func policySpec(p *v1alpha1.ToolPolicy) pipeline.PolicySpec {
+	spec := pipeline.PolicySpec{
+		Name:  p.Name,
+		Stage: pipeline.Stage(p.Spec.Stage),
+		Order: int(p.Spec.Order),
+		Tools: p.Spec.Tools,
+	}
+	if p.Spec.ApprovalWindow != nil {
+		spec.ApprovalWindow = p.Spec.ApprovalWindow.Duration
+	}
+	for _, r := range p.Spec.Rules {
+		spec.Rules = append(spec.Rules, pipeline.Rule{
+			Name:       r.Name,
+			Expression: r.Expression,
+			Verdict:    pipeline.Verdict(r.Verdict),
+			Action:     pipeline.Action(r.Action),
+			Replace:    r.Replace,
+			Message:    r.Message,
+		})
+	}
+	return spec
+}
+
+func retryPolicy(spec *v1alpha1.ToolSpec) pipeline.RetryPolicy {
+	p := pipeline.RetryPolicy{MaxAttempts: int(spec.Retry.MaxAttempts)}
+	for _, r := range spec.Retry.OnReasons {
+		p.OnReasons = append(p.OnReasons, pipeline.Reason(r))
+	}
+	return p
+}
+
+func callInfo(call *v1alpha1.ToolCall) pipeline.CallInfo {
+	return pipeline.CallInfo{
+		Namespace: call.Namespace,
+		Session:   call.Spec.Session,
+		Requester: call.Spec.Requester,
+		Labels:    call.Labels,
+	}
+}
+
+// compileSchema compiles an optional schema: an absent one is nil (any value passes).
+func compileSchema(c *pipeline.Compiler, raw []byte) (*pipeline.Schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return c.CompileSchema(raw)
+}

@@ -1,0 +1,67 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+const (
+	// indexSession indexes ToolCalls by spec.session (calls without a session are not indexed).
+	indexSession = "spec.session"
+	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
+	AnnotationCallName = "toolgate.dev/call-name"
+)
+
+func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexSession, func(o client.Object) []string {
+		call, ok := o.(*v1alpha1.ToolCall)
+		if !ok || call.Spec.Session == "" {
+			return nil
+		}
+		return []string{call.Spec.Session}
+	})
+}
+
+func isToolgateObject(o client.Object) bool {
+	return o.GetLabels()[LabelManagedBy] == ManagedByValue
+}
+
+// podToCall maps a tool Pod to the call it runs for.
+func podToCall(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetAnnotations()[AnnotationCallName]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// approvalToCall maps a ToolCallApproval to the call it is named after.
+func approvalToCall(_ context.Context, o client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
+}
+
+// sessionPeers maps a call to the queued calls of its session: when one call changes
+// (admitted, finished), the calls waiting behind it re-check whether they may start.
+func (r *ToolCallReconciler) sessionPeers(ctx context.Context, o client.Object) []reconcile.Request {
+	call, ok := o.(*v1alpha1.ToolCall)
+	if !ok || call.Spec.Session == "" {
+		return nil
+	}
+	peers := &v1alpha1.ToolCallList{}
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{indexSession: call.Spec.Session}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range peers.Items {
+		p := &peers.Items[i]
+		if p.Name != call.Name && p.Status.Phase == v1alpha1.PhaseQueued {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// registry is one namespace's view of the registrations, read from the informer cache:
+// the pipeline's resolution index plus the objects behind it and the namespace's policies.
+type registry struct {
+	index    *pipeline.Index
+	tools    map[string]*v1alpha1.Tool
+	cluster  map[string]*v1alpha1.ClusterTool
+	policies []pipeline.PolicySpec
+}
+
+// resolvedTool is the tool a call resolved to, frozen as the call's snapshot.
+type resolvedTool struct {
+	spec     *v1alpha1.ToolSpec
+	snapshot *v1alpha1.ToolSnapshot
+	info     pipeline.ToolInfo
+}
+
+func (r *ToolCallReconciler) loadRegistry(ctx context.Context, namespace string) (*registry, error) {
+	return loadRegistry(ctx, r.Client, namespace)
+}
+
+// loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
+func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*registry, error) {
+	tools := &v1alpha1.ToolList{}
+	clusterTools := &v1alpha1.ClusterToolList{}
+	scopes := &v1alpha1.ToolScopeList{}
+	policies := &v1alpha1.ToolPolicyList{}
+	for _, l := range []struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		{tools, []client.ListOption{client.InNamespace(namespace)}},
+		{clusterTools, nil},
+		{scopes, []client.ListOption{client.InNamespace(namespace)}},
+		{policies, []client.ListOption{client.InNamespace(namespace)}},
+	} {
+		if err := c.List(ctx, l.list, l.opts...); err != nil {
+			return nil, err
+		}
+	}
+	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{}}
+	var nsRegs, clusterRegs []pipeline.Registration
+	var scopeList []pipeline.Scope
+	for i := range tools.Items {
+		t := &tools.Items[i]
+		if t.DeletionTimestamp.IsZero() {
+			reg.tools[t.Name] = t
+			nsRegs = append(nsRegs, toolRegistration(t))
+		}
+	}
+	for i := range clusterTools.Items {
+		t := &clusterTools.Items[i]
+		if t.DeletionTimestamp.IsZero() {
+			reg.cluster[t.Name] = t
+			clusterRegs = append(clusterRegs, clusterToolRegistration(t))
+		}
+	}
+	for i := range scopes.Items {
+		scopeList = append(scopeList, scopeOf(&scopes.Items[i]))
+	}
+	for i := range policies.Items {
+		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
+	}
+	reg.index = pipeline.NewIndex(clusterRegs, nsRegs, scopeList)
+	return reg, nil
+}
+
+// resolve finds the tool a call names in its scope; a Deny decision says why it cannot.
+func (reg *registry) resolve(scope, name string) (*resolvedTool, pipeline.Decision) {
+	found, err := reg.index.Resolve(scope, name)
+	if err != nil {
+		return nil, resolveDecision(err)
+	}
+	kind, objName, _ := strings.Cut(found.Key, "/")
+	var spec *v1alpha1.ToolSpec
+	var annotations map[string]string
+	var generation int64
+	toolScope := ""
+	switch v1alpha1.ToolKind(kind) {
+	case v1alpha1.ToolKindTool:
+		t := reg.tools[objName]
+		spec, annotations, generation, toolScope = &t.Spec.ToolSpec, t.Annotations, t.Generation, t.Spec.Scope
+	default:
+		t := reg.cluster[objName]
+		spec, annotations, generation = &t.Spec, t.Annotations, t.Generation
+	}
+	return &resolvedTool{
+		spec: spec,
+		snapshot: &v1alpha1.ToolSnapshot{
+			Kind:       v1alpha1.ToolKind(kind),
+			Name:       objName,
+			Scope:      toolScope,
+			SpecDigest: found.SpecDigest,
+			Generation: generation,
+			Spec:       spec.DeepCopy(),
+		},
+		info: pipeline.ToolInfo{Name: found.Name, Scope: toolScope, Annotations: annotations},
+	}, pipeline.Decision{Verdict: pipeline.Allow}
+}
+
+func resolveDecision(err error) pipeline.Decision {
+	d := pipeline.Decision{Verdict: pipeline.Deny, Reason: pipeline.ReasonToolNotFound, Message: err.Error()}
+	if re, ok := err.(*pipeline.ResolveError); ok { //nolint:errorlint // Resolve returns the concrete type
+		d.Reason = re.Reason
+	}
+	return d
+}
+
+// rawOf returns the bytes of an optional raw JSON field (nil when absent).
+func rawOf(ext *runtime.RawExtension) []byte {
+	if ext == nil {
+		return nil
+	}
+	return ext.Raw
+}

@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// Options configure the reconcilers as a whole.
+type Options struct {
+	Call CallOptions
+	// Clock is injected so tests can move time (approval windows, deadlines).
+	Clock clock.PassiveClock
+	// Logs reads results carried in Pod logs; nil uses the pods/log subresource.
+	Logs LogReader
+	// RegisterMetrics adds toolgate's metrics to controller-runtime's registry (once per process).
+	RegisterMetrics bool
+}
+
+// CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
+// the operator never caches a cluster's every Pod.
+func CacheOptions() cache.Options {
+	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:  {Label: selector},
+		&batchv1.Job{}: {Label: selector},
+	}}
+}
+
+// Setup adds every toolgate reconciler to the manager.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Call.Job.RunnerImage == "" {
+		opts.Call = DefaultCallOptions()
+	}
+	logs := opts.Logs
+	if logs == nil {
+		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+		if err != nil {
+			return err
+		}
+		logs = PodLogReader{Clientset: cs}
+	}
+	compiler := pipeline.DefaultCompiler()
+	rec := mgr.GetEventRecorder("toolgate")
+	if opts.RegisterMetrics {
+		metrics.Register(phaseCounter(mgr.GetClient()))
+	}
+	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
+		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call},
+		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
+		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+	}
+	for _, s := range setups {
+		if err := s.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// phaseCounter counts non-terminal calls by phase from the cache, for the active gauge.
+func phaseCounter(c client.Reader) metrics.PhaseCounter {
+	return func(ctx context.Context) (map[string]int, error) {
+		calls := &v1alpha1.ToolCallList{}
+		if err := c.List(ctx, calls); err != nil {
+			return nil, err
+		}
+		counts := map[string]int{string(v1alpha1.PhaseRunning): 0, string(v1alpha1.PhaseAwaitingApproval): 0, string(v1alpha1.PhaseQueued): 0}
+		for i := range calls.Items {
+			if p := calls.Items[i].Status.Phase; !p.IsTerminal() && p != "" {
+				counts[string(p)]++
+			}
+		}
+		return counts, nil
+	}
+}

@@ -1,0 +1,188 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// admit runs the pure stages in one pass (subject check, resolution, freeze, validate,
+// pre-execute, guards) and persists every verdict in one status write, before any side
+// effect. Only after that write succeeded is the Job created.
+func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	start := r.Clock.Now()
+	reg, err := r.loadRegistry(ctx, call.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	call.Status.ObservedGeneration = call.Generation
+	outcome := r.runAdmission(ctx, reg, call)
+	if outcome.verdict == pipeline.Allow {
+		if err := r.scheduleOrQueue(ctx, call); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	metrics.StageDuration.WithLabelValues("admit").Observe(r.Clock.Since(start).Seconds())
+	if err := r.Status().Update(ctx, call); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.afterStatusWrite(call, outcome.events)
+	metrics.Verdicts.WithLabelValues(call.Spec.Tool, string(outcome.verdict), string(outcome.reason)).Inc()
+	switch call.Status.Phase {
+	case v1alpha1.PhaseRunning:
+		return r.createJob(ctx, call)
+	case v1alpha1.PhaseAwaitingApproval:
+		return ctrl.Result{RequeueAfter: call.Status.ApprovalDeadline.Sub(r.Clock.Now())}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// admission is what the pure pass decided, for metrics and events.
+type admission struct {
+	verdict pipeline.Verdict
+	reason  pipeline.Reason
+	events  []event
+}
+
+// runAdmission mutates call.Status in memory only: conditions, digest, snapshot, phase.
+func (r *ToolCallReconciler) runAdmission(ctx context.Context, reg *registry, call *v1alpha1.ToolCall) admission {
+	now := r.Clock.Now()
+	if d := reg.index.SubjectGuard(call.Spec.Scope, call.Spec.Requester); d.Verdict == pipeline.Deny {
+		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
+		return r.refuse(call, d, now)
+	}
+	tool, d := reg.resolve(call.Spec.Scope, call.Spec.Tool)
+	if d.Verdict == pipeline.Deny {
+		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
+		return r.refuse(call, d, now)
+	}
+	r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved,
+		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
+	call.Status.Tool = tool.snapshot
+	params, err := compileSchema(r.Compiler, rawOf(tool.spec.Parameters))
+	if err != nil {
+		return r.refuse(call, notReady(err), now)
+	}
+	adm := pipeline.Admit(pipeline.AdmitInput{
+		Arguments: call.Spec.Arguments.Raw,
+		Freeze:    pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes},
+		Schema:    params,
+		Tool:      tool.info,
+		Call:      callInfo(call),
+		Policies:  r.Compiler.CompilePolicies(reg.policies),
+	})
+	return r.recordAdmission(call, tool, adm, now)
+}
+
+// recordAdmission writes the stage verdicts of one pure pass into the status (in memory).
+func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, now time.Time) admission {
+	if adm.Frozen != nil {
+		call.Status.ArgumentsDigest = adm.Frozen.Digest()
+	}
+	r.setStage(call, v1alpha1.ConditionArgumentsFrozen, adm.Freeze, v1alpha1.ReasonFrozen)
+	if adm.Validate.Evaluated() {
+		r.setStage(call, v1alpha1.ConditionArgumentsValid, adm.Validate, v1alpha1.ReasonValid)
+	}
+	if adm.PreExecute.Evaluated() {
+		r.setStage(call, v1alpha1.ConditionAdmitted, adm.PreExecute, v1alpha1.ReasonPolicyAllowed)
+	}
+	if adm.Guard.Evaluated() {
+		r.setStage(call, v1alpha1.ConditionGuarded, adm.Guard, v1alpha1.ReasonPolicyAllowed)
+	}
+	final := adm.Final
+	switch final.Verdict {
+	case pipeline.Deny:
+		return r.refuse(call, final, now)
+	case pipeline.Ask:
+		window := final.ApprovalWindow
+		if window <= 0 && tool.spec.ApprovalWindow != nil {
+			window = tool.spec.ApprovalWindow.Duration
+		}
+		deadline := metav1.NewTime(pipeline.Parked{ParkedAt: now, Window: window}.Deadline())
+		call.Status.Phase = v1alpha1.PhaseAwaitingApproval
+		call.Status.Verdict = v1alpha1.VerdictAsk
+		call.Status.AdmittedTime = ptrTime(now)
+		call.Status.ApprovalDeadline = &deadline
+		return admission{verdict: pipeline.Ask, reason: final.Reason, events: []event{approvalRequested(call, final)}}
+	}
+	call.Status.Verdict = v1alpha1.VerdictAllow
+	call.Status.AdmittedTime = ptrTime(now)
+	return admission{verdict: pipeline.Allow, reason: final.Reason, events: []event{callAdmitted(call)}}
+}
+
+// refuse ends a call at admission: Denied for a decision against it (policy, guard,
+// subject, approval), Failed for a call that cannot run (unknown tool, bad arguments).
+func (r *ToolCallReconciler) refuse(call *v1alpha1.ToolCall, d pipeline.Decision, now time.Time) admission {
+	phase := v1alpha1.PhaseFailed
+	if deniedReasons[d.Reason] {
+		phase = v1alpha1.PhaseDenied
+		call.Status.Verdict = v1alpha1.VerdictDeny
+	}
+	r.setTerminal(call, phase, refusal(d), now)
+	return admission{verdict: pipeline.Deny, reason: d.Reason, events: terminalEvents(call)}
+}
+
+// deniedReasons are the refusals that are decisions against the call (phase Denied);
+// every other refusal means the call could not run (phase Failed).
+var deniedReasons = map[pipeline.Reason]bool{
+	pipeline.ReasonPolicyDenied: true, pipeline.ReasonPolicyError: true, pipeline.ReasonGuardDenied: true,
+	pipeline.ReasonNotASubject: true, pipeline.ReasonApprovalDenied: true,
+	pipeline.ReasonApprovalDigestMismatch: true, pipeline.ReasonApprovalTimeout: true,
+	pipeline.ReasonSelfApproval: true,
+}
+
+func notReady(err error) pipeline.Decision {
+	msg := "the tool's registration is not ready: " + err.Error()
+	var se *pipeline.SchemaError
+	if errors.As(err, &se) {
+		msg = "the tool's registration is not ready: its parameters schema is invalid"
+	}
+	return pipeline.Decision{Verdict: pipeline.Deny, Reason: pipeline.ReasonToolNotReady, Message: msg}
+}
+
+// setStage records one stage's decision as a condition: Allow is True, Ask Unknown, Deny False.
+func (r *ToolCallReconciler) setStage(call *v1alpha1.ToolCall, condType string, d pipeline.Decision, okReason string) {
+	status, reason := metav1.ConditionTrue, okReason
+	switch d.Verdict {
+	case pipeline.Ask:
+		status, reason = metav1.ConditionUnknown, string(d.Reason)
+	case pipeline.Deny:
+		status, reason = metav1.ConditionFalse, string(d.Reason)
+	}
+	msg := d.Message
+	if msg == "" {
+		msg = string(d.Reason)
+	}
+	r.setCondition(call, condType, status, reason, msg)
+}
+
+func (r *ToolCallReconciler) setCondition(call *v1alpha1.ToolCall, condType string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&call.Status.Conditions, metav1.Condition{
+		Type:               condType,
+		Status:             status,
+		Reason:             reason,
+		Message:            truncate(msg, 32768),
+		ObservedGeneration: call.Generation,
+		LastTransitionTime: metav1.NewTime(r.Clock.Now()),
+	})
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

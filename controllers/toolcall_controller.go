@@ -1,0 +1,119 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// CallOptions are the operator-wide settings of the ToolCall pipeline.
+type CallOptions struct {
+	// Job configures the Jobs that run tool bodies.
+	Job JobOptions
+	// MaxArgumentBytes bounds a call's arguments (pipeline default when zero). The arguments
+	// reach the body in one environment variable, which Linux bounds at 128 KiB.
+	MaxArgumentBytes int
+	// DeadlineGrace is added to an attempt's timeout before the operator itself ends an
+	// attempt that no Job or Pod reported on: the last line of "every call ends".
+	DeadlineGrace time.Duration
+}
+
+// DefaultCallOptions are the settings used when the manager is given none.
+func DefaultCallOptions() CallOptions {
+	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second}
+}
+
+// ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
+// one status write, then the Job, then the outcome and one final status write.
+type ToolCallReconciler struct {
+	client.Client
+	// APIReader reads around the cache where a stale read would be wrong (a Job just created).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	Compiler  *pipeline.Compiler
+	Logs      LogReader
+	Options   CallOptions
+}
+
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=tools;clustertools;toolscopes;toolpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;patch;update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile is the thin entry: get, ignore not-found, hand over to the phase's step.
+func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	call := &v1alpha1.ToolCall{}
+	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.releaseJobs(ctx, req.Namespace, req.Name, nil)
+		}
+		return ctrl.Result{}, err
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("toolCall", klog.KObj(call)))
+	if err := r.releaseJobs(ctx, call.Namespace, call.Name, call); err != nil {
+		return ctrl.Result{}, err
+	}
+	if call.Status.Phase.IsTerminal() || !call.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	res, err := r.reconcile(ctx, call)
+	if apierrors.IsConflict(err) {
+		// Another pass wrote first (or the cache was behind): retry from fresh state.
+		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	}
+	return res, err
+}
+
+// reconcile runs the step for the call's phase; each step ends with at most one status write.
+func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	switch call.Status.Phase {
+	case "", v1alpha1.PhasePending:
+		return r.admit(ctx, call)
+	case v1alpha1.PhaseAwaitingApproval:
+		return r.awaitApproval(ctx, call)
+	case v1alpha1.PhaseQueued:
+		return r.startWhenRunnable(ctx, call)
+	case v1alpha1.PhaseRunning:
+		return r.observe(ctx, call)
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager wires the watches: the call, its Jobs and Pods, its approval, and the
+// other calls of its session (a call ending may let a queued one start).
+func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ToolCall{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCall),
+			builder.WithPredicates(predicate.NewPredicateFuncs(isToolgateObject))).
+		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
+		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
+		Named("toolcall").
+		Complete(r)
+}

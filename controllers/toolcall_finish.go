@@ -1,0 +1,178 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+const (
+	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
+	ReasonResultUnreadable = "ResultUnreadable"
+	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
+	ReasonOperatorError = "OperatorError"
+)
+
+var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
+
+// finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
+// policy) or runs post-execute and freezes the result: one status write either way.
+func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job, o pipeline.Outcome) (ctrl.Result, error) {
+	start := r.Clock.Now()
+	spec := call.Status.Tool.Spec
+	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(maxOutput(spec))})
+	n := len(call.Status.Attempts) - 1
+	call.Status.Attempts[n].CompletionTime = ptrTime(start)
+	if res.IsError {
+		call.Status.Attempts[n].Reason = string(res.Reason)
+	}
+	r.stopJob(ctx, job, o)
+	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
+		r.startAttempt(call, int32(retry.NextAttempt))
+		if err := r.Status().Update(ctx, call); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.createJob(ctx, call)
+	}
+	executed := metav1.ConditionTrue
+	if res.IsError {
+		executed = metav1.ConditionFalse
+	}
+	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res))
+	final, decision := r.postExecute(ctx, call, res)
+	r.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(pipeline.ReasonResultAccepted))
+	phase := v1alpha1.PhaseSucceeded
+	if final.IsError {
+		phase = v1alpha1.PhaseFailed
+	}
+	r.setTerminal(call, phase, final, r.Clock.Now())
+	defer metrics.StageDuration.WithLabelValues("outcome").Observe(r.Clock.Since(start).Seconds())
+	return ctrl.Result{}, r.writeTerminal(ctx, call)
+}
+
+// postExecute applies the PostExecute policies and the tool's output schema.
+func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision) {
+	spec := call.Status.Tool.Spec
+	reg, err := r.loadRegistry(ctx, call.Namespace)
+	if err != nil {
+		return res, pipeline.Decision{Verdict: pipeline.Allow, Reason: pipeline.ReasonResultAccepted}
+	}
+	output, err := compileSchema(r.Compiler, rawOf(spec.Output))
+	if err != nil {
+		output = nil
+	}
+	frozen, _ := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
+	in := pipeline.Input{
+		Tool:      pipeline.ToolInfo{Name: call.Spec.Tool, Scope: call.Status.Tool.Scope},
+		Call:      callInfo(call),
+		Arguments: frozen,
+	}
+	return pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), in, res, output)
+}
+
+// setTerminal is the one terminal path: result, digest, Normalized and Completed
+// conditions, phase, completion time and duration. In memory; the caller writes.
+func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
+	apiResult, digest := toAPIResult(res)
+	call.Status.Result = apiResult
+	call.Status.ResultDigest = digest
+	call.Status.Phase = phase
+	call.Status.CompletionTime = ptrTime(now)
+	call.Status.Duration = now.Sub(call.CreationTimestamp.Time).Round(100 * time.Millisecond).String()
+	if call.Status.Verdict == "" && phase == v1alpha1.PhaseDenied {
+		call.Status.Verdict = v1alpha1.VerdictDeny
+	}
+	r.setCondition(call, v1alpha1.ConditionNormalized, metav1.ConditionTrue, string(res.Reason), "the outcome is one structured result")
+	r.setCondition(call, v1alpha1.ConditionCompleted, metav1.ConditionTrue, string(phase), "the result is frozen as "+digest)
+}
+
+// writeTerminal writes a terminal status. A result too large for the API server (etcd's
+// object limit) is replaced by an OutputTooLarge error rather than lost in a retry loop.
+func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.ToolCall) error {
+	err := r.Status().Update(ctx, call)
+	if apierrors.IsRequestEntityTooLargeError(err) || (apierrors.IsInvalid(err) && call.Status.Result != nil && call.Status.Result.Content != nil) {
+		ctrl.LoggerFrom(ctx).Info("result rejected by the API server; recording OutputTooLarge", "error", err.Error())
+		r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
+			Error: "the tool's output is too large to store", Content: "the tool's output is too large to store"}, r.Clock.Now())
+		err = r.Status().Update(ctx, call)
+	}
+	if err != nil {
+		return err
+	}
+	r.afterStatusWrite(call, terminalEvents(call))
+	res := call.Status.Result
+	metrics.Outcomes.WithLabelValues(call.Spec.Tool, string(call.Status.Phase), res.Reason).Inc()
+	metrics.CallLatency.WithLabelValues(call.Spec.Tool, string(call.Status.Phase)).
+		Observe(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time).Seconds())
+	return nil
+}
+
+// finishInternal ends a call that cannot continue; it never stays without a result.
+func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.ToolCall, msg string) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).Info("ending call on an internal error", "reason", msg)
+	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: ReasonOperatorError,
+		Error: "the call could not be run", Content: "the call could not be run"}, r.Clock.Now())
+	return ctrl.Result{}, r.writeTerminal(ctx, call)
+}
+
+// stopJob deletes a Job whose Pod will not end by itself (an image that is never pulled,
+// the operator's own deadline). Jobs that ended are left to ttlSecondsAfterFinished.
+func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pipeline.Outcome) {
+	if !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
+		return
+	}
+	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not delete a stopped Job", "job", job.Name)
+	}
+}
+
+// refusal is the model-facing result of a call refused before running. Policy internals
+// (policy and rule names, CEL errors) stay in the conditions; the model sees the rule's own
+// message or a generic sentence.
+func refusal(d pipeline.Decision) pipeline.Result {
+	msg := d.Message
+	switch d.Reason {
+	case pipeline.ReasonPolicyDenied, pipeline.ReasonGuardDenied:
+		if d.Policy != "" && d.Message == "" {
+			msg = "the call was denied by policy"
+		}
+	case pipeline.ReasonPolicyError:
+		msg = "the call was denied: a policy could not be evaluated"
+	case pipeline.ReasonNotASubject:
+		msg = "the requester may not make calls in this scope"
+	}
+	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
+}
+
+func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string) {
+	out := &v1alpha1.ToolResult{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: string(res.Reason), Meta: res.Meta}
+	if res.Content != nil {
+		if raw, err := json.Marshal(res.Content); err == nil {
+			out.Content = &apiextensionsv1.JSON{Raw: raw}
+		}
+	}
+	digest := ""
+	if f, err := pipeline.FreezeResult(res); err == nil {
+		digest = f.Digest()
+	}
+	return out, digest
+}
+
+func executedMessage(res pipeline.Result) string {
+	if res.IsError && res.Error != "" {
+		return res.Error
+	}
+	return "the tool body ran to completion"
+}

@@ -1,0 +1,191 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// imageErrorsFinal are container waiting reasons that no amount of waiting will fix.
+var imageErrorsFinal = map[string]bool{"ErrImageNeverPull": true, "InvalidImageName": true}
+
+// observe reads the running attempt's outcome: from the Pod's terminated container as soon
+// as the kubelet reports it (not the Job's later condition), and from the Job for what only
+// the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
+func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	if call.Status.Job == nil || call.Status.Tool == nil || call.Status.Tool.Spec == nil {
+		return r.finishInternal(ctx, call, "the call is running without a Job or tool snapshot")
+	}
+	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Status.Job.Name}
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, key, job); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// The cache may not hold our own create yet: ask the API server. A Job that was
+		// deleted is held by JobFinalizer until its end is recorded, so a Job that is truly
+		// absent was never created (a restart between the status write and the create).
+		if err := r.APIReader.Get(ctx, key, job); apierrors.IsNotFound(err) {
+			return r.createJob(ctx, call)
+		} else if err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	pod, err := r.attemptPod(ctx, r.Client, call, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !podEnded(pod) && jobEnded(job) {
+		// The Job's informer can deliver its end before the Pod's informer delivers the
+		// status it was computed from: read the Pod from the API server before concluding.
+		if pod, err = r.attemptPod(ctx, r.APIReader, call, job); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if o, ok := r.outcome(ctx, call, job, pod); ok {
+		return r.finishAttempt(ctx, call, job, o)
+	}
+	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
+}
+
+// outcome decides whether the attempt has ended, and how.
+func (r *ToolCallReconciler) outcome(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job, pod *corev1.Pod) (pipeline.Outcome, bool) {
+	attempt := int(currentAttempt(call))
+	if o, ok := r.podOutcome(ctx, pod, attempt); ok {
+		return o, true
+	}
+	started := containerStarted(pod)
+	switch {
+	case !job.DeletionTimestamp.IsZero():
+		return pipeline.Outcome{TerminationReason: "JobDeleted", Started: started, Attempt: attempt}, true
+	case jobFailedReason(job) != "":
+		return pipeline.Outcome{TerminationReason: jobFailedReason(job), Started: started || pod == nil, Attempt: attempt}, true
+	case jobComplete(job):
+		// Complete without a Pod to read: the Pod was deleted before its status was seen.
+		return pipeline.Outcome{TerminationReason: "PodDeleted", Started: true, Attempt: attempt}, true
+	case !r.Clock.Now().Before(r.attemptDeadline(call)):
+		return pipeline.Outcome{TerminationReason: "DeadlineExceeded", Started: started, Attempt: attempt}, true
+	}
+	return pipeline.Outcome{}, false
+}
+
+// podOutcome reads the tool container's end, a Pod-level failure, or an image that will
+// never be pulled.
+func (r *ToolCallReconciler) podOutcome(ctx context.Context, pod *corev1.Pod, attempt int) (pipeline.Outcome, bool) {
+	if pod == nil {
+		return pipeline.Outcome{}, false
+	}
+	// A Pod the kubelet failed as a whole (its activeDeadlineSeconds, an eviction) says more
+	// than the container it killed: that one only shows exit 137.
+	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason != "" {
+		return pipeline.Outcome{TerminationReason: pod.Status.Reason, Started: containerStarted(pod), Attempt: attempt}, true
+	}
+	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
+		return r.terminatedOutcome(ctx, pod, cs.State.Terminated, attempt), true
+	}
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && imageErrorsFinal[w.Reason] {
+			return pipeline.Outcome{TerminationReason: w.Reason, Started: false, Attempt: attempt}, true
+		}
+	}
+	return pipeline.Outcome{}, false
+}
+
+// attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
+func (r *ToolCallReconciler) attemptPod(ctx context.Context, reader client.Reader, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingLabels{
+		LabelCall: CallLabelValue(call.Name), LabelAttempt: job.Labels[LabelAttempt],
+	}); err != nil {
+		return nil, err
+	}
+	var found *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, job) {
+			continue
+		}
+		if cs := toolContainerStatus(p); cs != nil && cs.State.Terminated != nil {
+			return p, nil
+		}
+		found = p
+	}
+	return found, nil
+}
+
+// attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
+// start plus the tool's timeout plus a grace for Pod start-up and status propagation.
+func (r *ToolCallReconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
+	start := r.Clock.Now()
+	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].StartTime != nil {
+		start = call.Status.Attempts[n-1].StartTime.Time
+	}
+	timeout := time.Duration(timeoutSeconds(call.Status.Tool.Spec)) * time.Second
+	return start.Add(timeout + r.Options.DeadlineGrace)
+}
+
+func toolContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == ToolContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// containerStarted reports whether the tool container ever ran.
+func containerStarted(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	cs := toolContainerStatus(pod)
+	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil ||
+		cs.LastTerminationState.Terminated != nil || (cs.Started != nil && *cs.Started))
+}
+
+func jobFailedReason(job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			if c.Reason == "" {
+				return "JobFailed"
+			}
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// podEnded reports whether the Pod shows an outcome podOutcome can read.
+func podEnded(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
+		return true
+	}
+	return pod.Status.Phase == corev1.PodFailed
+}
+
+// jobEnded reports whether the Job is finished or going away.
+func jobEnded(job *batchv1.Job) bool {
+	return !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job)
+}
+
+func jobComplete(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

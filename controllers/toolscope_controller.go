@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// ToolScopeReconciler checks a scope's parent chain: every parent exists, no cycle.
+type ToolScopeReconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolscopes;toolpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolscopes/status;toolpolicies/status,verbs=get;update;patch
+
+// Reconcile resolves one scope's chain and sets Ready.
+func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	scope := &v1alpha1.ToolScope{}
+	if err := r.Get(ctx, req.NamespacedName, scope); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	scopes := &v1alpha1.ToolScopeList{}
+	if err := r.List(ctx, scopes, client.InNamespace(scope.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	parents := map[string]string{}
+	for i := range scopes.Items {
+		parents[scopes.Items[i].Name] = scopes.Items[i].Spec.Parent
+	}
+	chain, cond := scopeChain(scope.Name, parents)
+	cond.ObservedGeneration = scope.Generation
+	desired := scope.Status.DeepCopy()
+	desired.ObservedGeneration = scope.Generation
+	desired.Chain = chain
+	meta.SetStatusCondition(&desired.Conditions, cond)
+	if desired.ObservedGeneration == scope.Status.ObservedGeneration && slices.Equal(desired.Chain, scope.Status.Chain) &&
+		conditionsEqual(desired.Conditions, scope.Status.Conditions) {
+		return ctrl.Result{}, nil
+	}
+	scope.Status = *desired
+	if err := r.Status().Update(ctx, scope); err != nil {
+		return ctrl.Result{}, ignoreConflictOrGone(err)
+	}
+	if cond.Status == metav1.ConditionFalse && r.Recorder != nil {
+		r.Recorder.Eventf(scope, nil, corev1.EventTypeWarning, cond.Reason, "Resolve", "%s", cond.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// scopeChain walks the parents of name: the chain (the scope first) and the Ready condition.
+func scopeChain(name string, parents map[string]string) ([]string, metav1.Condition) {
+	chain := []string{name}
+	seen := map[string]bool{name: true}
+	for cur := parents[name]; cur != ""; cur = parents[cur] {
+		if seen[cur] {
+			return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonScopeCycle, Message: "the parent chain loops back to " + cur}
+		}
+		if _, ok := parents[cur]; !ok {
+			return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonUnknownParent, Message: "ToolScope " + cur + " does not exist"}
+		}
+		seen[cur] = true
+		chain = append(chain, cur)
+	}
+	return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonReady, Message: "the scope's chain resolves"}
+}
+
+// SetupWithManager watches scopes; any scope change re-checks every scope of the namespace
+// (chains are short and scopes few; a parent's appearance or loop affects all descendants).
+func (r *ToolScopeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ToolScope{}).
+		Watches(&v1alpha1.ToolScope{}, handler.EnqueueRequestsFromMapFunc(r.namespaceScopes)).
+		Named("toolscope").
+		Complete(r)
+}
+
+func (r *ToolScopeReconciler) namespaceScopes(ctx context.Context, o client.Object) []reconcile.Request {
+	scopes := &v1alpha1.ToolScopeList{}
+	if err := r.List(ctx, scopes, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(scopes.Items))
+	for i := range scopes.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&scopes.Items[i])})
+	}
+	return reqs
+}

@@ -1,0 +1,240 @@
+package toolgatetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/toolgate/toolgate/controllers"
+)
+
+// Outcome scripts what the simulated kubelet makes of one tool Pod.
+type Outcome struct {
+	// Echo makes the tool print its arguments (the frozen bytes it received) — the default
+	// when no script matches.
+	Echo bool
+	// Stdout is what the tool prints (ignored with Echo).
+	Stdout []byte
+	// Stderr is what the tool writes to stderr.
+	Stderr string
+	// ExitCode is the tool's exit code.
+	ExitCode int32
+	// Signal names the signal that killed the tool (e.g. "SIGKILL"); ExitCode is then 128+N.
+	Signal string
+	// Reason overrides the container's terminated reason (e.g. "OOMKilled").
+	Reason string
+	// NoFrame ends the container without a runner frame (killed before it could write).
+	NoFrame bool
+	// DeadlineExceeded plays activeDeadlineSeconds passing: the Job fails DeadlineExceeded
+	// and its Pod is failed, its container killed.
+	DeadlineExceeded bool
+	// Waiting leaves the container waiting with this reason (e.g. "ErrImageNeverPull",
+	// "ImagePullBackOff"): the image never starts.
+	Waiting string
+	// Evicted fails the Pod with reason Evicted.
+	Evicted bool
+	// Hold leaves the Pod running until Kubelet.Finish is called.
+	Hold bool
+}
+
+// Kubelet plays the Job controller and the kubelet for toolgate's Jobs in envtest, which
+// has neither: for each Job it creates the Pod and writes the Pod and Job status a real
+// cluster would, with the runner's frame in the termination message (or, for a large result,
+// in the log, which Logs serves in place of pods/log).
+type Kubelet struct {
+	client.Client
+	mu      sync.Mutex
+	scripts map[string]Outcome
+	logs    map[types.NamespacedName][]byte
+	pods    int
+}
+
+// NewKubelet returns a Kubelet using c (a client with toolgate's scheme).
+func NewKubelet(c client.Client) *Kubelet {
+	return &Kubelet{Client: c, scripts: map[string]Outcome{}, logs: map[types.NamespacedName][]byte{}}
+}
+
+// Script sets the outcome of every Pod of the named tool (its model-facing name).
+func (k *Kubelet) Script(tool string, o Outcome) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.scripts[tool] = o
+}
+
+// PodsStarted counts the Pods the Kubelet created (one per Job attempt).
+func (k *Kubelet) PodsStarted() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pods
+}
+
+// SetupWithManager runs the Kubelet as a controller of toolgate's Jobs.
+func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
+		}))).
+		Named("simulated-kubelet").
+		Complete(k)
+}
+
+// Reconcile starts a Job's Pod once and plays its scripted outcome.
+func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := &batchv1.Job{}
+	if err := k.Get(ctx, req.NamespacedName, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil {
+		return ctrl.Result{}, nil
+	}
+	pod, err := k.createPod(ctx, job)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	job.Status.Active = 1
+	if err := k.Status().Update(ctx, job); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, k.play(ctx, job, pod, k.scriptFor(job))
+}
+
+// Finish ends a held Pod (Outcome.Hold) of the named Job with o.
+func (k *Kubelet) Finish(ctx context.Context, namespace, jobName string, o Outcome) error {
+	job := &batchv1.Job{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: namespace, Name: jobName}, job); err != nil {
+		return err
+	}
+	pod := &corev1.Pod{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: namespace, Name: podName(job)}, pod); err != nil {
+		return err
+	}
+	o.Hold = false
+	return k.play(ctx, job, pod, o)
+}
+
+func (k *Kubelet) scriptFor(job *batchv1.Job) Outcome {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if o, ok := k.scripts[job.Labels[controllers.LabelTool]]; ok {
+		return o
+	}
+	return Outcome{Echo: true}
+}
+
+func podName(job *batchv1.Job) string { return job.Name + "-sim" }
+
+func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
+	tmpl := job.Spec.Template
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: podName(job), Namespace: job.Namespace,
+			Labels: tmpl.Labels, Annotations: tmpl.Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(job, batchv1.SchemeGroupVersion.WithKind("Job"))},
+		},
+		Spec: *tmpl.Spec.DeepCopy(),
+	}
+	pod.Spec.NodeName = "simulated-node"
+	err := k.Create(ctx, pod)
+	if apierrors.IsAlreadyExists(err) {
+		return pod, k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+	}
+	if err == nil {
+		k.mu.Lock()
+		k.pods++
+		k.mu.Unlock()
+	}
+	return pod, err
+}
+
+// play writes the Pod's status (and the Job's, as the Job controller would) for o.
+func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o Outcome) error {
+	cs := corev1.ContainerStatus{Name: controllers.ToolContainerName, Image: pod.Spec.Containers[0].Image}
+	switch {
+	case o.Waiting != "":
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: "simulated: " + o.Waiting}
+		pod.Status.Phase = corev1.PodPending
+	case o.Hold:
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+		cs.Started = ptr.To(true)
+		pod.Status.Phase = corev1.PodRunning
+	case o.DeadlineExceeded, o.Evicted:
+		return k.failPod(ctx, job, pod, o)
+	default:
+		term, err := k.terminate(pod, o)
+		if err != nil {
+			return err
+		}
+		cs.State.Terminated = term
+		pod.Status.Phase = corev1.PodSucceeded
+		if term.ExitCode != 0 {
+			pod.Status.Phase = corev1.PodFailed
+		}
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	if err := k.Status().Update(ctx, pod); err != nil {
+		return err
+	}
+	if cs.State.Terminated != nil {
+		return k.endJob(ctx, job, pod.Status.Phase == corev1.PodSucceeded, "BackoffLimitExceeded")
+	}
+	return nil
+}
+
+func (k *Kubelet) failPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o Outcome) error {
+	pod.Status.Phase = corev1.PodFailed
+	reason := "DeadlineExceeded"
+	if o.Evicted {
+		reason = "Evicted"
+	}
+	pod.Status.Reason = reason
+	// The kubelet kills the container (exit 137, no frame) and fails the Pod with a reason.
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+		Name: controllers.ToolContainerName, Started: ptr.To(false),
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}},
+	}}
+	if err := k.Status().Update(ctx, pod); err != nil {
+		return err
+	}
+	if o.Evicted {
+		return k.endJob(ctx, job, false, "BackoffLimitExceeded")
+	}
+	return k.endJob(ctx, job, false, "DeadlineExceeded")
+}
+
+// endJob writes the terminal Job status a real Job controller writes.
+func (k *Kubelet) endJob(ctx context.Context, job *batchv1.Job, succeeded bool, failReason string) error {
+	now := metav1.Now()
+	job.Status.Active = 0
+	if job.Status.StartTime == nil {
+		job.Status.StartTime = &now
+	}
+	if succeeded {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = append(job.Status.Conditions,
+			batchv1.JobCondition{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now, LastProbeTime: now},
+			batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "CompletionsReached", LastTransitionTime: now, LastProbeTime: now})
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = append(job.Status.Conditions,
+			batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: failReason, LastTransitionTime: now, LastProbeTime: now},
+			batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: failReason, LastTransitionTime: now, LastProbeTime: now})
+	}
+	if err := k.Status().Update(ctx, job); err != nil {
+		return fmt.Errorf("simulated Job status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package toolgatetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// terminate plays the runner: it frames the tool's output exactly as cmd/runner does
+// (bounded stdout, digest check, termination message or log block).
+func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	args := []byte(env["TOOLGATE_ARGS"])
+	term := &corev1.ContainerStateTerminated{ExitCode: o.ExitCode, Reason: o.Reason, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
+	if term.Reason == "" {
+		term.Reason = "Completed"
+		if o.ExitCode != 0 {
+			term.Reason = "Error"
+		}
+	}
+	if o.NoFrame {
+		return term, nil
+	}
+	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env["TOOLGATE_ARGS_DIGEST"], StderrTail: o.Stderr}
+	if frame.DigestOf(args) != env["TOOLGATE_ARGS_DIGEST"] {
+		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "arguments digest mismatch"
+		term.ExitCode, term.Reason = frame.ExitRunnerError, "Error"
+	} else {
+		stdout := o.Stdout
+		if o.Echo {
+			stdout = args
+		}
+		limit, err := strconv.Atoi(env["TOOLGATE_MAX_OUTPUT"])
+		if err != nil || limit <= 0 {
+			limit = 1 << 20
+		}
+		f.StdoutBytes = int64(len(stdout))
+		if len(stdout) > limit {
+			stdout, f.Truncated = stdout[:limit], true
+		}
+		f.SetStdout(stdout)
+	}
+	msg, logBlock, err := frame.Encode(f)
+	if err != nil {
+		return nil, fmt.Errorf("simulated runner frame: %w", err)
+	}
+	term.Message = string(msg)
+	if logBlock != nil {
+		k.mu.Lock()
+		k.logs[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = logBlock
+		k.mu.Unlock()
+	}
+	return term, nil
+}
+
+// TailLog serves the logs of simulated Pods (the runner's log block) in place of pods/log;
+// pass the Kubelet as the reconcilers' LogReader.
+func (k *Kubelet) TailLog(_ context.Context, namespace, pod, _ string, tailLines, limitBytes int64) ([]byte, error) {
+	k.mu.Lock()
+	data, ok := k.logs[types.NamespacedName{Namespace: namespace, Name: pod}]
+	k.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
+	}
+	if tailLines > 0 {
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		if int64(len(lines)) > tailLines {
+			data = bytes.Join(lines[int64(len(lines))-tailLines:], nil)
+		}
+	}
+	if limitBytes > 0 && int64(len(data)) > limitBytes {
+		data = data[:limitBytes]
+	}
+	return data, nil
+}

@@ -1,0 +1,112 @@
+// Package controller_test runs toolgate's reconcilers against a real kube-apiserver
+// (envtest) with the test kit's simulated Kubelet playing the Job controller and kubelet.
+// Each Describe is one behaviour, in its own namespace.
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+var (
+	env       *toolgatetest.Env
+	k8sClient client.Client
+	mgr       *toolgatetest.Manager
+	kubelet   *toolgatetest.Kubelet
+	// fakeClock drives approval windows and deadlines; it starts at the real time.
+	fakeClock *clocktesting.FakeClock
+)
+
+func TestController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Controller Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
+	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
+	var err error
+	env, err = toolgatetest.Start(toolgatetest.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient = env.Client
+	fakeClock = clocktesting.NewFakeClock(time.Now())
+	startManager()
+})
+
+var _ = AfterSuite(func() {
+	Expect(mgr.Stop()).To(Succeed())
+	Expect(env.Stop()).To(Succeed())
+})
+
+// startManager starts the reconcilers (again), keeping the Kubelet and its scripts.
+func startManager() {
+	var err error
+	mgr, err = env.StartManager(toolgatetest.ManagerOptions{Clock: fakeClock, Kubelet: kubelet})
+	Expect(err).NotTo(HaveOccurred())
+	kubelet = mgr.Kubelet
+}
+
+func newNamespace(ctx SpecContext) string {
+	ns, err := env.CreateNamespace(ctx, "tc")
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+func create(ctx SpecContext, objs ...client.Object) {
+	for _, o := range objs {
+		Expect(k8sClient.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// echoTool is a plain tool whose simulated body prints its arguments.
+func echoTool(ns string) *toolgatetest.ToolWrapper {
+	return toolgatetest.MakeTool("echo", ns).Image("example/echo:1").Command("/echo").
+		Parameters(map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"text": map[string]any{"type": "string", "maxLength": 100}},
+			"required":   []string{"text"},
+		})
+}
+
+// waitTerminal waits until the call is terminal and returns it.
+func waitTerminal(ctx SpecContext, ns, name string) *v1alpha1.ToolCall {
+	call := &v1alpha1.ToolCall{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
+		g.Expect(call.Status.Phase.IsTerminal()).To(BeTrue(), "phase %q", call.Status.Phase)
+	}).WithContext(ctx).Should(Succeed())
+	return call
+}
+
+func conditionTypes(conds []metav1.Condition) []string {
+	out := make([]string, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, c.Type)
+	}
+	return out
+}
+
+// explain renders a call's conditions and result for failure messages.
+func explain(call *v1alpha1.ToolCall) string {
+	s := "phase=" + string(call.Status.Phase) + "\n"
+	for _, c := range call.Status.Conditions {
+		s += "  " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message + "\n"
+	}
+	if r := call.Status.Result; r != nil {
+		s += "  result: reason=" + r.Reason + " error=" + r.Error + "\n"
+	}
+	return s
+}
