@@ -24,7 +24,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 		return ctrl.Result{}, err
 	}
 	call.Status.ObservedGeneration = call.Generation
-	outcome := r.runAdmission(ctx, reg, call)
+	outcome := r.runAdmission(reg, call)
 	if outcome.verdict == pipeline.Allow {
 		if err := r.scheduleOrQueue(ctx, call); err != nil {
 			return ctrl.Result{}, err
@@ -53,7 +53,7 @@ type admission struct {
 }
 
 // runAdmission mutates call.Status in memory only: conditions, digest, snapshot, phase.
-func (r *ToolCallReconciler) runAdmission(ctx context.Context, reg *registry, call *v1alpha1.ToolCall) admission {
+func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall) admission {
 	now := r.Clock.Now()
 	if d := reg.index.SubjectGuard(call.Spec.Scope, call.Spec.Requester); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func TestCopySelf(t *testing.T) {
 	for _, argv := range [][]string{{"copy"}, {"--copy-self"}} {
 		in := newInvocation(t)
 		dest := filepath.Join(in.dir, "shared", "bin", "runner")
-		in.argv = append(argv, dest)
+		in.argv = append(slices.Clone(argv), dest)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		out, err := in.command(ctx).CombinedOutput()
 		cancel()

@@ -22,7 +22,7 @@ func DecodeTermination(msg string) (f Frame, needLog bool, err error) {
 	case strings.HasPrefix(s, CompressedPrefix):
 		gz, err := base64.StdEncoding.DecodeString(s[len(CompressedPrefix):])
 		if err != nil {
-			return Frame{}, false, fmt.Errorf("%w: base64: %v", ErrMalformed, err)
+			return Frame{}, false, fmt.Errorf("%w: base64: %w", ErrMalformed, err)
 		}
 		if js, err = gunzip(gz); err != nil {
 			return Frame{}, false, err
@@ -64,7 +64,7 @@ func DecodeLog(logTail []byte, pointer Frame) (Frame, error) {
 	}
 	gz, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return Frame{}, fmt.Errorf("%w: block base64: %v", ErrMalformed, err)
+		return Frame{}, fmt.Errorf("%w: block base64: %w", ErrMalformed, err)
 	}
 	if sum := sha256.Sum256(gz); hex.EncodeToString(sum[:]) != digest {
 		return Frame{}, ErrDigest
@@ -126,7 +126,7 @@ func unmarshal(js []byte) (Frame, error) {
 	var f Frame
 	dec := json.NewDecoder(bytes.NewReader(js))
 	if err := dec.Decode(&f); err != nil {
-		return Frame{}, fmt.Errorf("%w: json: %v", ErrMalformed, err)
+		return Frame{}, fmt.Errorf("%w: json: %w", ErrMalformed, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Frame{}, fmt.Errorf("%w: trailing data after frame", ErrMalformed)
@@ -140,11 +140,11 @@ func unmarshal(js []byte) (Frame, error) {
 func gunzip(gz []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
 	}
 	js, err := io.ReadAll(io.LimitReader(zr, MaxDecodedFrame+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
 	}
 	if len(js) > MaxDecodedFrame {
 		return nil, ErrTooLarge

@@ -33,7 +33,7 @@ func TestDecodeTerminationErrors(t *testing.T) {
 	gz := func(s string) string {
 		var b bytes.Buffer
 		w := gzip.NewWriter(&b)
-		w.Write([]byte(s))
+		_, _ = w.Write([]byte(s))
 		w.Close()
 		return CompressedPrefix + base64.StdEncoding.EncodeToString(b.Bytes())
 	}
@@ -71,7 +71,7 @@ func TestDecodeTerminationBomb(t *testing.T) {
 	w, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
 	zeros := make([]byte, 1<<20)
 	for range MaxDecodedFrame>>20 + 1 {
-		w.Write(zeros)
+		_, _ = w.Write(zeros)
 	}
 	w.Close()
 	msg := CompressedPrefix + base64.StdEncoding.EncodeToString(b.Bytes())
@@ -116,7 +116,7 @@ func TestDecodeLogErrors(t *testing.T) {
 		"other frame sum": {otherBlock(t), ptr, ErrNoBlock},
 	} {
 		_, err := DecodeLog(tc.log, tc.ptr)
-		if !errors.Is(err, tc.want) && !(tc.want == ErrMalformed && errors.Is(err, ErrDigest)) {
+		if !errors.Is(err, tc.want) && (!errors.Is(tc.want, ErrMalformed) || !errors.Is(err, ErrDigest)) {
 			t.Errorf("%s: err = %v, want %v", name, err, tc.want)
 		}
 	}

@@ -110,7 +110,7 @@ func (f Frame) StdoutData() ([]byte, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(f.StdoutB64)
 	if err != nil {
-		return nil, fmt.Errorf("%w: stdoutB64: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: stdoutB64: %w", ErrMalformed, err)
 	}
 	return b, nil
 }
