@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -13,18 +15,34 @@ import (
 const (
 	// indexSession indexes ToolCalls by spec.session (calls without a session are not indexed).
 	indexSession = "spec.session"
+	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
+	// reconcile finds a call's children without scanning the namespace.
+	indexCallName = "toolgate.dev/call-name"
 	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
 	AnnotationCallName = "toolgate.dev/call-name"
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexSession, func(o client.Object) []string {
+	err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexSession, func(o client.Object) []string {
 		call, ok := o.(*v1alpha1.ToolCall)
 		if !ok || call.Spec.Session == "" {
 			return nil
 		}
 		return []string{call.Spec.Session}
 	})
+	if err != nil {
+		return err
+	}
+	byCall := func(o client.Object) []string {
+		if name := o.GetAnnotations()[AnnotationCallName]; name != "" {
+			return []string{name}
+		}
+		return nil
+	}
+	if err := indexer.IndexField(ctx, &batchv1.Job{}, indexCallName, byCall); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &corev1.Pod{}, indexCallName, byCall)
 }
 
 func isToolgateObject(o client.Object) bool {

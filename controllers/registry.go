@@ -125,3 +125,19 @@ func rawOf(ext *runtime.RawExtension) []byte {
 	}
 	return ext.Raw
 }
+
+// ruleMessage is the message the author of the policy rule that decided d wrote for the
+// model, or a generic sentence when the rule has none.
+func (reg *registry) ruleMessage(d pipeline.Decision) string {
+	for _, p := range reg.policies {
+		if p.Name != d.Policy {
+			continue
+		}
+		for _, rule := range p.Rules {
+			if rule.Name == d.Rule && rule.Message != "" && d.Reason != pipeline.ReasonPolicyError {
+				return rule.Message
+			}
+		}
+	}
+	return ""
+}

@@ -31,7 +31,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 		}
 	}
 	metrics.StageDuration.WithLabelValues("admit").Observe(r.Clock.Since(start).Seconds())
-	if err := r.Status().Update(ctx, call); err != nil {
+	if err := r.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.afterStatusWrite(call, outcome.events)
@@ -79,11 +79,11 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 		Call:      callInfo(call),
 		Policies:  r.Compiler.CompilePolicies(reg.policies),
 	})
-	return r.recordAdmission(call, tool, adm, now)
+	return r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
 }
 
 // recordAdmission writes the stage verdicts of one pure pass into the status (in memory).
-func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, now time.Time) admission {
+func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, ruleMsg string, now time.Time) admission {
 	if adm.Frozen != nil {
 		call.Status.ArgumentsDigest = adm.Frozen.Digest()
 	}
@@ -100,6 +100,10 @@ func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *reso
 	final := adm.Final
 	switch final.Verdict {
 	case pipeline.Deny:
+		if final.Policy != "" {
+			// The model sees the rule's own message, never the policy's internals.
+			final.Message = ruleMsg
+		}
 		return r.refuse(call, final, now)
 	case pipeline.Ask:
 		window := final.ApprovalWindow

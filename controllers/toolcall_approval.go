@@ -57,7 +57,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		}
 		events = []event{callAdmitted(call)}
 	}
-	if err := r.Status().Update(ctx, call); err != nil {
+	if err := r.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.afterStatusWrite(call, events)

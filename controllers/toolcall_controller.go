@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -31,11 +32,13 @@ type CallOptions struct {
 	// DeadlineGrace is added to an attempt's timeout before the operator itself ends an
 	// attempt that no Job or Pod reported on: the last line of "every call ends".
 	DeadlineGrace time.Duration
+	// Workers is how many calls are reconciled at once (different calls only).
+	Workers int
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second}
+	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -50,6 +53,8 @@ type ToolCallReconciler struct {
 	Compiler  *pipeline.Compiler
 	Logs      LogReader
 	Options   CallOptions
+
+	written written
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch
@@ -70,6 +75,10 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, r.releaseJobs(ctx, req.Namespace, req.Name, nil)
 		}
 		return ctrl.Result{}, err
+	}
+	if r.written.stale(call) {
+		// The cache is behind this reconciler's own last write: that write's event follows.
+		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("toolCall", klog.KObj(call)))
 	if err := r.releaseJobs(ctx, call.Namespace, call.Name, call); err != nil {
@@ -101,6 +110,15 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 	return ctrl.Result{}, nil
 }
 
+// writeStatus writes the call's status and remembers how far it moved the call.
+func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
+	if err := r.Status().Update(ctx, call); err != nil {
+		return err
+	}
+	r.written.record(call)
+	return nil
+}
+
 // SetupWithManager wires the watches: the call, its Jobs and Pods, its approval, and the
 // other calls of its session (a call ending may let a queued one start).
 func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -115,5 +133,6 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
 		Named("toolcall").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		Complete(r)
 }

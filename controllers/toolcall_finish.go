@@ -41,7 +41,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	r.stopJob(ctx, job, o)
 	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(call, int32(retry.NextAttempt))
-		if err := r.Status().Update(ctx, call); err != nil {
+		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.createJob(ctx, call)
@@ -101,12 +101,12 @@ func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1
 // writeTerminal writes a terminal status. A result too large for the API server (etcd's
 // object limit) is replaced by an OutputTooLarge error rather than lost in a retry loop.
 func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.ToolCall) error {
-	err := r.Status().Update(ctx, call)
+	err := r.writeStatus(ctx, call)
 	if apierrors.IsRequestEntityTooLargeError(err) || (apierrors.IsInvalid(err) && call.Status.Result != nil && call.Status.Result.Content != nil) {
 		ctrl.LoggerFrom(ctx).Info("result rejected by the API server; recording OutputTooLarge", "error", err.Error())
 		r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
 			Error: "the tool's output is too large to store", Content: "the tool's output is too large to store"}, r.Clock.Now())
-		err = r.Status().Update(ctx, call)
+		err = r.writeStatus(ctx, call)
 	}
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func refusal(d pipeline.Decision) pipeline.Result {
 	msg := d.Message
 	switch d.Reason {
 	case pipeline.ReasonPolicyDenied, pipeline.ReasonGuardDenied:
-		if d.Policy != "" && d.Message == "" {
+		if msg == "" {
 			msg = "the call was denied by policy"
 		}
 	case pipeline.ReasonPolicyError:

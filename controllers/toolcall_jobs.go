@@ -15,7 +15,7 @@ import (
 // The Job of a running attempt keeps it until its end (JobDeleted) is recorded.
 func (r *ToolCallReconciler) releaseJobs(ctx context.Context, namespace, name string, call *v1alpha1.ToolCall) error {
 	jobs := &batchv1.JobList{}
-	if err := r.List(ctx, jobs, client.InNamespace(namespace), client.MatchingLabels{LabelCall: CallLabelValue(name)}); err != nil {
+	if err := r.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{indexCallName: name}); err != nil {
 		return err
 	}
 	for i := range jobs.Items {

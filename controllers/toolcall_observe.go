@@ -41,14 +41,14 @@ func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCal
 			return ctrl.Result{}, err
 		}
 	}
-	pod, err := r.attemptPod(ctx, r.Client, call, job)
+	pod, err := r.attemptPod(ctx, false, call, job)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !podEnded(pod) && jobEnded(job) {
 		// The Job's informer can deliver its end before the Pod's informer delivers the
 		// status it was computed from: read the Pod from the API server before concluding.
-		if pod, err = r.attemptPod(ctx, r.APIReader, call, job); err != nil {
+		if pod, err = r.attemptPod(ctx, true, call, job); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -102,11 +102,16 @@ func (r *ToolCallReconciler) podOutcome(ctx context.Context, pod *corev1.Pod, at
 }
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
-func (r *ToolCallReconciler) attemptPod(ctx context.Context, reader client.Reader, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
+// live reads the API server instead of the cache (by labels: it has no field index).
+func (r *ToolCallReconciler) attemptPod(ctx context.Context, live bool, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingLabels{
-		LabelCall: CallLabelValue(call.Name), LabelAttempt: job.Labels[LabelAttempt],
-	}); err != nil {
+	var reader client.Reader = r.Client
+	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
+	if live {
+		reader = r.APIReader
+		selector = client.MatchingLabels{LabelCall: CallLabelValue(call.Name), LabelAttempt: job.Labels[LabelAttempt]}
+	}
+	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), selector); err != nil {
 		return nil, err
 	}
 	var found *corev1.Pod
