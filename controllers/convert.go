@@ -1,12 +1,11 @@
 package controllers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // This file maps API objects to the pipeline's own input types: data flows one way,
@@ -26,8 +25,7 @@ func SpecDigest(spec any) string {
 	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return frame.DigestOf(b)
 }
 
 func toolRegistration(t *v1alpha1.Tool) pipeline.Registration {

@@ -65,7 +65,7 @@ func TestNormalize(t *testing.T) {
 				Reason: ReasonOutputTooLarge, Meta: meta(MetaOutputBytes, "10")}},
 		{"truncated is an error by default", ok(Outcome{Stdout: []byte("0123"), StdoutTruncated: true, StdoutTotalBytes: 9000}), NormalizeOptions{},
 			Result{IsError: true, Content: "the tool's output (9000 bytes) is over the output limit", Error: "the tool's output (9000 bytes) is over the output limit",
-				Reason: ReasonOutputTooLarge, Meta: meta(MetaOutputBytes, "9000")}},
+				Reason: ReasonOutputTooLarge, Meta: meta(MetaOutputBytes, "9000", MetaTruncated, "true")}},
 		{"truncated text accepted honestly", ok(Outcome{Stdout: []byte("héllo wörl\xc3"), StdoutTruncated: true, StdoutTotalBytes: 9000}), NormalizeOptions{AcceptTruncated: true},
 			Result{OK: true, Content: "héllo wörl", Reason: ReasonOutputTruncated, Meta: meta(MetaOutputBytes, "9000", MetaTruncated, "true")}},
 		{"non-zero exit with stderr", ok(Outcome{ExitCode: 2, StderrTail: "grep: bad regex\n"}), NormalizeOptions{},

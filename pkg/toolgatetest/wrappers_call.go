@@ -17,8 +17,6 @@ limitations under the License.
 package toolgatetest
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -28,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // Builders in the style of jobset's pkg/util/testing/wrappers.go: Make<Kind>(name, ns)
@@ -39,10 +38,7 @@ const EmptyArguments = "{}"
 
 // Digest returns "sha256:<hex>" of data, the form of argumentsDigest, resultDigest and
 // specDigest.
-func Digest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func Digest(data []byte) string { return frame.DigestOf(data) }
 
 // ToolCallWrapper builds a ToolCall.
 type ToolCallWrapper struct{ toolgatev1alpha1.ToolCall }
