@@ -119,7 +119,9 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
 		return ctrl.Result{}, err
 	}
+	start := r.Clock.Now()
 	err = r.Create(ctx, job)
+	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())
 	switch {
 	case err == nil:
 		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
