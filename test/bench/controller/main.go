@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -40,7 +41,7 @@ func main() {
 	flag.IntVar(&o.n, "n", 1000, "number of ToolCalls")
 	flag.IntVar(&o.concurrency, "concurrency", 16, "goroutines creating ToolCalls")
 	flag.IntVar(&o.kubeletWorkers, "kubelet-workers", 4, "concurrent reconciles of the simulated Kubelet (the fake cluster, not the operator)")
-	flag.IntVar(&o.operatorWorkers, "operator-workers", 0, "what-if: MaxConcurrentReconciles of the operator's controllers (0: controller-runtime's default of 1, as cmd/manager)")
+	flag.IntVar(&o.operatorWorkers, "operator-workers", 0, "what-if: MaxConcurrentReconciles of the operator's controllers (0: as shipped, the ToolCall controller's --toolcall-workers default)")
 	flag.Float64Var(&o.rate, "rate", 0, "create calls at this rate (calls/s) instead of as fast as possible")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "global timeout (setup, calls and report)")
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "quiet time before the write counters are read (asynchronous events)")
@@ -139,7 +140,7 @@ func run(o options) (rep *Report, err error) {
 	calls, watchErrs := rec.Calls()
 	rep = &Report{
 		Machine: machine(), LoadBefore: loadBefore, LoadAfter: loadAverage(), Calls: o.n, Concurrency: o.concurrency, Rate: o.rate,
-		OperatorWorkers: max(o.operatorWorkers, 1), KubeletWorkers: o.kubeletWorkers, CreateSeconds: createSeconds,
+		OperatorWorkers: operatorWorkers(o.operatorWorkers), KubeletWorkers: o.kubeletWorkers, CreateSeconds: createSeconds,
 		OperatorRequests: opDelta.Lines(func(Request) bool { return true }),
 		ClusterRequests:  clusterDelta.Lines(func(Request) bool { return true }),
 		CountedRequests:  opDelta.Requests + clusterDelta.Requests + harnessDelta.Requests,
@@ -214,4 +215,13 @@ func startProfile(path string) (func(), error) {
 
 func progress(msg string) {
 	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), msg)
+}
+
+// operatorWorkers is the ToolCall controller's worker count the run used: the flag's
+// what-if value, or the shipped default.
+func operatorWorkers(flagValue int) int {
+	if flagValue > 0 {
+		return flagValue
+	}
+	return controllers.DefaultCallOptions().Workers
 }

@@ -194,7 +194,7 @@ func (rep *Report) Print(out io.Writer) {
 		pace = fmt.Sprintf("at %.1f/s", rep.Rate)
 	}
 	p("calls\t%d, created by %d goroutines %s in %.2fs", rep.Calls, rep.Concurrency, pace, rep.CreateSeconds)
-	p("workers\toperator %d per controller, simulated Kubelet %d", rep.OperatorWorkers, rep.KubeletWorkers)
+	p("workers\toperator %d ToolCall workers, simulated Kubelet %d", rep.OperatorWorkers, rep.KubeletWorkers)
 	p("succeeded\t%d", rep.Succeeded)
 	p("wall time\t%.2fs (first create → last result frozen)", rep.WallSeconds)
 	p("throughput\t%.1f calls/s", rep.Throughput)
