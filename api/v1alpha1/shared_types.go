@@ -229,11 +229,12 @@ type Sandbox struct {
 	Network NetworkMode `json:"network,omitempty"`
 
 	// maxOutputBytes bounds what the runner reads from the body's stdout; more is an
-	// OutputTooLarge failure, never a silent cut. Default 1048576 (1 MiB); 1 to 8388608 (8 MiB).
+	// OutputTooLarge failure, never a silent cut. Default and maximum 1048576 (1 MiB): the
+	// result is stored in the ToolCall's status, and etcd bounds an object at 1.5 MiB.
 	// +optional
 	// +kubebuilder:default=1048576
 	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=8388608
+	// +kubebuilder:validation:Maximum=1048576
 	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
 }
 
