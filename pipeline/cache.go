@@ -39,6 +39,16 @@ func (c *boundedCache[K, V]) get(k K) (V, bool) {
 	return v, ok
 }
 
+// getBytes looks up a string key given as bytes. The conversion inside the index
+// expression is one the compiler performs without allocating, which matters for the
+// schema cache: it is keyed by whole documents and consulted on every call.
+func getBytes[V any](c *boundedCache[string, V], k []byte) (V, bool) {
+	c.mu.RLock()
+	v, ok := c.items[string(k)]
+	c.mu.RUnlock()
+	return v, ok
+}
+
 func (c *boundedCache[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

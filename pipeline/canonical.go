@@ -39,10 +39,14 @@ import (
 //     sign is dropped and leading zeros of the exponent are removed (1E+05 -> 1e5).
 //     This differs from RFC 8785, which re-serialises numbers through IEEE 754.
 
-// digestOf returns "sha256:<hex>" of b.
+// digestOf returns "sha256:<hex>" of b, built in one allocation.
 func digestOf(b []byte) string {
+	const prefix = "sha256:"
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }
 
 // normNumber applies the exponent normalisation described above to a valid JSON number.
@@ -169,8 +173,12 @@ func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
 	return append(dst, ']'), nil
 }
 
+// smallObject is the member count up to which the sorted keys stay on the stack.
+const smallObject = 16
+
 func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
-	keys := make([]string, 0, len(m))
+	var small [smallObject]string
+	keys := small[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -193,7 +201,8 @@ func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
 }
 
 func encodeStringMap(dst []byte, m map[string]string) ([]byte, error) {
-	keys := make([]string, 0, len(m))
+	var small [smallObject]string
+	keys := small[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -217,6 +226,16 @@ func encodeStringMap(dst []byte, m map[string]string) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// plainByte[c] is true for the bytes a JSON string holds as they are: not '"', '\\' or a
+// control character. One table load per byte is cheaper than three comparisons in the
+// scanning loops of the parser and the encoder, which see every byte of every string.
+var plainByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendString appends s as a canonical JSON string; s must be valid UTF-8.
 func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
@@ -226,7 +245,7 @@ func appendString(dst []byte, s string) ([]byte, error) {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+		if plainByte[c] {
 			continue
 		}
 		dst = append(dst, s[start:i]...)

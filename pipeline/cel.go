@@ -67,32 +67,24 @@ const maxExpressionBytes = 16 << 10
 // activation binds the CEL variables for one call. It is built once per call and shared
 // by every policy. The arguments are the Frozen's own tree, read in place through
 // jsonAdapter; CEL cannot mutate it, and values leaving CEL are copied by celToJSON, so
-// no policy can change what a later stage sees.
+// no policy can change what a later stage sees. tool and call are built on first use
+// (most rules read only arguments), so an activation belongs to one goroutine.
 type activation struct {
-	toolName string
-	tool     map[string]any
-	call     map[string]any
-	args     any
-	result   map[string]any
+	in     Input
+	tool   map[string]any
+	call   map[string]any
+	args   any
+	result map[string]any
 }
 
 var _ interpreter.Activation = (*activation)(nil)
 
 func newActivation(in Input) *activation {
-	a := &activation{
-		toolName: in.Tool.Name,
-		tool: map[string]any{
-			"name": in.Tool.Name, "scope": in.Tool.Scope,
-			"annotations": nonNilMap(in.Tool.Annotations),
-		},
-		call: map[string]any{
-			"namespace": in.Call.Namespace, "session": in.Call.Session,
-			"requester": in.Call.Requester, "labels": nonNilMap(in.Call.Labels),
-		},
-		args: map[string]any{},
-	}
+	a := &activation{in: in}
 	if in.Arguments != nil {
 		a.args = in.Arguments.tree()
+	} else {
+		a.args = map[string]any{}
 	}
 	return a
 }
@@ -108,10 +100,19 @@ func (a *activation) withResult(r Result) *activation {
 func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case varTool:
+		if a.tool == nil {
+			t := a.in.Tool
+			a.tool = map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations)}
+		}
 		return a.tool, true
 	case varArguments:
 		return a.args, true
 	case varCall:
+		if a.call == nil {
+			c := a.in.Call
+			a.call = map[string]any{"namespace": c.Namespace, "session": c.Session,
+				"requester": c.Requester, "labels": nonNilMap(c.Labels)}
+		}
 		return a.call, true
 	case varResult:
 		return a.result, a.result != nil

@@ -19,6 +19,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"unicode/utf8"
 )
@@ -67,22 +68,33 @@ func (e *FreezeError) Error() string { return e.Msg }
 type Frozen struct {
 	canonical string // strings are immutable: safe to share
 	digest    string
-	tree      func() any // decoded tree (json.Number numbers); never handed out directly
+	// value is the decoded tree (json.Number numbers), never handed out directly. Frozen
+	// arguments get it from the parser (eager); a frozen result decodes its canonical
+	// bytes on first use, under once.
+	value any
+	eager bool
+	once  sync.Once
 }
 
 // newFrozen wraps canonical bytes. value is their decoded tree, or nil to decode the
 // bytes on first use.
 func newFrozen(canonical []byte, value any) *Frozen {
-	f := &Frozen{canonical: string(canonical), digest: digestOf(canonical)}
-	if value != nil {
-		f.tree = func() any { return value }
-	} else {
-		f.tree = sync.OnceValue(func() any {
-			v, _ := decodeJSON([]byte(f.canonical), FreezeOptions{MaxBytes: len(f.canonical), MaxDepth: maxEncodeDepth})
-			return v
-		})
+	return newFrozenString(string(canonical), digestOf(canonical), value)
+}
+
+func newFrozenString(canonical, digest string, value any) *Frozen {
+	return &Frozen{canonical: canonical, digest: digest, value: value, eager: value != nil}
+}
+
+// tree returns the decoded tree.
+func (f *Frozen) tree() any {
+	if f.eager {
+		return f.value
 	}
-	return f
+	f.once.Do(func() {
+		f.value, _ = decodeJSON(f.canonical, FreezeOptions{MaxBytes: len(f.canonical), MaxDepth: maxEncodeDepth})
+	})
+	return f.value
 }
 
 // Canonical returns a fresh copy of the canonical JSON bytes.
@@ -117,36 +129,65 @@ func Freeze(raw []byte, opts FreezeOptions) (*Frozen, error) {
 		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
 			Msg: fmt.Sprintf("arguments are %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
 	}
-	v, err := decodeJSON(raw, opts)
+	src := string(raw)
+	v, err := decodeJSON(src, opts)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := v.(map[string]any); !ok {
 		return nil, invalid("arguments must be a JSON object, not %s", kindOf(v))
 	}
-	return freezeTree(v, len(raw))
+	return freezeTree(v, src)
 }
 
-// freezeTree encodes a decoded tree; sizeHint pre-sizes the buffer.
-func freezeTree(v any, sizeHint int) (*Frozen, error) {
-	buf, err := encodeCanonical(make([]byte, 0, sizeHint), v, 0)
-	if err != nil {
+// freezeTree encodes the tree decoded from src. Input that is already canonical (as
+// arguments that went through the apiserver's JSON often are) keeps src as the canonical
+// text instead of a second copy; the comparison itself does not allocate.
+func freezeTree(v any, src string) (*Frozen, error) {
+	buf := getEncodeBuffer(len(src))
+	defer putEncodeBuffer(buf)
+	var err error
+	if *buf, err = encodeCanonical(*buf, v, 0); err != nil {
 		return nil, invalid("%v", err)
 	}
-	return newFrozen(buf, v), nil
+	if string(*buf) == src {
+		return newFrozenString(src, digestOf(*buf), v), nil
+	}
+	return newFrozen(*buf, v), nil
 }
 
-// decodeJSON decodes exactly one JSON value of any kind under the given limits.
-func decodeJSON(raw []byte, opts FreezeOptions) (any, error) {
+// encodeBuffers recycles the scratch buffers canonical bytes are encoded into: newFrozen
+// copies them into an immutable string anyway, so the scratch need not be garbage.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBuffer keeps a rare huge document from pinning its buffer in the pool.
+const maxPooledBuffer = 1 << 20
+
+func getEncodeBuffer(sizeHint int) *[]byte {
+	buf := encodeBuffers.Get().(*[]byte)
+	*buf = slices.Grow((*buf)[:0], sizeHint)
+	return buf
+}
+
+func putEncodeBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledBuffer {
+		encodeBuffers.Put(buf)
+	}
+}
+
+// decodeJSON decodes exactly one JSON value of any kind under the given limits. Strings
+// of the tree may be substrings of raw (see parser).
+func decodeJSON(raw string, opts FreezeOptions) (any, error) {
 	opts = opts.withDefaults()
 	if len(raw) > opts.MaxBytes {
 		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
 			Msg: fmt.Sprintf("JSON document is %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
 	}
-	if !utf8.Valid(raw) {
+	if !utf8.ValidString(raw) {
 		return nil, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(raw))
 	}
-	p := &parser{data: raw, maxDepth: opts.MaxDepth}
+	// path starts with room for typical nesting, sparing its repeated growth.
+	p := &parser{data: raw, maxDepth: opts.MaxDepth, path: make([]segment, 0, 4)}
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -159,9 +200,9 @@ func decodeJSON(raw []byte, opts FreezeOptions) (any, error) {
 	return v, nil
 }
 
-func firstInvalidUTF8(b []byte) int {
+func firstInvalidUTF8(b string) int {
 	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
+		r, n := utf8.DecodeRuneInString(b[i:])
 		if r == utf8.RuneError && n <= 1 {
 			return i
 		}

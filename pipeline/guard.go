@@ -95,7 +95,7 @@ func guard(current Decision, policies []*Policy, act *activation, external []Dec
 			out = lowerDecision(out, ext)
 		}
 	}
-	for _, p := range sortedForStage(policies, StageGuard, act.toolName) {
+	for _, p := range sortedForStage(policies, StageGuard, act.in.Tool.Name) {
 		if out.Verdict == Deny {
 			break
 		}

@@ -193,7 +193,7 @@ func output(o Outcome, opts NormalizeOptions, meta map[string]string) Result {
 func parseBody(body []byte, opts NormalizeOptions) any {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if v, err := decodeJSON(body, FreezeOptions{MaxBytes: opts.MaxOutputBytes}); err == nil {
+		if v, err := decodeJSON(string(body), FreezeOptions{MaxBytes: opts.MaxOutputBytes}); err == nil {
 			return v
 		}
 	}

@@ -32,12 +32,17 @@ import (
 // Compared with encoding/json it also rejects what would make canonical bytes ambiguous:
 // duplicate keys, escaped lone surrogates (encoding/json turns them into U+FFFD) and
 // invalid UTF-8 (checked by the caller).
+//
+// The parser reads a string, not bytes: the caller copies the input into one string,
+// and every key, number and escape-free string of the tree is a substring of it. That
+// makes them free instead of one allocation each (most of Freeze's garbage), at the
+// cost that any retained part of the tree keeps the whole input alive, which the Frozen
+// holding the tree does anyway.
 type parser struct {
-	data     []byte
+	data     string
 	pos      int
 	maxDepth int
 	path     []segment // formatted only when an error is reported
-	buf      []byte    // scratch for unescaping
 }
 
 // segment is one step of the path to the member being parsed.
@@ -59,7 +64,7 @@ func (p *parser) unexpected() *FreezeError {
 	if p.pos >= len(p.data) {
 		return p.fail("invalid JSON: unexpected end of input")
 	}
-	r, _ := utf8.DecodeRune(p.data[p.pos:])
+	r, _ := utf8.DecodeRuneInString(p.data[p.pos:])
 	return p.fail("invalid JSON: unexpected character %q at byte %d", r, p.pos)
 }
 
@@ -127,7 +132,7 @@ func (p *parser) value(depth int) (any, error) {
 }
 
 func (p *parser) literal(word string, v any) (any, error) {
-	if !strings.HasPrefix(string(p.data[p.pos:min(p.pos+len(word), len(p.data))]), word) {
+	if !strings.HasPrefix(p.data[p.pos:], word) {
 		return nil, p.unexpected()
 	}
 	p.pos += len(word)
@@ -224,7 +229,7 @@ func (p *parser) number() (any, error) {
 	for end < len(p.data) && isNumberByte(p.data[end]) {
 		end++
 	}
-	lit := string(p.data[start:end])
+	lit := p.data[start:end]
 	if !isJSONNumber(lit) {
 		return nil, p.fail("invalid JSON: malformed number %q at byte %d", lit, start)
 	}
@@ -240,10 +245,13 @@ func isNumberByte(c byte) bool {
 func (p *parser) str() (string, error) {
 	start := p.pos + 1
 	for i := start; i < len(p.data); i++ {
+		if plainByte[p.data[i]] {
+			continue
+		}
 		switch c := p.data[i]; {
 		case c == '"':
 			p.pos = i + 1
-			return string(p.data[start:i]), nil
+			return p.data[start:i], nil
 		case c == '\\':
 			return p.escapedStr(start, i)
 		case c < 0x20:
@@ -255,30 +263,35 @@ func (p *parser) str() (string, error) {
 	return "", p.unexpected()
 }
 
-// escapedStr finishes a string that contains escapes; i is the first backslash. Runs of
+// escapedStr finishes a string that contains escapes; i is the first backslash. The
+// next quote bounds the unescaped length unless an escaped quote precedes it, so the
+// builder is sized from a fast IndexByte and usually built in one allocation. Runs of
 // plain bytes are copied at once.
 func (p *parser) escapedStr(start, i int) (string, error) {
-	b := p.buf[:0]
-	b = append(b, p.data[start:i]...)
+	var b strings.Builder
+	if q := strings.IndexByte(p.data[i:], '"'); q >= 0 {
+		b.Grow(i + q - start)
+	}
+	b.WriteString(p.data[start:i])
 	for i < len(p.data) {
 		j := i
-		for j < len(p.data) && p.data[j] != '"' && p.data[j] != '\\' && p.data[j] >= 0x20 {
+		for j < len(p.data) && plainByte[p.data[j]] {
 			j++
 		}
-		b = append(b, p.data[i:j]...)
+		b.WriteString(p.data[i:j])
 		if i = j; i >= len(p.data) {
 			break
 		}
 		switch c := p.data[i]; {
 		case c == '"':
-			p.pos, p.buf = i+1, b
-			return string(b), nil
+			p.pos = i + 1
+			return b.String(), nil
 		case c < 0x20:
 			p.pos = i
 			return "", p.fail("invalid JSON: control character in string at byte %d", i)
 		}
 		var err error
-		if b, i, err = p.escape(b, i); err != nil {
+		if i, err = p.escape(&b, i); err != nil {
 			return "", err
 		}
 	}
@@ -286,62 +299,68 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 	return "", p.unexpected()
 }
 
-// escape decodes the escape sequence at data[i] (a backslash) onto b.
-func (p *parser) escape(b []byte, i int) ([]byte, int, error) {
+// escape decodes the escape sequence at data[i] (a backslash) onto b and returns the
+// index after it.
+func (p *parser) escape(b *strings.Builder, i int) (int, error) {
 	if i+1 >= len(p.data) {
 		p.pos = len(p.data)
-		return b, i, p.unexpected()
+		return i, p.unexpected()
 	}
-	switch c := p.data[i+1]; c {
+	c := p.data[i+1]
+	switch c {
 	case '"', '\\', '/':
-		return append(b, c), i + 2, nil
 	case 'b':
-		return append(b, '\b'), i + 2, nil
+		c = '\b'
 	case 'f':
-		return append(b, '\f'), i + 2, nil
+		c = '\f'
 	case 'n':
-		return append(b, '\n'), i + 2, nil
+		c = '\n'
 	case 'r':
-		return append(b, '\r'), i + 2, nil
+		c = '\r'
 	case 't':
-		return append(b, '\t'), i + 2, nil
+		c = '\t'
 	case 'u':
 		return p.unicodeEscape(b, i)
+	default:
+		p.pos = i
+		return i, p.fail("invalid JSON: invalid escape at byte %d", i)
 	}
-	p.pos = i
-	return b, i, p.fail("invalid JSON: invalid escape at byte %d", i)
+	b.WriteByte(c)
+	return i + 2, nil
 }
 
-func (p *parser) unicodeEscape(b []byte, i int) ([]byte, int, error) {
+func (p *parser) unicodeEscape(b *strings.Builder, i int) (int, error) {
 	u, ok := hex4(p.data[i:])
 	if !ok {
 		p.pos = i
-		return b, i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
+		return i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
 	}
 	r := rune(u)
 	if utf16.IsSurrogate(r) {
 		lo, ok := hex4(p.data[i+6:])
 		if r >= 0xDC00 || !ok || p.data[i+6] != '\\' || p.data[i+7] != 'u' {
 			p.pos = i
-			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+			return i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
 		}
 		if r = utf16.DecodeRune(r, rune(lo)); r == utf8.RuneError {
 			p.pos = i
-			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+			return i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
 		}
-		return utf8.AppendRune(b, r), i + 12, nil
+		b.WriteRune(r)
+		return i + 12, nil
 	}
-	return utf8.AppendRune(b, r), i + 6, nil
+	b.WriteRune(r)
+	return i + 6, nil
 }
 
 // hex4 reads the four hex digits of a "\uXXXX" escape at the start of b.
-func hex4(b []byte) (int, bool) {
+func hex4(b string) (int, bool) {
 	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
 		return 0, false
 	}
 	v := 0
-	for _, c := range b[2:6] {
-		switch {
+	for i := 2; i < 6; i++ {
+		switch c := b[i]; {
 		case c >= '0' && c <= '9':
 			v = v<<4 | int(c-'0')
 		case c >= 'a' && c <= 'f':

@@ -303,7 +303,7 @@ func PreExecute(policies []*Policy, in Input) Decision {
 
 func preExecute(policies []*Policy, act *activation) Decision {
 	out := allow("no policy denied the call")
-	for _, p := range sortedForStage(policies, StagePreExecute, act.toolName) {
+	for _, p := range sortedForStage(policies, StagePreExecute, act.in.Tool.Name) {
 		out = lowerDecision(out, p.evalVerdict(act))
 		if out.Verdict == Deny {
 			break

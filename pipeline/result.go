@@ -26,11 +26,13 @@ import (
 // error, isError, meta, ok and reason. It fails only when Content holds something JSON
 // cannot represent (a NaN, an unsupported Go type, an invalid json.Number or string).
 func FreezeResult(r Result) (*Frozen, error) {
-	buf, err := encodeResult(make([]byte, 0, 256), r)
-	if err != nil {
+	buf := getEncodeBuffer(256)
+	defer putEncodeBuffer(buf)
+	var err error
+	if *buf, err = encodeResult(*buf, r); err != nil {
 		return nil, fmt.Errorf("freezing result: %w", err)
 	}
-	return newFrozen(buf, nil), nil
+	return newFrozen(*buf, nil), nil
 }
 
 // encodeResult writes the result object with its members already in canonical order,

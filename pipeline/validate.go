@@ -89,7 +89,7 @@ func (v Validation) Valid() bool { return len(v.Violations) == 0 }
 // content, so calling it for every call is cheap. Remote and file references are never
 // loaded. A schema that does not compile yields a *SchemaError.
 func (c *Compiler) CompileSchema(doc []byte) (*Schema, error) {
-	if e, ok := c.schemas.get(string(doc)); ok {
+	if e, ok := getBytes(c.schemas, doc); ok {
 		return e.schema, e.err
 	}
 	s, err := compileSchema(doc)
@@ -103,11 +103,12 @@ func compileSchema(doc []byte) (s *Schema, err error) {
 			s, err = nil, &SchemaError{Msg: fmt.Sprintf("schema compiler failed: %v", r)}
 		}
 	}()
-	v, err := decodeJSON(doc, FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128})
+	src := string(doc)
+	v, err := decodeJSON(src, FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128})
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
-	frozen, err := freezeTree(v, len(doc))
+	frozen, err := freezeTree(v, src)
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
