@@ -53,7 +53,7 @@ var _ = Describe("A tool edited after a call was admitted", Label("snapshot"), f
 		tool.Spec.Body.Image = "example/v2:1"
 		Expect(k8sClient.Update(ctx, tool)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, tool)).To(Succeed())
-		Expect(kubelet.Finish(ctx, ns, job.Name, Outcome{Echo: true})).To(Succeed())
+		finish(ctx, ns, job.Name, Outcome{Echo: true})
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Tool.Spec.Body.Image).To(Equal("example/v1:1"))
@@ -131,15 +131,17 @@ var _ = Describe("An operator restarted mid-call", Label("restart"), func() {
 		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").Obj(),
 			MakeToolCall("c", ns).Tool("long").Requester(AdminUser).Args(map[string]any{}).Obj())
 		jobName := controllers.JobName("c", 1)
-		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, &batchv1.Job{})
+		Eventually(func(g Gomega) {
+			job := &batchv1.Job{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, job)).To(Succeed())
+			g.Expect(job.Status.Active).To(BeNumerically("==", 1), "the Pod runs")
 		}).WithContext(ctx).Should(Succeed())
 		podsBefore := kubelet.PodsStarted()
 
 		Expect(mgr.Stop()).To(Succeed())
 		startManager()
 
-		Expect(kubelet.Finish(ctx, ns, jobName, Outcome{Echo: true})).To(Succeed())
+		finish(ctx, ns, jobName, Outcome{Echo: true})
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Attempts).To(HaveLen(1))

@@ -34,10 +34,10 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 		Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).
 			WithTimeout(ConsistentDuration).Should(BeFalse(), "the second unsafe call waits for the first")
 
-		Expect(kubelet.Finish(ctx, ns, controllers.JobName("first", 1), Outcome{Echo: true})).To(Succeed())
+		finish(ctx, ns, controllers.JobName("first", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "first")).To(HavePhase(v1alpha1.PhaseSucceeded))
 		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).Should(BeTrue())
-		Expect(kubelet.Finish(ctx, ns, controllers.JobName("second", 1), Outcome{Echo: true})).To(Succeed())
+		finish(ctx, ns, controllers.JobName("second", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 
@@ -54,7 +54,7 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 			}
 		}).WithContext(ctx).Should(Succeed())
 		for _, name := range []string{"r1", "r2", "r3"} {
-			Expect(kubelet.Finish(ctx, ns, controllers.JobName(name, 1), Outcome{Echo: true})).To(Succeed())
+			finish(ctx, ns, controllers.JobName(name, 1), Outcome{Echo: true})
 			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
 		}
 	})

@@ -110,3 +110,8 @@ func explain(call *v1alpha1.ToolCall) string {
 	}
 	return s
 }
+
+// finish ends a held Pod once the simulated Kubelet has started it.
+func finish(ctx SpecContext, ns, job string, o toolgatetest.Outcome) {
+	Eventually(func() error { return kubelet.Finish(ctx, ns, job, o) }).WithContext(ctx).Should(Succeed())
+}
