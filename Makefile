@@ -66,22 +66,22 @@ lint: $(GOLANGCI_LINT) ## golangci-lint v2 (pinned).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Regenerate and fail on any diff, plus gofmt/vet/lint.
+verify: generate manifests ## Regenerate and fail on any diff, plus gofmt/vet/lint and the chart's copies.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	git diff --exit-code -- api config charts
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files"; exit 1; }
-	$(MAKE) vet lint
+	$(MAKE) vet lint chart-check-sync
 
 ##@ Build
 
 .PHONY: build
-build: ## Build the binaries into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./cmd/...
+build: ## Build the operator and the runner into bin/ (example tools: make images).
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/ ./cmd/manager ./cmd/runner
 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration ## Everything CI runs.
+test: verify test-unit test-integration chart-test ## Everything CI runs.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster).

@@ -30,8 +30,9 @@ cluster-smoke: ## Smoke-test the running cluster (Job result, deadline, Service 
 	$(ROOT)/hack/cluster/smoke.sh
 
 .PHONY: images
-images: ## Build static binaries and pack images into bin/images/ (pause, smoke, runner, manager).
+images: ## Build static binaries and pack images into bin/images/ (pause, smoke, runner, manager, tools).
 	$(CLUSTER) images
+	$(ROOT)/hack/tools-image.sh
 
 .PHONY: test-imgpack
 test-imgpack: ## Unit tests of the image packer.

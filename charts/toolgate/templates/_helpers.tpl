@@ -1,0 +1,76 @@
+{{/* The chart's name. */}}
+{{- define "toolgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: the release name, prefixed with the chart name unless it holds it. */}}
+{{- define "toolgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "toolgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "toolgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: toolgate
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Labels of the operator's own objects (Deployment, Pods, Service, ServiceAccount). */}}
+{{- define "toolgate.managerLabels" -}}
+{{ include "toolgate.labels" . }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/* Labels that select the operator's Pods. */}}
+{{- define "toolgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "toolgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{- define "toolgate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "toolgate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "toolgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "toolgate.runnerImage" -}}
+{{- default (include "toolgate.image" .) .Values.runnerImage }}
+{{- end }}
+
+{{/*
+toolgate.fileObjects: the objects of a YAML file under files/ (copied from config/ by
+`make chart-sync`), each re-emitted with the chart's labels added. Takes (list $ "path").
+*/}}
+{{- define "toolgate.fileObjects" -}}
+{{- $root := index . 0 }}
+{{- $content := $root.Files.Get (index . 1) }}
+{{- if not $content }}{{ fail (printf "%s is missing from the chart: run make chart-sync" (index . 1)) }}{{ end }}
+{{- range $doc := regexSplit "(?m)^---\\s*$" $content -1 }}
+{{- $obj := fromYaml $doc }}
+{{- if $obj.kind }}
+{{- $labels := merge (include "toolgate.labels" $root | fromYaml) (default (dict) $obj.metadata.labels) }}
+{{- $_ := set $obj.metadata "labels" $labels }}
+---
+{{ toYaml $obj }}
+{{- end }}
+{{- end }}
+{{- end }}

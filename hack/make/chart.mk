@@ -1,0 +1,67 @@
+# Helm chart (charts/toolgate) and the kustomize install (config/default) that matches it.
+# Included by the main Makefile (-include hack/make/*.mk). See docs/operations.md.
+
+HELM_VERSION ?= v3.22.0
+HELM := $(BIN)/helm
+# go install does not stamp the version into the binary; a stamp file says which one it is.
+HELM_STAMP := $(BIN)/.helm-$(HELM_VERSION)
+CHART := $(ROOT)/charts/toolgate
+CHART_OUT := $(BIN)/chart
+KUBECTL := $(K8S_BIN)/kubectl
+
+# Generated files the chart carries a copy of (Helm can read files inside the chart only).
+CHART_SYNC_FILES := \
+	config/rbac/role.yaml=files/rbac/role.yaml \
+	config/rbac/agent_role.yaml=files/rbac/agent_role.yaml \
+	config/rbac/approver_role.yaml=files/rbac/approver_role.yaml \
+	config/admission/identity-policy.yaml=files/identity-policy.yaml
+
+##@ Helm chart
+
+$(HELM_STAMP): | $(BIN)
+	@echo "building helm $(HELM_VERSION) from Go modules into bin/ (about a minute)"
+	GOBIN=$(BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	rm -f $(BIN)/.helm-* && touch $@
+
+.PHONY: helm
+helm: $(HELM_STAMP) ## Build the pinned helm into bin/helm.
+
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs, RBAC and admission policy from config/ into the chart.
+	mkdir -p $(CHART)/crds $(CHART)/files/rbac
+	rm -f $(CHART)/crds/*.yaml
+	cp config/crd/bases/*.yaml $(CHART)/crds/
+	@for pair in $(CHART_SYNC_FILES); do cp "$${pair%%=*}" "$(CHART)/$${pair#*=}"; done
+
+.PHONY: chart-check-sync
+chart-check-sync: ## Fail when the chart's copies differ from config/ (fix: make chart-sync).
+	@status=0; \
+	diff -r config/crd/bases $(CHART)/crds >/dev/null || { diff -r config/crd/bases $(CHART)/crds | head -20; status=1; }; \
+	for pair in $(CHART_SYNC_FILES); do \
+	  cmp -s "$${pair%%=*}" "$(CHART)/$${pair#*=}" || { echo "$(CHART)/$${pair#*=} differs from $${pair%%=*}"; status=1; }; \
+	done; \
+	if [ $$status -ne 0 ]; then echo "the chart is out of sync with config/: run make chart-sync"; exit 1; fi
+
+.PHONY: chart-test
+chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several value sets), chart == kustomize config/default.
+	@test -x $(KUBECTL) || $(MAKE) envtest-binaries
+	mkdir -p $(CHART_OUT)
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/local-values.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --include-crds > $(CHART_OUT)/default.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml > $(CHART_OUT)/local.yaml
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set rbac.create=false,rbac.userRoles=false,admissionPolicy.enabled=false,metrics.enabled=false,leaderElection.enabled=false,serviceAccount.create=false > $(CHART_OUT)/minimal.yaml
+	@grep -q 'name: toolgate-tools-deny-all' $(CHART_OUT)/local.yaml || { echo "local values render no NetworkPolicy"; exit 1; }
+	@! grep -q 'kind: ClusterRole$$' $(CHART_OUT)/minimal.yaml || { echo "rbac.create=false still renders a ClusterRole"; exit 1; }
+	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
+	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \
+	  --show-only templates/networkpolicy.yaml > $(CHART_OUT)/networkpolicy.yaml
+	$(KUBECTL) kustomize config/default/networkpolicy > $(CHART_OUT)/kustomize-networkpolicy.yaml
+	go run ./hack/installdiff $(CHART_OUT)/networkpolicy.yaml $(CHART_OUT)/kustomize-networkpolicy.yaml
+
+.PHONY: chart-dry-run
+chart-dry-run: $(HELM_STAMP) ## Server-side dry run of the chart and config/examples against the running local cluster.
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml --include-crds \
+	  | $(KUBECTL) --kubeconfig $(ROOT)/.cluster/kubeconfig apply --dry-run=server -f - 2>&1 \
+	  | grep -v "missing the kubectl.kubernetes.io/last-applied-configuration annotation"

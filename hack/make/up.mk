@@ -1,0 +1,16 @@
+# make up / make down: the local cluster with toolgate installed by its Helm chart, and the
+# demo (hack/up.sh). Included by the main Makefile (-include hack/make/*.mk).
+
+##@ Demo
+
+.PHONY: up
+up: ## Local cluster + images + helm install + examples + demo calls, with a result table (first run builds Kubernetes, ~10 min).
+	$(ROOT)/hack/up.sh
+
+.PHONY: demo
+demo: ## Only re-run the demo calls against an installed toolgate (make up first).
+	$(ROOT)/hack/up.sh demo
+
+.PHONY: down
+down: ## Stop the local cluster and remove everything it created (same as cluster-down).
+	$(ROOT)/hack/cluster.sh down

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# make up: the local cluster, toolgate installed with its Helm chart, and the demo.
+#
+#   hack/up.sh            cluster up, images, helm upgrade --install, examples, demo calls, table
+#   hack/up.sh demo       only the demo calls and the table (toolgate already installed)
+#
+# Idempotent: run it again and it upgrades the release, re-applies the examples, deletes
+# the previous demo calls and makes new ones (fresh generated names).
+# Environment: DEMO_TIMEOUT (seconds to wait for the calls, default 120), DEMO_STRICT=1
+# (exit 1 when a call ends other than its toolgate.dev/demo-expect annotation says).
+# See docs/operations.md; `make down` (hack/cluster.sh down) stops everything.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=SCRIPTDIR/cluster/lib.sh
+. "$here/cluster/lib.sh"
+# shellcheck source=SCRIPTDIR/cluster/prereqs.sh
+. "$here/cluster/prereqs.sh"
+
+HELM="$ROOT/bin/helm"
+KUBECTL="$K8S_BIN/kubectl"
+CHART="$ROOT/charts/toolgate"
+RELEASE=toolgate
+SYSTEM_NS=toolgate-system
+DEMO_NS=toolgate-demo
+EXAMPLES="$ROOT/config/examples"
+AGENT_KUBECONFIG="$KUBECONFIGS/agent.kubeconfig"
+APPROVER_KUBECONFIG="$KUBECONFIGS/approver.kubeconfig"
+DEMO_TIMEOUT="${DEMO_TIMEOUT:-120}"
+# The order the demo creates its calls in (config/examples/calls/NAME.yaml).
+DEMO_CALLS=(echo read-file whoami large rm-rf invalid wget timeout oom)
+
+# kc / kagent / kapprover: kubectl as admin, as the agent user, as the approver user.
+kagent() { "$KUBECTL" --kubeconfig "$AGENT_KUBECONFIG" --request-timeout=10s "$@"; }
+kapprover() { "$KUBECTL" --kubeconfig "$APPROVER_KUBECONFIG" --request-timeout=10s "$@"; }
+
+# ---- cluster, images, tools ------------------------------------------------------------------
+
+cluster_up() {
+  local c missing=()
+  for c in "${K8S_COMPONENTS[@]}"; do binary_current "$c" || missing+=("$c"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "first run: building Kubernetes $K8S_VERSION from Go modules (${missing[*]})"
+    log "  this takes about 10 minutes on an idle 2-core machine (15-25 under load); progress follows"
+  fi
+  "$here/cluster.sh" up
+}
+
+images() {
+  log "building and packing images (bin/images/)"
+  "$here/cluster.sh" images
+  "$here/tools-image.sh"
+  "$here/cluster.sh" load
+}
+
+ensure_tools() {
+  if ! command -v jq >/dev/null; then
+    log "installing jq (Debian) for the demo table"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends jq >/dev/null
+  fi
+  if [ ! -x "$HELM" ]; then log "building helm from Go modules (about a minute)"; fi
+  make -s -C "$ROOT" helm chart-sync >/dev/null
+}
+
+# ---- install ---------------------------------------------------------------------------------
+
+install() {
+  # Helm installs crds/ on first install only: apply the generated CRDs ourselves so an
+  # upgrade carries their changes too.
+  kc apply --server-side --force-conflicts -f "$ROOT/config/crd/bases" >/dev/null
+  kc wait --for=condition=Established -f "$ROOT/config/crd/bases" --timeout=30s >/dev/null
+  # The chart puts the tool NetworkPolicies into the demo namespace: it must exist first.
+  kc apply -f "$EXAMPLES/namespace.yaml" >/dev/null
+  # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
+  local digest
+  digest="$(sha256sum "$IMAGES_DIR/manager.tar" | cut -c1-16)"
+  log "helm upgrade --install $RELEASE (image toolgate.local/manager:dev, tar sha256 $digest…)"
+  KUBECONFIG="$ADMIN_KUBECONFIG" "$HELM" upgrade --install "$RELEASE" "$CHART" \
+    --namespace "$SYSTEM_NS" --create-namespace --skip-crds \
+    -f "$CHART/ci/local-values.yaml" \
+    --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
+  wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
+    kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s
+  kc apply -k "$EXAMPLES" >/dev/null
+  wait_for - "examples registered (7 Tools, ToolScope demo, 2 ToolPolicies)" 60 examples_ready
+}
+
+examples_ready() {
+  kc -n "$DEMO_NS" wait --for=condition=Registered tools --all --timeout=2s &&
+    kc -n "$DEMO_NS" wait --for=condition=Ready toolscopes,toolpolicies --all --timeout=2s
+}
+
+# ---- demo ------------------------------------------------------------------------------------
+
+CALL_NAMES=()
+
+create_calls() {
+  # Calls of earlier runs (and their approvals) go; Jobs and Pods follow by owner reference.
+  kc -n "$DEMO_NS" delete toolcalls,toolcallapprovals -l toolgate.dev/demo=true --wait=false >/dev/null
+  local c files=() names
+  for c in "${DEMO_CALLS[@]}"; do files+=(-f "$EXAMPLES/calls/$c.yaml"); done
+  # One kubectl for all: it creates them in the order given and prints their names in order.
+  names="$(kagent create "${files[@]}" -o name)"  # toolcall.toolgate.dev/NAME, one a line
+  mapfile -t CALL_NAMES <<<"${names//toolcall.toolgate.dev\//}"
+  [ ${#CALL_NAMES[@]} -eq ${#DEMO_CALLS[@]} ] || die "expected ${#DEMO_CALLS[@]} calls, kubectl created: $names"
+  log "created ${#CALL_NAMES[@]} ToolCalls as user agent: ${CALL_NAMES[*]}"
+}
+
+# has_phase CALL PHASE: the call is in that phase now.
+has_phase() { [ "$(kc -n "$DEMO_NS" get toolcall "$1" -o jsonpath='{.status.phase}')" = "$2" ]; }
+
+# approve NAME: wait until the call is parked, then approve it as the approver user with a
+# ToolCallApproval named after it, carrying its arguments digest.
+approve() {
+  local call="$1" digest
+  wait_for - "$call awaiting approval" 30 has_phase "$call" AwaitingApproval
+  digest="$(kc -n "$DEMO_NS" get toolcall "$call" -o jsonpath='{.status.argumentsDigest}')"
+  kapprover create -f - >/dev/null <<EOF
+apiVersion: toolgate.dev/v1alpha1
+kind: ToolCallApproval
+metadata:
+  name: $call
+  namespace: $DEMO_NS
+  labels:
+    toolgate.dev/demo: "true"
+spec:
+  decision: Approve
+  argumentsDigest: $digest
+  approver: approver
+  reason: The demo's network check, approved by hack/up.sh.
+EOF
+  log "approved $call as user approver (arguments $digest)"
+}
+
+all_terminal() {
+  local phases p
+  phases="$(kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')"
+  for p in $phases; do
+    case "$p" in Succeeded | Failed | Denied) ;; *) return 1 ;; esac
+  done
+  [ "$(wc -w <<<"$phases")" -eq "${#CALL_NAMES[@]}" ]
+}
+
+calls_json() { kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o json; }
+
+# table: one line per call; OK compares phase/reason with the call's toolgate.dev/demo-expect
+# annotation; RESULT is the error, or the content (strings as they are, anything else as
+# compact JSON), on one line, cut to 72 characters.
+table() {
+  jq -r '
+    def cut(n): if length > n then .[0:n-1] + "…" else . end;
+    def dash: if . == null or . == "" then "-" else tostring end;
+    def excerpt: (if .isError then .error
+                  elif (.content | type) == "string" then .content
+                  else (.content | tojson) end)
+                 | tostring | gsub("[\\n\\t\\r]+"; " ") | cut(72);
+    ["CALL", "TOOL", "PHASE", "VERDICT", "REASON", "DURATION", "OK", "RESULT"],
+    (.items[] |
+      (.metadata.annotations["toolgate.dev/demo-expect"] // "") as $want |
+      ((.status.phase // "") + "/" + (.status.result.reason // "")) as $got |
+      [ .metadata.name, .spec.tool, (.status.phase | dash), (.status.verdict | dash),
+        (.status.result.reason | dash), (.status.duration | dash),
+        (if $want == "" then "-" elif ($got | startswith($want)) then "yes" else "NO, want " + $want end),
+        (if .status.result then (.status.result | excerpt) else "-" end) ])
+    | join("\t")' <<<"$1" |
+    while IFS=$'\t' read -r call tool phase verdict reason duration ok result; do
+      printf '%-22s %-9s %-16s %-7s %-16s %-8s %-4s %s\n' \
+        "$call" "$tool" "$phase" "$verdict" "$reason" "$duration" "$ok" "$result"
+    done
+}
+
+# unexpected: how many calls did not end as their demo-expect annotation says.
+unexpected() {
+  jq '[.items[] | (.metadata.annotations["toolgate.dev/demo-expect"] // "") as $want
+        | select(((.status.phase // "") + "/" + (.status.result.reason // "")) | startswith($want) | not)]
+      | length' <<<"$1"
+}
+
+demo() {
+  create_calls
+  local i json start deadline
+  for i in "${!DEMO_CALLS[@]}"; do
+    if [ "${DEMO_CALLS[$i]}" = wget ]; then approve "${CALL_NAMES[$i]}"; fi
+  done
+  start="$(now_us)"
+  deadline=$((start + DEMO_TIMEOUT * 1000000))
+  until all_terminal; do
+    if [ "$(now_us)" -gt "$deadline" ]; then
+      echo
+      table "$(calls_json)"
+      die "timed out after ${DEMO_TIMEOUT}s waiting for the demo calls to end (above: where they are)"
+    fi
+    sleep 0.5
+  done
+  log "all ${#CALL_NAMES[@]} calls terminal (+$(fmt_secs "$(($(now_us) - start))")s)"
+  json="$(calls_json)"
+  echo
+  table "$json"
+  echo
+  local bad
+  bad="$(unexpected "$json")"
+  if [ "$bad" -gt 0 ]; then
+    log "WARNING: $bad call(s) ended differently from what the demo expects (column OK)"
+    [ "${DEMO_STRICT:-0}" != 1 ] || exit 1
+  fi
+}
+
+hints() {
+  cat <<EOF
+toolgate is up. Try:
+  source .cluster/cluster.env; export PATH=\$PWD/bin/k8s:\$PATH
+  kubectl -n $DEMO_NS get toolcalls -o wide
+  kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
+  kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
+  kubectl -n $SYSTEM_NS logs deploy/$RELEASE
+  kubectl get --raw /api/v1/namespaces/$SYSTEM_NS/services/$RELEASE-metrics:metrics/proxy/metrics | grep ^toolgate_
+  make up (again: new demo calls)   make down (stop and clean up everything)
+EOF
+}
+
+main() {
+  case "${1:-}" in
+    "")
+      log "make up: local cluster, toolgate (Helm chart), demo"
+      cluster_up
+      ensure_tools
+      images
+      install
+      demo
+      log "done in $(fmt_secs "$(($(now_us) - _T0))")s"
+      hints
+      ;;
+    demo)
+      ensure_tools
+      demo
+      ;;
+    *) sed -n '/^#   hack/s/^# *//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
+  esac
+}
+
+main "$@"
