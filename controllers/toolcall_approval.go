@@ -73,13 +73,16 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 // markConsumed tells the approver what became of their answer (best effort: the call's
 // status is the record).
 func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha1.ToolCallApproval, d pipeline.Decision) {
-	// True: the answer was applied (approved, or denied as asked); False: it was refused.
-	status := metav1.ConditionFalse
-	if d.Verdict == pipeline.Allow || d.Reason == pipeline.ReasonApprovalDenied {
-		status = metav1.ConditionTrue
+	// True: the answer decided the call (approved, or denied as asked); False: it was refused.
+	status, reason := metav1.ConditionFalse, string(d.Reason)
+	switch {
+	case d.Verdict == pipeline.Allow || d.Reason == pipeline.ReasonApprovalDenied:
+		status, reason = metav1.ConditionTrue, v1alpha1.ReasonApplied
+	case d.Reason == pipeline.ReasonApprovalDigestMismatch:
+		reason = v1alpha1.ReasonDigestMismatch
 	}
 	changed := meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionConsumed, Status: status, Reason: string(d.Reason), Message: d.Message,
+		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: d.Message,
 		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})
 	if !changed {

@@ -113,6 +113,8 @@ func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.T
 	}
 	r.afterStatusWrite(call, terminalEvents(call))
 	res := call.Status.Result
+	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
+		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)
 	metrics.Outcomes.WithLabelValues(call.Spec.Tool, string(call.Status.Phase), res.Reason).Inc()
 	metrics.CallLatency.WithLabelValues(call.Spec.Tool, string(call.Status.Phase)).
 		Observe(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time).Seconds())

@@ -125,7 +125,7 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	switch {
 	case err == nil:
 		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
-		ctrl.LoggerFrom(ctx).V(1).Info("created Job", "job", job.Name, "attempt", attempt)
+		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {

@@ -112,8 +112,6 @@ const (
 	ReasonDigestMismatch = "DigestMismatch"
 	// ReasonApplied: (ToolCallApproval) the approval decided the call.
 	ReasonApplied = "Applied"
-	// ReasonCallNotWaiting: (ToolCallApproval) the call does not exist or is not awaiting approval.
-	ReasonCallNotWaiting = "CallNotWaiting"
 
 	// ReasonWaitingForSession: an earlier call of the same session must finish first.
 	ReasonWaitingForSession = "WaitingForSession"

@@ -49,7 +49,8 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 		Eventually(func(g Gomega) {
 			a := &v1alpha1.ToolCallApproval{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "parked"}, a)).To(Succeed())
-			g.Expect(a.Status.Conditions).To(ContainElement(HaveField("Type", v1alpha1.ConditionConsumed)))
+			g.Expect(a.Status.Conditions).To(ContainElement(And(HaveField("Type", v1alpha1.ConditionConsumed),
+				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonApplied))))
 		}).WithContext(ctx).Should(Succeed())
 	})
 
