@@ -71,6 +71,7 @@ verify: generate manifests ## Regenerate and fail on any diff, plus gofmt/vet/li
 	git diff --exit-code -- api config charts
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files"; exit 1; }
 	$(MAKE) vet lint chart-check-sync
+	hack/check-dockerfile.sh
 
 ##@ Build
 
