@@ -100,11 +100,14 @@ start_component() {
   # shellcheck disable=SC2016 # expanded by the inner shell
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$RUN/$name.pid" "$(component_bin "$name")" "$@" \
     >"$LOGS/$name.log" 2>&1 </dev/null &
+  # Return only once the inner shell has exec'd the binary: until then /proc/PID/exe is bash,
+  # and component_pid (which checks the executable) would take the component for dead.
   local _
-  for _ in $(seq 50); do
-    [ -s "$RUN/$name.pid" ] && return 0
+  for _ in $(seq 250); do
+    component_pid "$name" >/dev/null && return 0
     sleep 0.02
   done
+  log_tail "$name"
   die "$name did not start"
 }
 
