@@ -1,10 +1,7 @@
 package controllers
 
 import (
-	"strings"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -22,15 +19,6 @@ func conditionsEqual(a, b []metav1.Condition) bool {
 		}
 	}
 	return true
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // ignoreConflictOrGone drops the errors of a status write that lost a race: a conflict

@@ -127,24 +127,13 @@ func specCondition(c *pipeline.Compiler, spec *v1alpha1.ToolSpec) metav1.Conditi
 		}
 	}
 	if p := spec.Presentation; p != nil {
-		for _, expr := range []string{p.Call, p.Result} {
-			if expr == "" {
-				continue
-			}
-			if _, err := c.PresentCall(expr, pipeline.Input{}); err != nil && isCompileError(err) {
-				return metav1.Condition{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionFalse,
-					Reason: v1alpha1.ReasonPresentationInvalid, Message: err.Error()}
-			}
+		if err := c.CheckPresentation(p.Call, p.Result); err != nil {
+			return metav1.Condition{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.ReasonPresentationInvalid, Message: err.Error()}
 		}
 	}
 	return metav1.Condition{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonRegistered, Message: "the tool is registered"}
-}
-
-// isCompileError tells a presentation that does not compile from one that only fails on
-// the empty input used to check it.
-func isCompileError(err error) bool {
-	return err != nil && !apierrors.IsNotFound(err) && containsAny(err.Error(), "Syntax error", "undeclared reference", "found no matching overload")
 }
 
 // registeredStatus is the desired ToolStatus.

@@ -105,3 +105,11 @@ func waitRegistered(ctx SpecContext, ns, name string, status metav1.ConditionSta
 			HaveField("Status", status), HaveField("Reason", reason))))
 	}).WithContext(ctx).Should(Succeed())
 }
+
+var _ = Describe("A tool's presentation", Label("registration"), func() {
+	It("that does not compile is reported PresentationInvalid", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, MakeTool("shown", ns).Image("example/x:1").Command("/x").Presentation("'grep ' + ", "").Obj())
+		waitRegistered(ctx, ns, "shown", metav1.ConditionFalse, "PresentationInvalid")
+	})
+})
