@@ -446,7 +446,7 @@ func (b *bench) pod(ctx context.Context, volumes bool) sample {
 		return s
 	}
 	if !strings.Contains(note, "exit 0") {
-		s.err = fmt.Errorf("Pod %s: %s", p.Name, note)
+		s.err = fmt.Errorf("pod %s: %s", p.Name, note)
 		return s
 	}
 	s.d = t.Sub(t0)
@@ -563,7 +563,7 @@ func waitRegistered(ctx context.Context, c client.Client, name string) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return fmt.Errorf("Tool %s not Registered after 30s", name)
+	return fmt.Errorf("tool %s not registered after 30s", name)
 }
 
 // ---- report ----
