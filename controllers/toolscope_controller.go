@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 )
 
 // ToolScopeReconciler checks a scope's parent chain: every parent exists, no cycle.
@@ -35,11 +37,11 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.List(ctx, scopes, client.InNamespace(scope.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
-	parents := map[string]string{}
+	list := make([]pipeline.Scope, 0, len(scopes.Items))
 	for i := range scopes.Items {
-		parents[scopes.Items[i].Name] = scopes.Items[i].Spec.Parent
+		list = append(list, scopeOf(&scopes.Items[i]))
 	}
-	chain, cond := scopeChain(scope.Name, parents)
+	chain, cond := scopeChain(pipeline.NewIndex(nil, nil, list), scope.Name)
 	cond.ObservedGeneration = scope.Generation
 	desired := scope.Status.DeepCopy()
 	desired.ObservedGeneration = scope.Generation
@@ -59,21 +61,18 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, nil
 }
 
-// scopeChain walks the parents of name: the chain (the scope first) and the Ready condition.
-func scopeChain(name string, parents map[string]string) ([]string, metav1.Condition) {
-	chain := []string{name}
-	seen := map[string]bool{name: true}
-	for cur := parents[name]; cur != ""; cur = parents[cur] {
-		if seen[cur] {
-			return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-				Reason: v1alpha1.ReasonScopeCycle, Message: "the parent chain loops back to " + cur}
+// scopeChain is the scope's chain (the scope first) as the pipeline resolves it, and the
+// Ready condition that says whether it resolves.
+func scopeChain(idx *pipeline.Index, name string) ([]string, metav1.Condition) {
+	chain, err := idx.Chain(name)
+	if err != nil {
+		reason := v1alpha1.ReasonUnknownParent
+		var re *pipeline.ResolveError
+		if errors.As(err, &re) {
+			reason = string(re.Reason)
 		}
-		if _, ok := parents[cur]; !ok {
-			return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-				Reason: v1alpha1.ReasonUnknownParent, Message: "ToolScope " + cur + " does not exist"}
-		}
-		seen[cur] = true
-		chain = append(chain, cur)
+		return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+			Reason: reason, Message: err.Error()}
 	}
 	return chain, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonReady, Message: "the scope's chain resolves"}
