@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +19,8 @@ type registry struct {
 	tools    map[string]*v1alpha1.Tool
 	cluster  map[string]*v1alpha1.ClusterTool
 	policies []pipeline.PolicySpec
+	// clusterHidden is set when the reader may not list ClusterTools (see loadIndex).
+	clusterHidden bool
 }
 
 // resolvedTool is the tool a call resolved to, frozen as the call's snapshot.
@@ -33,24 +36,41 @@ func (r *ToolCallReconciler) loadRegistry(ctx context.Context, namespace string)
 
 // loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
 func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*registry, error) {
+	reg, err := loadIndex(ctx, c, namespace, false)
+	if err != nil {
+		return nil, err
+	}
+	policies := &v1alpha1.ToolPolicyList{}
+	if err := c.List(ctx, policies, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	for i := range policies.Items {
+		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
+	}
+	return reg, nil
+}
+
+// loadIndex lists the namespace's Tools and ToolScopes and every ClusterTool and builds
+// the resolution index. With skipForbiddenCluster, a caller that may not list
+// ClusterTools gets the index without the cluster layer (reg.clusterHidden) instead of
+// an error.
+func loadIndex(ctx context.Context, c client.Reader, namespace string, skipForbiddenCluster bool) (*registry, error) {
 	tools := &v1alpha1.ToolList{}
 	clusterTools := &v1alpha1.ClusterToolList{}
 	scopes := &v1alpha1.ToolScopeList{}
-	policies := &v1alpha1.ToolPolicyList{}
-	for _, l := range []struct {
-		list client.ObjectList
-		opts []client.ListOption
-	}{
-		{tools, []client.ListOption{client.InNamespace(namespace)}},
-		{clusterTools, nil},
-		{scopes, []client.ListOption{client.InNamespace(namespace)}},
-		{policies, []client.ListOption{client.InNamespace(namespace)}},
-	} {
-		if err := c.List(ctx, l.list, l.opts...); err != nil {
+	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{}}
+	if err := c.List(ctx, tools, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	if err := c.List(ctx, scopes, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	if err := c.List(ctx, clusterTools); err != nil {
+		if !skipForbiddenCluster || !apierrors.IsForbidden(err) {
 			return nil, err
 		}
+		reg.clusterHidden = true
 	}
-	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{}}
 	var nsRegs, clusterRegs []pipeline.Registration
 	var scopeList []pipeline.Scope
 	for i := range tools.Items {
@@ -69,9 +89,6 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 	}
 	for i := range scopes.Items {
 		scopeList = append(scopeList, scopeOf(&scopes.Items[i]))
-	}
-	for i := range policies.Items {
-		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
 	}
 	reg.index = pipeline.NewIndex(clusterRegs, nsRegs, scopeList)
 	return reg, nil
