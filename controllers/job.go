@@ -39,6 +39,8 @@ const (
 	// copiedRunner is where the init container puts the runner for images that lack it.
 	copiedRunner = runMountPath + "/bin/runner"
 	argsFile     = runMountPath + "/args.json"
+	// noArgsFile tells the runner to write no arguments file (frame.NoArgsFile).
+	noArgsFile = "-"
 	// imageRunner is the runner's path in the operator image (the init container's source).
 	imageRunner = "/toolgate/runner"
 
@@ -166,7 +168,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		Env:                      toolEnv(in),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
-		VolumeMounts:             volumeMounts(),
+		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 	return corev1.PodSpec{
@@ -185,10 +187,19 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		},
 		InitContainers: initContainers,
 		Containers:     []corev1.Container{tool},
-		Volumes: []corev1.Volume{
-			{Name: runVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-			{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		},
+		Volumes:        volumes(in.Tool.Sandbox.Scratch),
+	}
+}
+
+// volumes are the Pod's only writable storage: none with scratch None, so that the
+// kubelet starts the container without waiting for a volume mount.
+func volumes(scratch toolgatev1alpha1.ScratchMode) []corev1.Volume {
+	if scratch == toolgatev1alpha1.ScratchNone {
+		return nil
+	}
+	return []corev1.Volume{
+		{Name: runVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 }
 
@@ -200,7 +211,7 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 		Command:         []string{imageRunner, "--copy-self", copiedRunner},
 		Resources:       opts.DefaultResources,
 		SecurityContext: containerSecurityContext(),
-		VolumeMounts:    volumeMounts(),
+		VolumeMounts:    volumeMounts(toolgatev1alpha1.ScratchEmptyDir),
 	}
 }
 
@@ -212,9 +223,17 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 	return append(env,
 		corev1.EnvVar{Name: "TOOLGATE_ARGS", Value: string(in.Arguments)},
 		corev1.EnvVar{Name: "TOOLGATE_ARGS_DIGEST", Value: in.Digest},
-		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFile},
+		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFileFor(in.Tool.Sandbox.Scratch)},
 		corev1.EnvVar{Name: "TOOLGATE_MAX_OUTPUT", Value: strconv.FormatInt(maxOutput(in.Tool), 10)},
 	)
+}
+
+// argsFileFor is where the runner writes the arguments; "-" (scratch None) means no file.
+func argsFileFor(scratch toolgatev1alpha1.ScratchMode) string {
+	if scratch == toolgatev1alpha1.ScratchNone {
+		return noArgsFile
+	}
+	return argsFile
 }
 
 func containerSecurityContext() *corev1.SecurityContext {
@@ -228,7 +247,10 @@ func containerSecurityContext() *corev1.SecurityContext {
 	}
 }
 
-func volumeMounts() []corev1.VolumeMount {
+func volumeMounts(scratch toolgatev1alpha1.ScratchMode) []corev1.VolumeMount {
+	if scratch == toolgatev1alpha1.ScratchNone {
+		return nil
+	}
 	return []corev1.VolumeMount{
 		{Name: runVolume, MountPath: runMountPath},
 		{Name: tmpVolume, MountPath: "/tmp"},

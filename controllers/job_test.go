@@ -135,6 +135,31 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 	}
 }
 
+func scratchNone(s *toolgatev1alpha1.ToolSpec) {
+	s.Body.RunnerInImage = true
+	s.Sandbox.Scratch = toolgatev1alpha1.ScratchNone
+}
+
+func TestBuildJobScratch(t *testing.T) {
+	pod := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
+		DefaultJobOptions()).Spec.Template.Spec
+	if len(pod.Volumes) != 2 || len(pod.Containers[0].VolumeMounts) != 2 {
+		t.Fatalf("default scratch: volumes %+v mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	}
+	pod = BuildJob(testJobInput(scratchNone), DefaultJobOptions()).Spec.Template.Spec
+	if len(pod.Volumes) != 0 || len(pod.Containers[0].VolumeMounts) != 0 {
+		t.Fatalf("scratch None: volumes %+v mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	}
+	if sc := pod.Containers[0].SecurityContext; sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Error("scratch None must keep the root filesystem read-only")
+	}
+	for _, e := range pod.Containers[0].Env {
+		if e.Name == "TOOLGATE_ARGS_FILE" && e.Value != noArgsFile {
+			t.Errorf("TOOLGATE_ARGS_FILE = %q, want %q", e.Value, noArgsFile)
+		}
+	}
+}
+
 func TestWithDefaults(t *testing.T) {
 	defaults := DefaultJobOptions().DefaultResources
 	set := corev1.ResourceRequirements{
@@ -178,6 +203,7 @@ func TestBuildJobPassesPodSecurityRestricted(t *testing.T) {
 	for name, in := range map[string]JobInput{
 		"init-container":  testJobInput(nil),
 		"runner-in-image": testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
+		"scratch-none":    testJobInput(scratchNone),
 	} {
 		job := BuildJob(in, DefaultJobOptions())
 		results := evaluator.EvaluatePod(level, &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)

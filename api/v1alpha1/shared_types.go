@@ -51,9 +51,25 @@ const (
 	NetworkEgress NetworkMode = "Egress"
 )
 
+// ScratchMode is the writable storage a tool body's Pod gets; its root filesystem is
+// always read-only.
+// +kubebuilder:validation:Enum=EmptyDir;None
+type ScratchMode string
+
+const (
+	// ScratchEmptyDir mounts emptyDirs at /tmp and /var/run/toolgate (the arguments file).
+	ScratchEmptyDir ScratchMode = "EmptyDir"
+	// ScratchNone mounts no volume: nothing in the Pod is writable and the body reads its
+	// arguments from stdin ($TOOLGATE_ARGS_FILE is empty). The kubelet then starts the
+	// container without waiting for volume mounts (≈ 0.3 s sooner). Needs
+	// body.runnerInImage: the runner init container copies into a volume.
+	ScratchNone ScratchMode = "None"
+)
+
 // ToolSpec is what a Tool and a ClusterTool declare: the contract the model sees (name,
 // description, schemas, hints), the body that runs, and the host settings around it.
 // Host settings (timeout, body, sandbox) never reach the model.
+// +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.scratch) || self.sandbox.scratch != 'None' || (has(self.body.runnerInImage) && self.body.runnerInImage)",message="sandbox.scratch None requires body.runnerInImage (the runner init container needs a volume to copy into)"
 type ToolSpec struct {
 	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
 	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
@@ -236,6 +252,14 @@ type Sandbox struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1048576
 	MaxOutputBytes int64 `json:"maxOutputBytes,omitempty"`
+
+	// scratch is the Pod's writable storage: EmptyDir (default: /tmp and the arguments
+	// file on emptyDirs) or None (no volume at all, the body reads its arguments from
+	// stdin; the Pod starts ≈ 0.3 s sooner because the kubelet has no volume to wait for).
+	// None requires body.runnerInImage.
+	// +optional
+	// +kubebuilder:default=EmptyDir
+	Scratch ScratchMode `json:"scratch,omitempty"`
 }
 
 // Presentation renders calls and results for people. Each field is a CEL expression over

@@ -25,6 +25,9 @@ const (
 // Defaults and bounds.
 const (
 	defaultArgsFile        = "/toolgate/args.json"
+	// noArgsFile as the arguments file means: write none (the Pod has no writable volume);
+	// the body reads its arguments from stdin and sees an empty $TOOLGATE_ARGS_FILE.
+	noArgsFile = "-"
 	defaultMaxOutput       = 1 << 20
 	defaultStderrTail      = 4096
 	defaultTerminationPath = "/dev/termination-log"
@@ -71,7 +74,7 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 		return nil
 	})
 	fs.StringVar(&cfg.argsDigest, "args-digest", cfg.argsDigest, "sha256:<hex> of the arguments ($"+envArgsDigest+")")
-	fs.StringVar(&cfg.argsFile, "args-file", cfg.argsFile, "where to write the arguments ($"+envArgsFile+")")
+	fs.StringVar(&cfg.argsFile, "args-file", cfg.argsFile, "where to write the arguments; - for no file ($"+envArgsFile+")")
 	fs.IntVar(&cfg.maxOutput, "max-output", maxOut, "stdout bytes kept ($"+envMaxOutput+")")
 	fs.IntVar(&cfg.stderrTail, "stderr-tail", tail, "stderr tail bytes kept ($"+envStderrTail+")")
 	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+envTerminationPath+")")

@@ -39,10 +39,21 @@ func failed(f frame.Frame, reason string, code int, err error) frame.Frame {
 }
 
 func writeArgsFile(path string, args []byte) error {
+	if path == noArgsFile {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return os.WriteFile(path, args, 0o644)
+}
+
+// bodyArgsFile is $TOOLGATE_ARGS_FILE as the body sees it: empty when no file was written.
+func bodyArgsFile(path string) string {
+	if path == noArgsFile {
+		return ""
+	}
+	return path
 }
 
 // runTool starts the tool with its arguments on stdin, forwards SIGTERM and
@@ -52,7 +63,7 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	out := &headWriter{limit: cfg.maxOutput}
 	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
-	cmd.Env = append(os.Environ(), envArgsFile+"="+cfg.argsFile)
+	cmd.Env = append(os.Environ(), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	pipes, err := newStdio(cmd)
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err)

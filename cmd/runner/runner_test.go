@@ -32,6 +32,20 @@ func TestArgsOnStdinAndInFile(t *testing.T) {
 	}
 }
 
+// With "-" as the arguments file (a Pod without scratch volumes) the runner writes no
+// file and the body sees an empty $TOOLGATE_ARGS_FILE but still gets stdin.
+func TestNoArgsFile(t *testing.T) {
+	in := newInvocation(t, sh(`cat; printf '|%s|' "$TOOLGATE_ARGS_FILE"; [ ! -e ./- ] && echo nofile`)...)
+	in.env[envArgsFile] = noArgsFile
+	o := in.run()
+	if o.code != 0 || o.frame.Reason != "" {
+		t.Fatalf("exit %d frame %+v", o.code, o.frame)
+	}
+	if got, want := o.frame.Stdout, testArgs+"||nofile\n"; got != want {
+		t.Fatalf("stdout %q, want %q", got, want)
+	}
+}
+
 func TestDigestMismatchDoesNotRunTool(t *testing.T) {
 	in := newInvocation(t, sh(`touch "$MARK"`)...)
 	mark := filepath.Join(in.dir, "ran")

@@ -109,6 +109,12 @@ func (s ToolSpecSetters[W]) RunnerInImage(path string) W {
 func (s ToolSpecSetters[W]) RunnerPath(path string) W { s.spec.Body.RunnerPath = path; return s.w }
 
 // Network sets spec.sandbox.network.
+// Scratch sets sandbox.scratch (None: no writable volume; needs RunnerInImage).
+func (s ToolSpecSetters[W]) Scratch(m toolgatev1alpha1.ScratchMode) W {
+	s.spec.Sandbox.Scratch = m
+	return s.w
+}
+
 func (s ToolSpecSetters[W]) Network(n toolgatev1alpha1.NetworkMode) W {
 	s.spec.Sandbox.Network = n
 	return s.w

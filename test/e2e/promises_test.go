@@ -63,6 +63,15 @@ var _ = Describe("echo: the body receives the frozen arguments", Label("echo", "
 		Expect(got.Status.ArgumentsDigest).To(Equal(toolgatetest.Digest(canonical)))
 		Expect(got.Status.Result.Content).NotTo(BeNil())
 		Expect(string(got.Status.Result.Content.Raw)).To(MatchJSON(canonical))
+
+		// The example echo Tool declares sandbox.scratch None: its Pod mounts nothing and
+		// nothing in it is writable, yet the arguments arrived (on stdin).
+		pods := podsOf(ctx, call)
+		Expect(pods).NotTo(BeEmpty())
+		for _, p := range pods {
+			Expect(p.Spec.Volumes).To(BeEmpty(), "Pod %s volumes", p.Name)
+			Expect(*p.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+		}
 	}, SpecTimeout(2*time.Minute))
 })
 

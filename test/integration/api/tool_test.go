@@ -59,7 +59,7 @@ var _ = Describe("Tool and ClusterTool defaults", Label("tool", "defaults"), fun
 			Expect(spec).To(HaveKeyWithValue("concurrencySafe", false))
 			Expect(spec).To(HaveKeyWithValue("readOnly", false))
 			Expect(spec).To(HaveKeyWithValue("retry", map[string]any{"maxAttempts": int64(1)}))
-			Expect(spec).To(HaveKeyWithValue("sandbox", map[string]any{"network": "None", "maxOutputBytes": int64(1048576)}))
+			Expect(spec).To(HaveKeyWithValue("sandbox", map[string]any{"network": "None", "maxOutputBytes": int64(1048576), "scratch": "EmptyDir"}))
 			Expect(spec["body"]).To(HaveKeyWithValue("runnerInImage", false))
 		},
 		Entry("Tool", "Tool", true),
@@ -108,6 +108,7 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 		Entry("maxOutputBytes 1 MiB", tgt.MakeTool("t", "").MaxOutputBytes(1<<20)),
 		Entry("network Egress", tgt.MakeTool("t", "").Network(toolgatev1alpha1.NetworkEgress)),
 		Entry("runnerPath with runnerInImage", tgt.MakeTool("t", "").RunnerInImage("/bin/runner")),
+		Entry("scratch None with runnerInImage", tgt.MakeTool("t", "").RunnerInImage("").Scratch(toolgatev1alpha1.ScratchNone)),
 		Entry("a metadata.name with a dot and a valid spec.name", tgt.MakeTool("grep.v2", "").Name("grep_v2")),
 	)
 
@@ -131,6 +132,8 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 		Entry("a model-facing name with a dot", tgt.MakeTool("t", "").Name("grep.v2"), "spec.name", "should match"),
 		Entry("a scope that is not a DNS label", tgt.MakeTool("t", "").Scope("Team_A"), "spec.scope", "should match"),
 		Entry("runnerPath without runnerInImage", tgt.MakeTool("t", "").RunnerPath("/bin/runner"), "runnerPath requires runnerInImage"),
+		Entry("scratch None without runnerInImage", tgt.MakeTool("t", "").Scratch(toolgatev1alpha1.ScratchNone), "sandbox.scratch None requires body.runnerInImage"),
+		Entry("scratch of an unknown kind", tgt.MakeTool("t", "").Scratch("HostPath"), "spec.sandbox.scratch", "Unsupported value"),
 		Entry("a metadata.name with a dot and no spec.name", tgt.MakeTool("grep.v2", ""), "spec.name is required when metadata.name is not a valid tool name"),
 		Entry("65 environment variables", manyEnv(65), "spec.body.env", "must have at most 64 items"),
 	)
