@@ -24,10 +24,10 @@ const (
 
 // Defaults and bounds.
 const (
-	defaultArgsFile        = "/toolgate/args.json"
+	defaultArgsFile = "/toolgate/args.json"
 	// noArgsFile as the arguments file means: write none (the Pod has no writable volume);
 	// the body reads its arguments from stdin and sees an empty $TOOLGATE_ARGS_FILE.
-	noArgsFile = "-"
+	noArgsFile             = "-"
 	defaultMaxOutput       = 1 << 20
 	defaultStderrTail      = 4096
 	defaultTerminationPath = "/dev/termination-log"
