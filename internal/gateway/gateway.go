@@ -1,11 +1,27 @@
 // Package gateway serves the tools a toolgate scope sees over the Model Context Protocol:
-// tools/list is the scope's catalog, and each tools/call becomes a ToolCall whose frozen
-// result is returned as the MCP result.
+// tools/list is the scope's catalog, kept current by watching Tools, ClusterTools and
+// ToolScopes, and each tools/call becomes a ToolCall whose frozen result is returned as
+// the MCP result.
+//
+// Semantics a client can rely on:
+//   - An unknown tool name is a JSON-RPC error (-32602, invalid params), as the MCP
+//     specification and the SDK have it; everything the operator decides (schema
+//     violations, policy denials, tool failures) is a result with isError.
+//   - A call a policy parks for approval returns at once with isError, the call's name and
+//     the `toolgate approve` command; the call stays and runs if a person approves it.
+//   - A call without a result within WaitBound returns isError "still running" with the
+//     call's name; it is not cancelled.
+//   - A request the client cancels (notifications/cancelled, a closed connection) before
+//     the result deletes its ToolCall, so a departed agent leaves no work behind; this
+//     needs the delete verb on toolcalls.
 package gateway
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -18,6 +34,12 @@ import (
 // DefaultWaitBound is how long a tools/call waits for a result when Options.WaitBound is 0.
 const DefaultWaitBound = 5 * time.Minute
 
+// Version is the gateway's MCP implementation version.
+const Version = "v1alpha1"
+
+// shutdownGrace bounds an HTTP shutdown: open event streams are closed after it.
+const shutdownGrace = 5 * time.Second
+
 // Options configure a Gateway.
 type Options struct {
 	// Client carries the namespace and the identity calls are made as.
@@ -28,18 +50,23 @@ type Options struct {
 	Session string
 	// WaitBound is how long tools/call waits for a result (DefaultWaitBound when 0).
 	WaitBound time.Duration
-	// Logger receives one line per call and the catalog refreshes.
+	// Logger receives one line per call and one per change of the tool list.
 	Logger logr.Logger
 }
 
 // Gateway is an MCP server backed by toolgate.
 type Gateway struct {
 	opts   Options
+	log    logr.Logger
 	server *mcp.Server
+	// served is each served tool's MCP form as JSON, to tell a change from a no-op; only
+	// the goroutine that refreshes touches it.
+	served              map[string][]byte
+	clusterHiddenLogged bool
 }
 
-// New loads the scope's tools and starts watching Tools, ClusterTools and ToolScopes
-// until ctx ends.
+// New loads the scope's tools (an unknown scope is an error) and keeps them current,
+// watching Tools, ClusterTools and ToolScopes until ctx ends.
 func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.Client == nil {
 		return nil, errors.New("gateway: Options.Client is required")
@@ -47,9 +74,35 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.WaitBound <= 0 {
 		opts.WaitBound = DefaultWaitBound
 	}
-	g := &Gateway{opts: opts}
-	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate"}, nil)
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
+	g := &Gateway{opts: opts, log: log, served: map[string][]byte{}}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: Version}, &mcp.ServerOptions{
+		Logger:       slog.New(logr.ToSlogHandler(log.WithName("mcp"))),
+		Instructions: "Each tool call runs as a sandboxed Kubernetes Job under toolgate's policies; some calls wait for a person's approval.",
+		// Advertise tools (with list_changed) even while the scope has none yet.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// The list depends on who asks (RBAC): no shared caches.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+	})
+	if err := g.load(ctx); err != nil {
+		return nil, err
+	}
+	go g.run(ctx)
 	return g, nil
+}
+
+// load is the first refresh; here an unknown scope is the caller's mistake, not a change.
+func (g *Gateway) load(ctx context.Context) error {
+	cat, err := g.opts.Client.Tools(ctx, g.opts.Scope)
+	if err != nil {
+		return fmt.Errorf("listing the tools of scope %q in namespace %s: %w", g.opts.Scope, g.opts.Client.Namespace, err)
+	}
+	g.serve(cat)
+	return nil
 }
 
 // Server is the underlying MCP server.
@@ -60,14 +113,22 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 	return g.server.Run(ctx, &mcp.StdioTransport{})
 }
 
-// HTTPHandler serves clients over the streamable HTTP transport.
+// HTTPHandler serves clients over the streamable HTTP transport, with the SDK's DNS
+// rebinding protection and cross-origin protection. A request's cancellation (a closed
+// connection included) reaches its tools/call.
 func (g *Gateway) HTTPHandler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
+		Logger:                       slog.New(logr.ToSlogHandler(g.log.WithName("http"))),
+		PropagateRequestCancellation: true,
+	})
+	return http.NewCrossOriginProtection().Handler(h)
 }
 
 // Serve runs a gateway: over stdio when httpAddr is "", else over streamable HTTP on
 // httpAddr, until ctx ends.
 func Serve(ctx context.Context, opts Options, httpAddr string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, err := New(ctx, opts)
 	if err != nil {
 		return err
@@ -75,5 +136,30 @@ func Serve(ctx context.Context, opts Options, httpAddr string) error {
 	if httpAddr == "" {
 		return g.ServeStdio(ctx)
 	}
-	return errors.New("not implemented yet")
+	return g.serveHTTP(ctx, httpAddr)
+}
+
+func (g *Gateway) serveHTTP(ctx context.Context, addr string) error {
+	srv := &http.Server{
+		Addr:              addr,
+		Handler:           g.HTTPHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Requests end with the gateway: their tools/calls are cancelled (and deleted).
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	failed := make(chan error, 1)
+	go func() { failed <- srv.ListenAndServe() }()
+	g.log.Info("Serving MCP over streamable HTTP", "address", addr)
+	select {
+	case err := <-failed:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Open event streams outlive a graceful shutdown; close them.
+		return srv.Close()
+	}
+	return nil
 }

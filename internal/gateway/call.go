@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/agentclient"
+)
+
+// CreatedBy is the toolgate.dev/created-by label of the calls the gateway makes.
+const CreatedBy = "toolgate-mcp"
+
+// Outcomes logged for a tools/call besides the call's terminal phase.
+const (
+	outcomeAwaitingApproval = "AwaitingApproval"
+	outcomeStillRunning     = "StillRunning"
+	outcomeCancelled        = "Cancelled"
+	outcomeDeleted          = "Deleted"
+	outcomeRejected         = "Rejected"
+	outcomeFailed           = "GatewayError"
+)
+
+// deleteTimeout bounds deleting the ToolCall of a cancelled request; the request's own
+// context is already done by then.
+const deleteTimeout = 30 * time.Second
+
+// callTool is the tools/call handler of every served tool: create a ToolCall, wait for its
+// frozen result (or for it to park for approval, or for the wait bound), and answer.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	tool := req.Params.Name
+	log := g.log.WithValues("tool", tool)
+	args := bytes.TrimSpace(req.Params.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte(`{}`)
+	}
+	if args[0] != '{' {
+		log.Info("tools/call", "outcome", outcomeRejected, "error", "arguments are not a JSON object")
+		return textError("the arguments of a tools/call must be a JSON object"), nil
+	}
+	call, err := g.opts.Client.Create(ctx, agentclient.CallRequest{
+		Tool: tool, Scope: g.opts.Scope, Session: g.opts.Session, Arguments: args, CreatedBy: CreatedBy,
+	})
+	if err != nil {
+		return createFailed(log, err)
+	}
+	log = log.WithValues("toolCall", klog.KObj(call))
+	res, outcome, err := g.await(ctx, call)
+	if err != nil {
+		log.Error(err, "tools/call", "outcome", outcome)
+		return nil, err
+	}
+	log.Info("tools/call", "outcome", outcome, "isError", res.IsError)
+	return res, nil
+}
+
+// createFailed answers a refused create: an invalid object (arguments the API server
+// rejects) is the model's to fix, so it is a tool error; anything else (RBAC, the API
+// server unreachable) is a protocol error.
+func createFailed(log logr.Logger, err error) (*mcp.CallToolResult, error) {
+	if apierrors.IsInvalid(err) {
+		log.Info("tools/call", "outcome", outcomeRejected, "error", err.Error())
+		return textError("the call was rejected: " + err.Error()), nil
+	}
+	log.Error(err, "tools/call", "outcome", outcomeFailed)
+	return nil, fmt.Errorf("creating the ToolCall: %w", err)
+}
+
+// await waits for the call and decides the answer and the logged outcome.
+func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.CallToolResult, string, error) {
+	waitCtx, cancel := context.WithTimeout(ctx, g.opts.WaitBound)
+	defer cancel()
+	until := func(c *v1alpha1.ToolCall) bool { return agentclient.Done(c) || agentclient.AwaitingApproval(c) }
+	last, err := g.opts.Client.Wait(waitCtx, call.Name, until, nil)
+	if last == nil {
+		last = call
+	}
+	switch {
+	case err == nil && agentclient.Done(last):
+		return ResultFor(last), string(last.Status.Phase), nil
+	case err == nil:
+		return AwaitingApprovalResult(last), outcomeAwaitingApproval, nil
+	case ctx.Err() != nil:
+		// The client cancelled or went away: nobody will read the result, so the call is
+		// deleted rather than left running unowned.
+		g.abandon(ctx, last)
+		return nil, outcomeCancelled, ctx.Err()
+	case waitCtx.Err() != nil:
+		return StillRunningResult(last, g.opts.WaitBound), outcomeStillRunning, nil
+	case apierrors.IsNotFound(err):
+		return errorResult(last, fmt.Sprintf("The call %s was deleted before it finished.", last.Name)), outcomeDeleted, nil
+	}
+	return nil, outcomeFailed, fmt.Errorf("waiting for ToolCall %s/%s: %w", last.Namespace, last.Name, err)
+}
+
+// abandon deletes the ToolCall of a cancelled request. Deleting it (not just leaving it)
+// keeps a disconnected agent from leaving work behind; the Job goes with it (owner
+// reference). A call that already finished is kept: it is history, not work.
+func (g *Gateway) abandon(ctx context.Context, call *v1alpha1.ToolCall) {
+	if agentclient.Done(call) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	defer cancel()
+	err := g.opts.Client.C.Delete(ctx, call,
+		client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &call.UID})
+	if err != nil && !apierrors.IsNotFound(err) {
+		g.log.Error(err, "Deleting the ToolCall of a cancelled tools/call", "toolCall", klog.KObj(call))
+	}
+}
+
+func textError(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}
