@@ -1,0 +1,131 @@
+// Package gateway_test drives the MCP gateway with the go-sdk's own client, over the
+// in-memory transport and streamable HTTP, against toolgate's reconcilers on envtest with
+// the test kit's simulated Kubelet. Each Describe is one behaviour, in its own namespace.
+package gateway_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+// agentUser is the identity the gateway acts as in most specs (full toolgate rights).
+const agentUser = "agent-alice"
+
+var (
+	env       *toolgatetest.Env
+	k8sClient client.Client
+	mgr       *toolgatetest.Manager
+	kubelet   *toolgatetest.Kubelet
+	agentCfg  *rest.Config
+)
+
+func TestGateway(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "MCP Gateway Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
+	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
+	var err error
+	env, err = toolgatetest.Start(toolgatetest.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient = env.Client
+	mgr, err = env.StartManager(toolgatetest.ManagerOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	kubelet = mgr.Kubelet
+	agentCfg, err = env.UserConfig(agentUser, []string{toolgatetest.EditorsGroup})
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	Expect(mgr.Stop()).To(Succeed())
+	Expect(env.Stop()).To(Succeed())
+})
+
+func newNamespace(ctx SpecContext) string {
+	ns, err := env.CreateNamespace(ctx, "gw")
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+func create(ctx SpecContext, objs ...client.Object) {
+	for _, o := range objs {
+		Expect(k8sClient.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// gatewayOptions are what a spec changes about its gateway.
+type gatewayOptions struct {
+	cfg       *rest.Config // default agentCfg
+	scope     string
+	session   string
+	waitBound time.Duration
+}
+
+// startGateway starts a gateway for ns that lives until the spec ends.
+func startGateway(ctx SpecContext, ns string, o gatewayOptions) *gateway.Gateway {
+	cfg := o.cfg
+	if cfg == nil {
+		cfg = agentCfg
+	}
+	g, err := newGateway(agentClient(ctx, cfg, ns), o)
+	Expect(err).NotTo(HaveOccurred())
+	return g
+}
+
+// agentClient is the client side of toolgate for the user of cfg, in ns.
+func agentClient(ctx SpecContext, cfg *rest.Config, ns string) *agentclient.Client {
+	ac, err := agentclient.New(ctx, cfg, ns)
+	Expect(err).NotTo(HaveOccurred())
+	return ac
+}
+
+// newGateway starts a gateway whose watches end with the spec.
+func newGateway(ac *agentclient.Client, o gatewayOptions) (*gateway.Gateway, error) {
+	gctx, cancel := context.WithCancel(context.Background())
+	DeferCleanup(cancel)
+	return gateway.New(gctx, gateway.Options{
+		Client: ac, Scope: o.scope, Session: o.session, WaitBound: o.waitBound,
+		Logger: logr.Logger(GinkgoLogr).WithName("gateway"),
+	})
+}
+
+// echoTool is a tool whose simulated body prints its arguments (the Kubelet's default).
+func echoTool(ns string) *toolgatetest.ToolWrapper {
+	return toolgatetest.MakeTool("echo", ns).Image("example/echo:1").Command("/echo").
+		Description("Returns its arguments.").
+		Parameters(map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"text": map[string]any{"type": "string", "maxLength": 100}},
+			"required":   []string{"text"},
+		})
+}
+
+// plainTool is a tool with no schema, named name, whose outcome a spec scripts.
+func plainTool(name, ns string) *toolgatetest.ToolWrapper {
+	return toolgatetest.MakeTool(name, ns).Image("example/" + name + ":1").Command("/" + name)
+}
+
+// toolCalls lists the ToolCalls of ns.
+func toolCalls(ctx context.Context, ns string) []v1alpha1.ToolCall {
+	list := &v1alpha1.ToolCallList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	return list.Items
+}
