@@ -81,7 +81,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
 	g := &Gateway{opts: opts, log: log, served: map[string][]byte{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: Version}, &mcp.ServerOptions{
-		Logger:       slog.New(logr.ToSlogHandler(log.WithName("mcp"))),
+		Logger:       slog.New(logr.ToSlogHandler(log.WithName("mcp").V(1))),
 		Instructions: "Each tool call runs as a sandboxed Kubernetes Job under toolgate's policies; some calls wait for a person's approval.",
 		// Advertise tools (with list_changed) even while the scope has none yet.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -118,7 +118,7 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 // connection included) reaches its tools/call.
 func (g *Gateway) HTTPHandler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
-		Logger:                       slog.New(logr.ToSlogHandler(g.log.WithName("http"))),
+		Logger:                       slog.New(logr.ToSlogHandler(g.log.WithName("http").V(1))),
 		PropagateRequestCancellation: true,
 	})
 	return http.NewCrossOriginProtection().Handler(h)

@@ -103,3 +103,7 @@ func rpcCode(err error) int64 {
 	}
 	return 0
 }
+
+func mcpCall(name string, args any) *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: name, Arguments: args}
+}
