@@ -43,7 +43,10 @@ const schemaURL = "https://schemas.toolgate.dev/tool.json"
 // otherwise). It is immutable and safe for concurrent use.
 type Schema struct {
 	compiled *jsonschema.Schema
-	digest   string
+	// fast accepts most valid instances without the library; nil when the root uses
+	// keywords it does not model (see fastschema.go).
+	fast   *fastNode
+	digest string
 }
 
 // Digest returns "sha256:<hex>" of the schema document's canonical form.
@@ -122,7 +125,7 @@ func compileSchema(doc []byte) (s *Schema, err error) {
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
-	return &Schema{compiled: compiled, digest: frozen.Digest()}, nil
+	return &Schema{compiled: compiled, fast: newFastNode(compiled), digest: frozen.Digest()}, nil
 }
 
 // noLoader refuses every URL: schemas are self-contained, and fetching files or URLs
@@ -159,6 +162,9 @@ func (s *Schema) validate(v any) (val Validation) {
 			val = Validation{Violations: []Violation{{Message: "the value holds a number too large to validate"}}}
 		}
 	}()
+	if s.fast != nil && s.fast.valid(v) {
+		return Validation{}
+	}
 	err := s.compiled.Validate(v)
 	if err == nil {
 		return Validation{}
