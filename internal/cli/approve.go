@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/agentclient"
+)
+
+type decideOptions struct {
+	f        *Factory
+	decision v1alpha1.ApprovalDecision
+	reason   string
+	yes      bool
+}
+
+func newApproveCommand(f *Factory) *cobra.Command {
+	return newDecideCommand(f, v1alpha1.DecisionApprove, "approve", "Approve a call awaiting approval: it then runs")
+}
+
+func newDenyCommand(f *Factory) *cobra.Command {
+	return newDecideCommand(f, v1alpha1.DecisionDeny, "deny", "Deny a call awaiting approval: it ends Denied, without running")
+}
+
+func newDecideCommand(f *Factory, decision v1alpha1.ApprovalDecision, verb, short string) *cobra.Command {
+	o := &decideOptions{f: f, decision: decision}
+	cmd := &cobra.Command{
+		Use:   verb + " CALL",
+		Short: short,
+		Long: short + `.
+
+Shows the tool, the requester, the arguments and their digest, and asks for confirmation
+(unless --yes). The answer is a ToolCallApproval named after the call, bound to the
+arguments digest shown: one answer per call, and it cannot be changed.`,
+		Example: fmt.Sprintf("  toolgate %s deploy-x7k2p --reason 'change ticket 4711'", verb),
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd.Context(), args[0])
+		},
+	}
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why, for the audit trail (at most 1024 characters)")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "do not ask for confirmation")
+	return cmd
+}
+
+func (o *decideOptions) run(ctx context.Context, name string) error {
+	if len(o.reason) > 1024 {
+		return Usagef("--reason is %d characters long; at most 1024", len(o.reason))
+	}
+	c, err := o.f.AgentClient(ctx)
+	if err != nil {
+		return err
+	}
+	call, err := c.Get(ctx, name)
+	if err != nil {
+		return explain(err, apiOp{verb: "get", resource: "toolcalls.toolgate.dev", namespace: c.Namespace})
+	}
+	if err := o.check(call, c.Identity); err != nil {
+		return err
+	}
+	fprintf(o.f.IO.Out, "%s", formatApprovalRequest(call, time.Now()))
+	if !o.yes {
+		if err := o.confirm(); err != nil {
+			return err
+		}
+	}
+	return o.decide(ctx, c, call)
+}
+
+// check refuses what the operator would not apply — a call not waiting for an answer, an
+// approval by the call's own requester (which would also take the one approval name) — and
+// a digest that is not the one of the arguments the approver is shown.
+func (o *decideOptions) check(call *v1alpha1.ToolCall, identity string) error {
+	if !agentclient.AwaitingApproval(call) {
+		return Exitf(ExitFailure, "call %s is not awaiting approval (phase %s): there is nothing to %s",
+			call.Name, phaseOf(call), strings.ToLower(string(o.decision)))
+	}
+	if o.decision == v1alpha1.DecisionApprove && call.Spec.Requester == identity {
+		return Exitf(ExitForbidden, "you (%s) requested call %s: someone else must approve it (toolgate refuses a self-approval)",
+			identity, call.Name)
+	}
+	// The approver answers for the arguments shown, so the digest must be theirs.
+	if frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{}); err == nil &&
+		frozen.Digest() != call.Status.ArgumentsDigest {
+		return Exitf(ExitFailure, "call %s: status.argumentsDigest %s is not the digest of its arguments (%s); not answering for arguments that cannot be shown",
+			call.Name, call.Status.ArgumentsDigest, frozen.Digest())
+	}
+	return nil
+}
+
+// confirm asks "Approve? [y/N]" on the streams; anything but y or yes declines.
+func (o *decideOptions) confirm() error {
+	fprintf(o.f.IO.Out, "%s? [y/N] ", o.decision)
+	answer, err := bufio.NewReader(o.f.IO.In).ReadString('\n')
+	if err != nil && (err != io.EOF || answer == "") {
+		fprintf(o.f.IO.Out, "\n")
+		return Exitf(ExitFailure, "no answer on stdin: nothing was written (use --yes to answer without a prompt)")
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return Exitf(ExitFailure, "not confirmed: nothing was written")
+}
+
+func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) error {
+	_, err := c.Decide(ctx, call.Name, o.decision, call.Status.ArgumentsDigest, o.reason)
+	if apierrors.IsAlreadyExists(err) {
+		return Exitf(ExitFailure, "call %s already has an answer (ToolCallApproval %s); an answer cannot be changed", call.Name, call.Name)
+	}
+	if err != nil {
+		return explain(err, apiOp{verb: "create", resource: "toolcallapprovals.toolgate.dev", namespace: c.Namespace})
+	}
+	done := "Approved"
+	if o.decision == v1alpha1.DecisionDeny {
+		done = "Denied"
+	}
+	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, c.Identity, c.Namespace, call.Name)
+	return nil
+}
+
+// formatApprovalRequest is what an approver is shown before answering.
+func formatApprovalRequest(call *v1alpha1.ToolCall, now time.Time) string {
+	tool := call.Spec.Tool
+	if t := call.Status.Tool; t != nil {
+		tool = fmt.Sprintf("%s (%s %s, %s)", call.Spec.Tool, t.Kind, t.Name, registeredIn(t))
+	}
+	rows := [][]string{
+		{"Call:", call.Name + " in namespace " + call.Namespace},
+		{"Tool:", tool},
+		{"Requester:", call.Spec.Requester},
+		{"Session:", orNone(call.Spec.Session)},
+		{"Asked because:", conditionMessage(call, v1alpha1.ConditionAdmitted, "a policy asks for approval")},
+	}
+	if d := call.Status.ApprovalDeadline; d != nil {
+		rows = append(rows, []string{"Deadline:", fmt.Sprintf("%s (in %s)", d.UTC().Format(time.RFC3339), formatOffset(d.Sub(now)))})
+	}
+	rows = append(rows, []string{"Digest:", call.Status.ArgumentsDigest})
+	return fieldList(rows, "") + "Arguments:\n" + indent(prettyJSON(call.Spec.Arguments.Raw), "  ")
+}
