@@ -90,8 +90,8 @@ type Rule struct {
 // Policy is a compiled PolicySpec. Compile errors are kept, not returned: a broken
 // policy denies every call it applies to (fail closed) and Err tells the policy's owner.
 type Policy struct {
-	spec  PolicySpec
-	tools map[string]bool
+	spec  PolicySpec      // without Tools and Rules, which tools and rules hold
+	tools map[string]bool // nil: every tool
 	rules []compiledRule
 	err   error
 }
@@ -102,18 +102,23 @@ type compiledRule struct {
 	replace cel.Program
 }
 
-// CompilePolicy compiles every rule of spec (programs are cached by expression).
+// CompilePolicy compiles every rule of spec (programs are cached by expression). The
+// reconciler calls it for every call, so it keeps only what evaluation needs: the tool
+// names as a set and each rule (copied, with its programs); spec's slices are not kept.
 func (c *Compiler) CompilePolicy(spec PolicySpec) *Policy {
-	p := &Policy{spec: spec, tools: make(map[string]bool, len(spec.Tools))}
-	p.spec.Tools = slices.Clone(spec.Tools)
-	p.spec.Rules = slices.Clone(spec.Rules)
-	for _, t := range spec.Tools {
-		p.tools[t] = true
+	p := &Policy{spec: spec}
+	p.spec.Tools, p.spec.Rules = nil, nil
+	if len(spec.Tools) > 0 {
+		p.tools = make(map[string]bool, len(spec.Tools))
+		for _, t := range spec.Tools {
+			p.tools[t] = true
+		}
 	}
 	if err := checkStage(spec.Stage); err != nil {
 		p.err = err
 		return p
 	}
+	p.rules = make([]compiledRule, 0, len(spec.Rules))
 	for _, r := range spec.Rules {
 		cr, err := c.compileRule(spec.Stage, r)
 		if err != nil {
