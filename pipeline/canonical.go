@@ -241,6 +241,11 @@ func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
 		return dst, fmt.Errorf("string is not valid UTF-8")
 	}
+	return appendValidString(dst, s), nil
+}
+
+// appendValidString is appendString for a string known to be valid UTF-8.
+func appendValidString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
@@ -268,7 +273,7 @@ func appendString(dst []byte, s string) ([]byte, error) {
 		start = i + 1
 	}
 	dst = append(dst, s[start:]...)
-	return append(dst, '"'), nil
+	return append(dst, '"')
 }
 
 // isJSONNumber reports whether s is a number literal per RFC 8259.

@@ -46,6 +46,11 @@ func TestFreezeCanonical(t *testing.T) {
 		{"UTF-16 key order", "{\"\uff61\":1,\"\U0001f600\":2,\"a\":3}", "{\"a\":3,\"\U0001f600\":2,\"\uff61\":1}"},
 		{"empty object", ` {} `, `{}`},
 		{"html not escaped", `{"h":"<a>&</a>"}`, `{"h":"<a>&</a>"}`},
+		{"canonical escapes kept", `{"s":"a\n\t\"\\\u001f\u0000b"}`, `{"s":"a\n\t\"\\\u001f\u0000b"}`},
+		{"other escapes rewritten", `{"s":"\u001F\u0008\u000a\u0022\u005c\u0041"}`, `{"s":"\u001f\b\n\"\\A"}`},
+		{"escaped keys sorted by value", `{"\u0062":1,"a\n":2,"a":3}`, `{"a":3,"a\n":2,"b":1}`},
+		{"members reordered at every level", `{"z":[{"d":{"f":1,"e":[{"h":1,"g":2}]},"c":0}],"y":{"b":1,"a":{"k":1,"j":2}}}`,
+			`{"y":{"a":{"j":2,"k":1},"b":1},"z":[{"c":0,"d":{"e":[{"g":2,"h":1}],"f":1}}]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +61,7 @@ func TestFreezeCanonical(t *testing.T) {
 			if diff := cmp.Diff(tc.want, string(f.Canonical())); diff != "" {
 				t.Errorf("canonical (-want +got):\n%s", diff)
 			}
+			checkEncoding(t, f)
 			if diff := cmp.Diff(digestOf([]byte(tc.want)), f.Digest()); diff != "" {
 				t.Errorf("digest (-want +got):\n%s", diff)
 			}
@@ -208,6 +214,37 @@ func TestFreezeProperties(t *testing.T) {
 		}
 		// Same value as encoding/json.
 		checkAgainstStdlib(t, []byte(text), f1)
+		checkEncoding(t, f1)
+		checkEncoding(t, f3)
+	}
+}
+
+// checkEncoding asserts that the canonical form Freeze writes while parsing is what
+// encodeCanonical (used for results) writes for the decoded value.
+func checkEncoding(t *testing.T, f *Frozen) {
+	t.Helper()
+	enc, err := encodeCanonical(nil, f.tree(), 0)
+	if err != nil {
+		t.Fatalf("encodeCanonical(%s): %v", f, err)
+	}
+	if string(enc) != f.String() {
+		t.Fatalf("canonical form differs from encodeCanonical:\nfreeze %s\nencode %s", f, enc)
+	}
+}
+
+// TestFreezeDeeperThanEncoder: options may allow more nesting than the encoder supports;
+// such input is refused as before the parser wrote the canonical form itself.
+func TestFreezeDeeperThanEncoder(t *testing.T) {
+	const n = maxEncodeDepth + 1
+	in := `{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}"
+	_, err := Freeze([]byte(in), FreezeOptions{MaxDepth: 2 * n})
+	var fe *FreezeError
+	if !errors.As(err, &fe) || fe.Reason != ReasonArgumentsNotObject || !strings.Contains(fe.Msg, "nested deeper than 1000 levels") {
+		t.Fatalf("got %v, want the encoder's depth refusal", err)
+	}
+	in = `{"a":` + strings.Repeat("[", n-2) + strings.Repeat("]", n-2) + "}"
+	if _, err := Freeze([]byte(in), FreezeOptions{MaxDepth: 2 * n}); err != nil {
+		t.Fatalf("at the limit: %v", err)
 	}
 }
 

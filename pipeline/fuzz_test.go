@@ -28,7 +28,8 @@ import (
 
 // FuzzFreeze checks the parser against encoding/json: whatever Freeze accepts, the
 // standard library accepts with the same value; whatever it rejects that the standard
-// library accepts is one of the documented refusals; freezing is idempotent.
+// library accepts is one of the documented refusals; freezing is idempotent; the
+// canonical form written while parsing is encodeCanonical's.
 func FuzzFreeze(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -47,6 +48,7 @@ func FuzzFreeze(f *testing.F) {
 			t.Fatalf("Freeze accepts %q, which encoding/json rejects", in)
 		}
 		checkAgainstStdlib(t, in, fr)
+		checkEncoding(t, fr)
 		again, err := Freeze(fr.Canonical(), FreezeOptions{MaxBytes: 1 << 20, MaxDepth: 32})
 		if err != nil || again.String() != fr.String() || again.Digest() != fr.Digest() {
 			t.Fatalf("not idempotent for %q: %v", in, err)

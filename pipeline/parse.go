@@ -19,6 +19,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -38,11 +39,31 @@ import (
 // makes them free instead of one allocation each (most of Freeze's garbage), at the
 // cost that any retained part of the tree keeps the whole input alive, which the Frozen
 // holding the tree does anyway.
+//
+// With emit set, the parser also writes the canonical form of the value into out as it
+// goes (see canonical.go), so freezing needs no second walk over the tree: scalars are
+// written as they are parsed (a string whose escapes are already canonical is copied as
+// it is), and the members of an object are reordered in place when their keys were not
+// already in canonical order.
 type parser struct {
 	data     string
 	pos      int
 	maxDepth int
 	path     []segment // formatted only when an error is reported
+
+	emit    bool
+	out     []byte
+	deepest int      // the deepest value's nesting level
+	members []member // the members of the objects being parsed, innermost last
+	scratch []byte   // reordering space for finishObject
+	// canonEscapes is cleared by an escape sequence that differs from the canonical one.
+	canonEscapes bool
+}
+
+// member is where one object member ("key":value) was written in out.
+type member struct {
+	key        string
+	start, end int
 }
 
 // segment is one step of the path to the member being parsed.
@@ -107,6 +128,7 @@ func (p *parser) value(depth int) (any, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.unexpected()
 	}
+	p.deepest = max(p.deepest, depth)
 	switch c := p.data[p.pos]; {
 	case c == '{' || c == '[':
 		if depth >= p.maxDepth {
@@ -136,20 +158,34 @@ func (p *parser) literal(word string, v any) (any, error) {
 		return nil, p.unexpected()
 	}
 	p.pos += len(word)
+	if p.emit {
+		p.out = append(p.out, word...)
+	}
 	return v, nil
 }
 
 func (p *parser) object(depth int) (any, error) {
 	m := make(map[string]any)
 	p.skipSpace()
+	if p.emit {
+		p.out = append(p.out, '{')
+	}
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
+		if p.emit {
+			p.out = append(p.out, '}')
+		}
 		return m, nil
 	}
+	base, first := len(p.members), len(p.out)
 	for {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.unexpected()
 		}
+		if p.emit && len(m) > 0 {
+			p.out = append(p.out, ',')
+		}
+		start := len(p.out)
 		key, err := p.str()
 		if err != nil {
 			return nil, err
@@ -161,28 +197,70 @@ func (p *parser) object(depth int) (any, error) {
 		if err := p.expect(':'); err != nil {
 			return nil, err
 		}
+		if p.emit {
+			p.out = append(p.out, ':')
+		}
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
 		}
 		p.path = p.path[:len(p.path)-1]
 		m[key] = v
+		if p.emit {
+			p.members = append(p.members, member{key: key, start: start, end: len(p.out)})
+		}
 		if done, err := p.next('}'); done || err != nil {
+			if done && p.emit {
+				p.finishObject(base, first)
+			}
 			return m, err
 		}
 	}
 }
 
+// finishObject puts the members written since first in canonical key order, unless they
+// already are (as in input that was canonical or encoded from sorted keys), and closes
+// the object.
+func (p *parser) finishObject(base, first int) {
+	ms := p.members[base:]
+	sorted := true
+	for i := 1; i < len(ms) && sorted; i++ {
+		sorted = compareKeys(ms[i-1].key, ms[i].key) < 0
+	}
+	if !sorted {
+		p.scratch = append(p.scratch[:0], p.out[first:]...)
+		slices.SortFunc(ms, func(a, b member) int { return compareKeys(a.key, b.key) })
+		p.out = p.out[:first]
+		for i, m := range ms {
+			if i > 0 {
+				p.out = append(p.out, ',')
+			}
+			p.out = append(p.out, p.scratch[m.start-first:m.end-first]...)
+		}
+	}
+	p.members = p.members[:base]
+	p.out = append(p.out, '}')
+}
+
 func (p *parser) array(depth int) (any, error) {
 	a := make([]any, 0, 4)
 	p.skipSpace()
+	if p.emit {
+		p.out = append(p.out, '[')
+	}
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
+		if p.emit {
+			p.out = append(p.out, ']')
+		}
 		return a, nil
 	}
 	p.path = append(p.path, segment{array: true})
 	for {
 		p.path[len(p.path)-1].index = len(a)
+		if p.emit && len(a) > 0 {
+			p.out = append(p.out, ',')
+		}
 		v, err := p.value(depth)
 		if err != nil {
 			return nil, err
@@ -190,6 +268,9 @@ func (p *parser) array(depth int) (any, error) {
 		a = append(a, v)
 		if done, err := p.next(']'); done || err != nil {
 			p.path = p.path[:len(p.path)-1]
+			if done && p.emit {
+				p.out = append(p.out, ']')
+			}
 			return a, err
 		}
 	}
@@ -234,7 +315,11 @@ func (p *parser) number() (any, error) {
 		return nil, p.fail("invalid JSON: malformed number %q at byte %d", lit, start)
 	}
 	p.pos = end
-	return json.Number(normNumber(lit)), nil
+	n := normNumber(lit)
+	if p.emit {
+		p.out = append(p.out, n...)
+	}
+	return json.Number(n), nil
 }
 
 func isNumberByte(c byte) bool {
@@ -251,9 +336,25 @@ func (p *parser) str() (string, error) {
 		switch c := p.data[i]; {
 		case c == '"':
 			p.pos = i + 1
+			if p.emit {
+				// No escapes, no control characters: the text is canonical as it is.
+				p.out = append(p.out, p.data[start-1:i+1]...)
+			}
 			return p.data[start:i], nil
 		case c == '\\':
-			return p.escapedStr(start, i)
+			if !p.emit {
+				return p.escapedStr(start, i)
+			}
+			p.canonEscapes = true
+			s, err := p.escapedStr(start, i)
+			if err == nil {
+				if p.canonEscapes {
+					p.out = append(p.out, p.data[start-1:p.pos]...)
+				} else {
+					p.out = appendValidString(p.out, s)
+				}
+			}
+			return s, err
 		case c < 0x20:
 			p.pos = i
 			return "", p.fail("invalid JSON: control character in string at byte %d", i)
@@ -308,7 +409,9 @@ func (p *parser) escape(b *strings.Builder, i int) (int, error) {
 	}
 	c := p.data[i+1]
 	switch c {
-	case '"', '\\', '/':
+	case '"', '\\':
+	case '/':
+		p.canonEscapes = false // canonical strings do not escape '/'
 	case 'b':
 		c = '\b'
 	case 'f':
@@ -336,6 +439,9 @@ func (p *parser) unicodeEscape(b *strings.Builder, i int) (int, error) {
 		return i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
 	}
 	r := rune(u)
+	if !canonicalUnicodeEscape(p.data[i+2:i+6], r) {
+		p.canonEscapes = false
+	}
 	if utf16.IsSurrogate(r) {
 		lo, ok := hex4(p.data[i+6:])
 		if r >= 0xDC00 || !ok || p.data[i+6] != '\\' || p.data[i+7] != 'u' {
@@ -372,4 +478,15 @@ func hex4(b string) (int, bool) {
 		}
 	}
 	return v, true
+}
+
+// canonicalUnicodeEscape reports whether \u followed by hex (the four digits, decoding
+// to r) is how the canonical form writes r: only control characters without a short
+// escape are written that way, in lower-case hex.
+func canonicalUnicodeEscape(hex string, r rune) bool {
+	switch r {
+	case '\b', '\f', '\n', '\r', '\t':
+		return false
+	}
+	return r < 0x20 && hex[0] == '0' && hex[1] == '0' && hex[2] == hexDigits[r>>4] && hex[3] == hexDigits[r&0xF]
 }

@@ -106,15 +106,11 @@ func compileSchema(doc []byte) (s *Schema, err error) {
 			s, err = nil, &SchemaError{Msg: fmt.Sprintf("schema compiler failed: %v", r)}
 		}
 	}()
-	src := string(doc)
-	v, err := decodeJSON(src, FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128})
+	frozen, err := freezeSource(string(doc), FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128}, false)
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
-	frozen, err := freezeTree(v, src)
-	if err != nil {
-		return nil, &SchemaError{Msg: err.Error()}
-	}
+	v := frozen.tree()
 	jc := jsonschema.NewCompiler()
 	jc.DefaultDraft(jsonschema.Draft2020)
 	jc.UseLoader(noLoader{})
