@@ -82,7 +82,7 @@ build: ## Build the operator and the runner into bin/ (example tools: make image
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration chart-test ## Everything CI runs.
+test: verify test-unit test-integration chart-test test-e2e ## Everything CI runs, the real-cluster e2e suite included.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no cluster).

@@ -1,16 +1,20 @@
 # End-to-end tests against the real local cluster (test/e2e). Included by the main Makefile
-# (-include hack/make/*.mk). Not part of `make test`: they need the cluster, toolgate
-# installed by its chart and the examples — `make up` — which this target runs only when
-# `hack/cluster.sh status` says the cluster is not healthy.
+# (-include hack/make/*.mk) and part of `make test`. They need the cluster, toolgate
+# installed by its chart and the examples — `make up` — which this target runs when
+# `hack/cluster.sh status` says the cluster is not healthy; a cluster it started itself it
+# also tears down afterwards, pass or fail (E2E_KEEP_CLUSTER=1 keeps it for debugging). A
+# cluster that was already up is left as it was.
 
 E2E_TIMEOUT ?= 20m
 E2E_FLAGS ?=
+E2E_KEEP_CLUSTER ?=
 
 ##@ E2E
 
 .PHONY: test-e2e
 test-e2e: $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
-	@if $(ROOT)/hack/cluster.sh status >/dev/null 2>&1 \
+	@started=; \
+	if $(ROOT)/hack/cluster.sh status >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-system \
 	         rollout status deployment/toolgate --timeout=5s >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-demo \
@@ -18,6 +22,13 @@ test-e2e: $(GINKGO) ## End-to-end tests on the local cluster (make up first if i
 	  echo "test-e2e: cluster healthy and toolgate installed; skipping make up"; \
 	else \
 	  echo "test-e2e: cluster not ready; running make up"; \
-	  $(MAKE) up; \
-	fi
-	$(GINKGO) -v --timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(ROOT)/test/e2e
+	  started=yes; \
+	fi; \
+	rc=0; \
+	if [ -n "$$started" ]; then $(MAKE) up || rc=$$?; fi; \
+	if [ $$rc = 0 ]; then $(GINKGO) -v --timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(ROOT)/test/e2e || rc=$$?; fi; \
+	if [ -n "$$started" ] && [ -z "$(E2E_KEEP_CLUSTER)" ]; then \
+	  echo "test-e2e: tearing down the cluster this run started (E2E_KEEP_CLUSTER=1 keeps it)"; \
+	  $(MAKE) down || true; \
+	fi; \
+	exit $$rc
