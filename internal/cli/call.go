@@ -119,7 +119,7 @@ func (o *callOptions) arguments() (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		in.JSON, in.Source = data, o.argsFile
+		in.JSON, in.Source = data, "--args-file "+o.argsFile
 	}
 	return buildArguments(in)
 }
