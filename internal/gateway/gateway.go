@@ -21,8 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,9 +34,6 @@ const DefaultWaitBound = 5 * time.Minute
 
 // Version is the gateway's MCP implementation version.
 const Version = "v1alpha1"
-
-// shutdownGrace bounds an HTTP shutdown: open event streams are closed after it.
-const shutdownGrace = 5 * time.Second
 
 // Options configure a Gateway.
 type Options struct {
@@ -113,17 +108,6 @@ func (g *Gateway) ServeStdio(ctx context.Context) error {
 	return g.server.Run(ctx, &mcp.StdioTransport{})
 }
 
-// HTTPHandler serves clients over the streamable HTTP transport, with the SDK's DNS
-// rebinding protection and cross-origin protection. A request's cancellation (a closed
-// connection included) reaches its tools/call.
-func (g *Gateway) HTTPHandler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
-		Logger:                       slog.New(logr.ToSlogHandler(g.log.WithName("http").V(1))),
-		PropagateRequestCancellation: true,
-	})
-	return http.NewCrossOriginProtection().Handler(h)
-}
-
 // Serve runs a gateway: over stdio when httpAddr is "", else over streamable HTTP on
 // httpAddr, until ctx ends.
 func Serve(ctx context.Context, opts Options, httpAddr string) error {
@@ -137,29 +121,4 @@ func Serve(ctx context.Context, opts Options, httpAddr string) error {
 		return g.ServeStdio(ctx)
 	}
 	return g.serveHTTP(ctx, httpAddr)
-}
-
-func (g *Gateway) serveHTTP(ctx context.Context, addr string) error {
-	srv := &http.Server{
-		Addr:              addr,
-		Handler:           g.HTTPHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Requests end with the gateway: their tools/calls are cancelled (and deleted).
-		BaseContext: func(net.Listener) context.Context { return ctx },
-	}
-	failed := make(chan error, 1)
-	go func() { failed <- srv.ListenAndServe() }()
-	g.log.Info("Serving MCP over streamable HTTP", "address", addr)
-	select {
-	case err := <-failed:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		// Open event streams outlive a graceful shutdown; close them.
-		return srv.Close()
-	}
-	return nil
 }
