@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
@@ -103,7 +102,7 @@ func newGateway(ac *agentclient.Client, o gatewayOptions) (*gateway.Gateway, err
 	DeferCleanup(cancel)
 	return gateway.New(gctx, gateway.Options{
 		Client: ac, Scope: o.scope, Session: o.session, WaitBound: o.waitBound,
-		Logger: logr.Logger(GinkgoLogr).WithName("gateway"),
+		Logger: GinkgoLogr.WithName("gateway"),
 	})
 }
 
