@@ -75,6 +75,8 @@ type activation struct {
 	call   map[string]any
 	args   any
 	result map[string]any
+	// bound is sizeBound's answer once computed (0: not yet).
+	bound uint64
 }
 
 var _ interpreter.Activation = (*activation)(nil)
@@ -93,7 +95,67 @@ func newActivation(in Input) *activation {
 func (a *activation) withResult(r Result) *activation {
 	b := *a
 	b.result = map[string]any{"content": r.Content, "isError": r.IsError}
+	b.bound = 0
 	return &b
+}
+
+// sizeBound returns a bound of the CEL size (runes of a string, entries of a list or
+// map) of every value reachable from the bound variables, at least 1 (the size CEL
+// gives scalars); see program. The arguments' canonical length bounds every size in
+// them: each rune, item or entry takes at least one byte of it.
+func (a *activation) sizeBound() uint64 {
+	if a.bound != 0 {
+		return a.bound
+	}
+	n := 4 // the entries of call, the largest of the maps built here
+	if a.in.Arguments != nil {
+		n = max(n, a.in.Arguments.Len())
+	}
+	t, c := a.in.Tool, a.in.Call
+	n = max(n, len(t.Name), len(t.Scope), stringMapBound(t.Annotations),
+		len(c.Namespace), len(c.Session), len(c.Requester), stringMapBound(c.Labels))
+	a.bound = uint64(n)
+	if a.result != nil {
+		a.bound = max(a.bound, treeBound(a.result["content"], 0))
+	}
+	return a.bound
+}
+
+func stringMapBound(m map[string]string) int {
+	n := len(m)
+	for k, v := range m {
+		n = max(n, len(k), len(v))
+	}
+	return n
+}
+
+// treeBound is sizeBound for a JSON tree as Result.Content holds it; unknown types (and
+// trees too deep to walk) give the largest bound, so that evaluation stays tracked.
+func treeBound(v any, depth int) uint64 {
+	if depth > maxEncodeDepth {
+		return math.MaxUint64
+	}
+	switch t := v.(type) {
+	case nil, bool, json.Number, float64, int, int64:
+		return 1
+	case string:
+		return uint64(max(len(t), 1))
+	case []any:
+		n := uint64(len(t))
+		for _, e := range t {
+			n = max(n, treeBound(e, depth+1))
+		}
+		return n
+	case map[string]any:
+		n := uint64(len(t))
+		for k, e := range t {
+			n = max(n, uint64(len(k)), treeBound(e, depth+1))
+		}
+		return n
+	case map[string]string:
+		return uint64(stringMapBound(t))
+	}
+	return math.MaxUint64
 }
 
 // ResolveName implements interpreter.Activation.

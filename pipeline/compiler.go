@@ -21,6 +21,8 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // Defaults of a Compiler.
@@ -56,7 +58,7 @@ type programKey struct {
 }
 
 type programEntry struct {
-	prg cel.Program
+	prg *program
 	err error
 }
 
@@ -103,7 +105,7 @@ func DefaultCompiler() *Compiler {
 
 // program compiles expr in the given environment, checking that its static type is
 // want (or dyn), and caches the outcome (errors included: they are deterministic).
-func (c *Compiler) program(env envKind, expr string, want *cel.Type) (cel.Program, error) {
+func (c *Compiler) program(env envKind, expr string, want *cel.Type) (*program, error) {
 	key := programKey{env: env, expr: expr}
 	if e, ok := c.programs.get(key); ok {
 		return e.prg, e.err
@@ -113,7 +115,7 @@ func (c *Compiler) program(env envKind, expr string, want *cel.Type) (cel.Progra
 	return prg, err
 }
 
-func (c *Compiler) compile(kind envKind, expr string, want *cel.Type) (cel.Program, error) {
+func (c *Compiler) compile(kind envKind, expr string, want *cel.Type) (*program, error) {
 	env := c.admission
 	if kind == envResults {
 		env = c.results
@@ -128,5 +130,94 @@ func (c *Compiler) compile(kind envKind, expr string, want *cel.Type) (cel.Progr
 	if out := ast.OutputType(); !want.IsExactType(cel.DynType) && !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("expression yields %s, want %s", out, want)
 	}
-	return env.Program(ast, cel.CostLimit(c.costLimit), cel.EvalOptions(cel.OptOptimize))
+	tracked, err := env.Program(ast, cel.CostLimit(c.costLimit), cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, err
+	}
+	p := &program{tracked: tracked}
+	if maxSize, ok := c.safeSize(env, ast); ok {
+		if plain, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize)); err == nil {
+			p.plain, p.maxSize = plain, maxSize
+		}
+	}
+	return p, nil
+}
+
+// program is a compiled expression. Runtime cost tracking (the per-evaluation cost
+// limit) observes every step of an evaluation and was most of a policy's cost, although
+// a typical rule costs a few units against a limit of 100,000. So an expression whose
+// worst-case cost, as CEL's static estimator bounds it (checker.Cost, the estimate the
+// runtime tracker is kept consistent with), stays within a sixteenth of the limit
+// whenever no input value is larger than maxSize, also gets a program without tracking,
+// used for inputs that small: for them the limit cannot be reached, so evaluation
+// without it gives the same result. Every other evaluation is tracked, as before.
+type program struct {
+	tracked cel.Program
+	plain   cel.Program // nil: always tracked
+	maxSize uint64
+}
+
+// eval evaluates p over act, without tracking when act's inputs are small enough.
+func (p *program) eval(act *activation) (ref.Val, error) {
+	prg := p.tracked
+	if p.plain != nil && act.sizeBound() <= p.maxSize {
+		prg = p.plain
+	}
+	out, _, err := prg.Eval(act)
+	return out, err
+}
+
+// costMargin is how far under the cost limit an estimate must stay for the untracked
+// program to be used: room for rounding differences between estimator and tracker.
+const costMargin = 16
+
+// maxSizeExp bounds the input sizes considered (2^40: far beyond any input's size).
+const maxSizeExp = 40
+
+// safeSize returns the largest power of two n such that the estimated worst-case cost
+// of ast is at most costLimit/costMargin when every input value (string, list, map) has
+// a size of at most n; ok is false when even inputs of size 1 could exceed it. The
+// estimate grows with n, so a binary search over the exponent finds it.
+func (c *Compiler) safeSize(env *cel.Env, ast *cel.Ast) (n uint64, ok bool) {
+	budget := c.costLimit / costMargin
+	fits := func(exp int) (fit bool) {
+		defer func() {
+			if recover() != nil {
+				fit = false
+			}
+		}()
+		est, err := env.EstimateCost(ast, inputSizes{max: 1 << exp})
+		return err == nil && est.Max <= budget
+	}
+	if !fits(0) {
+		return 0, false
+	}
+	lo, hi := 0, maxSizeExp // fits(lo); fits(hi) unknown
+	if fits(hi) {
+		return 1 << hi, true
+	}
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return 1 << lo, true
+}
+
+// inputSizes is a checker.CostEstimator bounding the size of every value reachable from
+// the variables (tool, arguments, call, result: every node with a field path) by max;
+// everything else is left to CEL, which takes unknown sizes as unbounded.
+type inputSizes struct{ max uint64 }
+
+func (e inputSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	if len(n.Path()) == 0 {
+		return nil
+	}
+	return &checker.SizeEstimate{Min: 0, Max: e.max}
+}
+
+func (inputSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }

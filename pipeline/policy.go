@@ -98,8 +98,8 @@ type Policy struct {
 
 type compiledRule struct {
 	Rule
-	when    cel.Program
-	replace cel.Program
+	when    *program
+	replace *program
 }
 
 // CompilePolicy compiles every rule of spec (programs are cached by expression). The
@@ -260,8 +260,8 @@ func (p *Policy) policyError(rule string, err error) Decision {
 }
 
 // evalBool evaluates a bool program; a non-bool result is an error.
-func evalBool(prg cel.Program, act *activation) (bool, error) {
-	out, _, err := prg.Eval(act)
+func evalBool(prg *program, act *activation) (bool, error) {
+	out, err := prg.eval(act)
 	if err != nil {
 		return false, err
 	}

@@ -116,7 +116,7 @@ func replacement(rule compiledRule, ra *activation) (any, error) {
 	if rule.replace == nil {
 		return redactedContent, nil
 	}
-	out, _, err := rule.replace.Eval(ra)
+	out, err := rule.replace.eval(ra)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func (c *Compiler) present(env envKind, expr string, act *activation) (string, e
 	if err != nil {
 		return "", fmt.Errorf("presentation expression: %w", err)
 	}
-	out, _, err := prg.Eval(act)
+	out, err := prg.eval(act)
 	if err != nil {
 		return "", fmt.Errorf("presentation expression: %w", err)
 	}
