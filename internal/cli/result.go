@@ -11,7 +11,8 @@ import (
 
 // formatResult is what `call` prints for a result: the content — a JSON string as its
 // text, any other JSON indented — and for an isError result first a line
-// "error: <reason>: <message>". A nil result prints nothing.
+// "error: <reason>: <message>" (then the content unless it only repeats the message).
+// A nil result prints nothing.
 func formatResult(r *v1alpha1.ToolResult) string {
 	if r == nil {
 		return ""
@@ -20,10 +21,18 @@ func formatResult(r *v1alpha1.ToolResult) string {
 	if r.IsError {
 		b.WriteString(errorLine(r))
 	}
-	if r.Content != nil && len(r.Content.Raw) > 0 {
+	repeatsError := r.IsError && r.Content != nil && sameText(r.Content.Raw, r.Error)
+	if r.Content != nil && len(r.Content.Raw) > 0 && !repeatsError {
 		b.WriteString(contentText(r.Content.Raw))
 	}
 	return b.String()
+}
+
+// sameText reports whether content is the JSON string s (an error result's content often
+// repeats its message for the model).
+func sameText(content []byte, s string) bool {
+	var text string
+	return json.Unmarshal(content, &text) == nil && text == s
 }
 
 // errorLine is "error: <reason>: <message>\n", leaving out what is empty.

@@ -30,6 +30,8 @@ func TestFormatResult(t *testing.T) {
 			want: "error: NonZeroExit: exit status 1: boom\n"},
 		{name: "error with content", result: &v1alpha1.ToolResult{IsError: true, Reason: "ResultBlocked", Error: "blocked", Content: content(`"partial"`)},
 			want: "error: ResultBlocked: blocked\npartial\n"},
+		{name: "content repeating the message is not printed twice", result: &v1alpha1.ToolResult{IsError: true, Reason: "PolicyDenied", Error: "no deleting", Content: content(`"no deleting"`)},
+			want: "error: PolicyDenied: no deleting\n"},
 		{name: "error without a message", result: &v1alpha1.ToolResult{IsError: true}, want: "error\n"},
 	}
 	for _, tc := range cases {

@@ -17,7 +17,8 @@ import (
 // maxDescription bounds the DESCRIPTION column of `tools`.
 const maxDescription = 60
 
-// table lays out rows in columns as kubectl does (three spaces between columns).
+// table lays out rows in columns as kubectl does (three spaces between columns), with no
+// trailing blanks.
 func table(header []string, rows [][]string) string {
 	var buf bytes.Buffer
 	w := tabwriter.NewWriter(&buf, 0, 4, 3, ' ', 0)
@@ -25,7 +26,12 @@ func table(header []string, rows [][]string) string {
 		_, _ = w.Write([]byte(strings.Join(row, "\t") + "\n"))
 	}
 	_ = w.Flush()
-	return buf.String()
+	// Empty last cells leave the padding of the cells before them.
+	out := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	for i, line := range out {
+		out[i] = strings.TrimRight(line, " ")
+	}
+	return strings.Join(out, "\n") + "\n"
 }
 
 // callTable is `get`'s table: NAME TOOL PHASE VERDICT DURATION AGE, and with wide also

@@ -50,13 +50,13 @@ func TestToolTable(t *testing.T) {
 	tools := []controllers.VisibleTool{
 		{Name: "echo", Kind: v1alpha1.ToolKindTool, Spec: &v1alpha1.ToolSpec{Description: "Returns its arguments.\nMore text.", ReadOnly: true}},
 		{Name: "grep", Kind: v1alpha1.ToolKindTool, Scope: "team", Spec: &v1alpha1.ToolSpec{ConcurrencySafe: true, Description: long}},
-		{Name: "now", Kind: v1alpha1.ToolKindClusterTool, Spec: &v1alpha1.ToolSpec{}},
+		{Name: "now", Kind: v1alpha1.ToolKindClusterTool, Spec: &v1alpha1.ToolSpec{ReadOnly: true}},
 	}
 	want := []string{
 		"NAME   KIND          SCOPE         CONCURRENCY-SAFE   READ-ONLY   DESCRIPTION",
 		"echo   Tool          <namespace>   false              true        Returns its arguments.",
 		"grep   Tool          team          true               false       " + strings.Repeat("x", 59) + "…",
-		"now    ClusterTool   <cluster>     false              false",
+		"now    ClusterTool   <cluster>     false              true",
 	}
 	if diff := cmp.Diff(want, lines(toolTable(tools))); diff != "" {
 		t.Errorf("toolTable (-want +got):\n%s", diff)

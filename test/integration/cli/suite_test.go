@@ -1,0 +1,196 @@
+// Package cli_test runs the toolgate CLI in-process against a real kube-apiserver (envtest)
+// with toolgate's reconcilers and the test kit's simulated Kubelet: each spec builds the
+// root command with its own streams and arguments, connecting through a kubeconfig file
+// written for one user, and asserts what it prints and its exit code. Each Describe is one
+// behaviour, in its own namespace.
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/cli"
+	"github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+var (
+	env       *toolgatetest.Env
+	k8sClient client.Client
+	mgr       *toolgatetest.Manager
+	kubelet   *toolgatetest.Kubelet
+	// kubeconfigDir holds one kubeconfig per user (kubeconfigs).
+	kubeconfigDir string
+	kubeconfigs   = map[string]string{}
+)
+
+func TestCLI(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CLI Suite")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	EnforceDefaultTimeoutsWhenUsingContexts()
+	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
+	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
+	var err error
+	env, err = toolgatetest.Start(toolgatetest.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	k8sClient = env.Client
+	mgr, err = env.StartManager(toolgatetest.ManagerOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	kubelet = mgr.Kubelet
+	kubeconfigDir, err = os.MkdirTemp("", "toolgate-cli-")
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfigs[toolgatetest.AdminUser] = writeKubeconfig(toolgatetest.AdminUser, env.Config)
+	for _, editor := range []string{"alice", "bob"} {
+		addUser(editor, []string{toolgatetest.EditorsGroup})
+	}
+	// nobody is authenticated but has no RBAC at all; robot and carol get the shipped
+	// agent and approver roles per namespace (bindShippedRole).
+	for _, user := range []string{"nobody", "robot", "carol"} {
+		addUser(user, nil)
+	}
+})
+
+var _ = AfterSuite(func() {
+	Expect(mgr.Stop()).To(Succeed())
+	Expect(env.Stop()).To(Succeed())
+	Expect(os.RemoveAll(kubeconfigDir)).To(Succeed())
+})
+
+func addUser(name string, groups []string) {
+	cfg, err := env.UserConfig(name, groups)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfigs[name] = writeKubeconfig(name, cfg)
+}
+
+// writeKubeconfig writes a kubeconfig whose current context is cfg's cluster as that
+// user, in namespace "default" (specs pass -n).
+func writeKubeconfig(user string, cfg *rest.Config) string {
+	server := cfg.Host
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[user] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: user, Namespace: "default"}
+	kc.CurrentContext = user
+	path := filepath.Join(kubeconfigDir, user+".kubeconfig")
+	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+	return path
+}
+
+// result is what one run of the CLI printed and its exit code.
+type result struct {
+	Code   int
+	Out    string
+	ErrOut string
+}
+
+// toolgate runs the CLI as user in namespace ns with args, and stdin as its input.
+func toolgate(ctx context.Context, user, ns, stdin string, args ...string) result {
+	var out, errOut bytes.Buffer
+	code := cli.Execute(ctx, withConnection(user, ns, args), genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
+	GinkgoWriter.Printf("$ toolgate %s  # as %s\n%s%s=> exit %d\n", strings.Join(args, " "), user, out.String(), errOut.String(), code)
+	return result{Code: code, Out: out.String(), ErrOut: errOut.String()}
+}
+
+// background runs the CLI in a goroutine, its output going to buffers the spec can watch
+// while it runs; the exit code arrives on the channel.
+func background(ctx context.Context, user, ns string, args ...string) (out, errOut *gbytes.Buffer, code <-chan int) {
+	out, errOut = gbytes.NewBuffer(), gbytes.NewBuffer()
+	done := make(chan int, 1)
+	go func() {
+		defer GinkgoRecover()
+		done <- cli.Execute(ctx, withConnection(user, ns, args), genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
+	}()
+	return out, errOut, done
+}
+
+func withConnection(user, ns string, args []string) []string {
+	path, ok := kubeconfigs[user]
+	Expect(ok).To(BeTrue(), "no kubeconfig for user %q", user)
+	return append([]string{"--kubeconfig", path, "-n", ns}, args...)
+}
+
+func newNamespace(ctx SpecContext) string {
+	ns, err := env.CreateNamespace(ctx, "cli")
+	Expect(err).NotTo(HaveOccurred())
+	return ns.Name
+}
+
+func create(ctx SpecContext, objs ...client.Object) {
+	for _, o := range objs {
+		Expect(k8sClient.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// bindShippedRole binds config/rbac/<file> (a ClusterRole) to user in ns only.
+func bindShippedRole(ctx SpecContext, ns, file, user string) {
+	root, err := toolgatetest.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", file))
+	Expect(err).NotTo(HaveOccurred())
+	role := &rbacv1.ClusterRole{}
+	Expect(yaml.Unmarshal(data, role)).To(Succeed())
+	if err := k8sClient.Create(ctx, role); !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role.Name, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	})
+}
+
+// echoTool is a tool whose simulated body prints its arguments.
+func echoTool(ns string) *toolgatetest.ToolWrapper {
+	return toolgatetest.MakeTool("echo", ns).Image("example/echo:1").Command("/echo").
+		Description("Returns its arguments.").ReadOnly(true).ConcurrencySafe(true).
+		Parameters(map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"text": map[string]any{"type": "string", "maxLength": 100}},
+			"required":   []string{"text"},
+		})
+}
+
+// calls lists the ToolCalls of ns.
+func calls(ctx context.Context, ns string) []v1alpha1.ToolCall {
+	list := &v1alpha1.ToolCallList{}
+	Expect(k8sClient.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	return list.Items
+}
+
+// onlyCall waits until ns holds exactly one ToolCall in phase and returns it.
+func onlyCall(ctx SpecContext, ns string, phase v1alpha1.ToolCallPhase) *v1alpha1.ToolCall {
+	var call *v1alpha1.ToolCall
+	Eventually(func(g Gomega) {
+		items := calls(ctx, ns)
+		g.Expect(items).To(HaveLen(1))
+		call = &items[0]
+		g.Expect(call).To(toolgatetest.HavePhase(phase))
+	}).WithContext(ctx).Should(Succeed())
+	return call
+}
