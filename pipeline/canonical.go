@@ -236,6 +236,29 @@ var plainByte = func() (t [256]bool) {
 	return t
 }()
 
+// skipPlain returns the index of the first byte of s at or after i that is not plain (or
+// len(s)). It tests eight bytes at a time: in the word x, a byte is special when it is
+// below 0x20 or equal to '"' or '\\' (a zero byte of x^'"' or x^'\\'); the classic
+// "has a byte below n" test, (x - n*lsb) &^ x & msb, is non-zero exactly when some byte
+// is (bytes from 0x80 up, as UTF-8 uses them, never are). The strings of tool arguments
+// are long runs of plain bytes, which this scans several times faster than the table.
+func skipPlain(s string, i int) int {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		t := s[i : i+8]
+		x := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		q, b := x^(lsb*'"'), x^(lsb*'\\')
+		if ((x-lsb*0x20)|(q-lsb)|(b-lsb))&^x&msb != 0 {
+			break
+		}
+	}
+	for i < len(s) && plainByte[s[i]] {
+		i++
+	}
+	return i
+}
+
 // appendString appends s as a canonical JSON string; s must be valid UTF-8.
 func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
@@ -248,11 +271,8 @@ func appendString(dst []byte, s string) ([]byte, error) {
 func appendValidString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := skipPlain(s, 0); i < len(s); i = skipPlain(s, i+1) {
 		c := s[i]
-		if plainByte[c] {
-			continue
-		}
 		dst = append(dst, s[start:i]...)
 		switch c {
 		case '"', '\\':

@@ -194,8 +194,9 @@ func putParser(p *parser) {
 	if cap(p.scratch) > maxPooledBuffer || cap(p.members) > 1<<12 || cap(p.path) > 1<<10 {
 		return
 	}
-	clear(p.members[:cap(p.members)])
-	clear(p.path[:cap(p.path)])
+	// Popped entries are cleared as they are popped; a failed parse may leave some.
+	clear(p.members)
+	clear(p.path)
 	*p = parser{path: p.path[:0], members: p.members[:0], scratch: p.scratch[:0]}
 	parsers.Put(p)
 }

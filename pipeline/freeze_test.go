@@ -290,3 +290,27 @@ func TestCompareKeys(t *testing.T) {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 }
+
+// TestSkipPlain compares the word-at-a-time scan with the table, byte by byte.
+func TestSkipPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			if r.IntN(8) == 0 {
+				b[i] = byte(r.IntN(256))
+			} else {
+				b[i] = "abc é\x7f\x80\xff"[r.IntN(9)]
+			}
+		}
+		s := string(b)
+		start := r.IntN(len(s) + 1)
+		want := start
+		for want < len(s) && plainByte[s[want]] {
+			want++
+		}
+		if got := skipPlain(s, start); got != want {
+			t.Fatalf("skipPlain(%q, %d) = %d, want %d", s, start, got, want)
+		}
+	}
+}

@@ -204,7 +204,7 @@ func (p *parser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.path = p.path[:len(p.path)-1]
+		p.popPath()
 		m[key] = v
 		if p.emit {
 			p.members = append(p.members, member{key: key, start: start, end: len(p.out)})
@@ -238,8 +238,14 @@ func (p *parser) finishObject(base, first int) {
 			p.out = append(p.out, p.scratch[m.start-first:m.end-first]...)
 		}
 	}
+	clear(ms) // the pooled parser must not keep keys (and so the document) alive
 	p.members = p.members[:base]
 	p.out = append(p.out, '}')
+}
+
+func (p *parser) popPath() {
+	p.path[len(p.path)-1] = segment{}
+	p.path = p.path[:len(p.path)-1]
 }
 
 func (p *parser) array(depth int) (any, error) {
@@ -267,7 +273,7 @@ func (p *parser) array(depth int) (any, error) {
 		}
 		a = append(a, v)
 		if done, err := p.next(']'); done || err != nil {
-			p.path = p.path[:len(p.path)-1]
+			p.popPath()
 			if done && p.emit {
 				p.out = append(p.out, ']')
 			}
@@ -329,10 +335,7 @@ func isNumberByte(c byte) bool {
 // str parses a string starting at the opening quote. The input is valid UTF-8.
 func (p *parser) str() (string, error) {
 	start := p.pos + 1
-	for i := start; i < len(p.data); i++ {
-		if plainByte[p.data[i]] {
-			continue
-		}
+	if i := skipPlain(p.data, start); i < len(p.data) {
 		switch c := p.data[i]; {
 		case c == '"':
 			p.pos = i + 1
@@ -375,10 +378,7 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 	}
 	b.WriteString(p.data[start:i])
 	for i < len(p.data) {
-		j := i
-		for j < len(p.data) && plainByte[p.data[j]] {
-			j++
-		}
+		j := skipPlain(p.data, i)
 		b.WriteString(p.data[i:j])
 		if i = j; i >= len(p.data) {
 			break
