@@ -185,9 +185,12 @@ func (a *activation) ResolveName(name string) (any, bool) {
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
 
+// emptyStringMap stands for absent annotations and labels; CEL cannot change it.
+var emptyStringMap = map[string]string{}
+
 func nonNilMap(m map[string]string) map[string]string {
 	if m == nil {
-		return map[string]string{}
+		return emptyStringMap
 	}
 	return m
 }

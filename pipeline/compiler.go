@@ -18,6 +18,7 @@ package pipeline
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -29,7 +30,7 @@ import (
 const (
 	// DefaultCostLimit is the CEL cost limit of one evaluation of one expression.
 	DefaultCostLimit = 100_000
-	// DefaultCacheSize bounds each of the Compiler's caches (schemas, programs).
+	// DefaultCacheSize bounds each of the Compiler's caches (schemas, programs, policy sets).
 	DefaultCacheSize = 1024
 )
 
@@ -37,7 +38,8 @@ const (
 type CompilerOptions struct {
 	// CostLimit is the CEL runtime cost limit per evaluation; default DefaultCostLimit.
 	CostLimit uint64
-	// CacheSize bounds the number of cached schemas and of cached CEL programs.
+	// CacheSize bounds the number of cached schemas, of cached CEL programs and of
+	// cached policy sets.
 	CacheSize int
 }
 
@@ -50,6 +52,9 @@ type Compiler struct {
 	results   *cel.Env
 	schemas   *boundedCache[string, schemaEntry]
 	programs  *boundedCache[programKey, programEntry]
+	// policySets caches CompilePolicies by a hash of its input (verified on a hit).
+	policySets *boundedCache[uint64, policySet]
+	seed       maphash.Seed
 }
 
 type programKey struct {
@@ -84,11 +89,13 @@ func NewCompiler(opts CompilerOptions) (*Compiler, error) {
 		return nil, fmt.Errorf("building CEL environments: %w", err)
 	}
 	return &Compiler{
-		costLimit: opts.CostLimit,
-		admission: adm,
-		results:   res,
-		schemas:   newBoundedCache[string, schemaEntry](opts.CacheSize),
-		programs:  newBoundedCache[programKey, programEntry](opts.CacheSize),
+		costLimit:  opts.CostLimit,
+		admission:  adm,
+		results:    res,
+		schemas:    newBoundedCache[string, schemaEntry](opts.CacheSize),
+		programs:   newBoundedCache[programKey, programEntry](opts.CacheSize),
+		policySets: newBoundedCache[uint64, policySet](opts.CacheSize),
+		seed:       maphash.MakeSeed(),
 	}, nil
 }
 

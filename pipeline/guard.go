@@ -95,7 +95,8 @@ func guard(current Decision, policies []*Policy, act *activation, external []Dec
 			out = lowerDecision(out, ext)
 		}
 	}
-	for _, p := range sortedForStage(policies, StageGuard, act.in.Tool.Name) {
+	var buf [8]*Policy
+	for _, p := range sortedForStage(buf[:0], policies, StageGuard, act.in.Tool.Name) {
 		if out.Verdict == Deny {
 			break
 		}

@@ -19,6 +19,7 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"time"
 
@@ -106,7 +107,15 @@ type compiledRule struct {
 // reconciler calls it for every call, so it keeps only what evaluation needs: the tool
 // names as a set and each rule (copied, with its programs); spec's slices are not kept.
 func (c *Compiler) CompilePolicy(spec PolicySpec) *Policy {
-	p := &Policy{spec: spec}
+	p := new(Policy)
+	c.compilePolicy(p, spec, make([]compiledRule, 0, len(spec.Rules)))
+	return p
+}
+
+// compilePolicy compiles spec into p, appending its rules to rules (empty, with room for
+// them).
+func (c *Compiler) compilePolicy(p *Policy, spec PolicySpec, rules []compiledRule) {
+	*p = Policy{spec: spec}
 	p.spec.Tools, p.spec.Rules = nil, nil
 	if len(spec.Tools) > 0 {
 		p.tools = make(map[string]bool, len(spec.Tools))
@@ -116,25 +125,94 @@ func (c *Compiler) CompilePolicy(spec PolicySpec) *Policy {
 	}
 	if err := checkStage(spec.Stage); err != nil {
 		p.err = err
-		return p
+		return
 	}
-	p.rules = make([]compiledRule, 0, len(spec.Rules))
+	p.rules = rules
 	for _, r := range spec.Rules {
 		cr, err := c.compileRule(spec.Stage, r)
 		if err != nil {
 			p.err = fmt.Errorf("rule %q: %w", r.Name, err)
-			return p
+			return
 		}
 		p.rules = append(p.rules, cr)
 	}
-	return p
 }
 
-// CompilePolicies compiles each spec; see CompilePolicy.
+// CompilePolicies compiles each spec; see CompilePolicy. The reconciler calls it for
+// every call with the namespace's policies, which rarely change, so compiled sets are
+// cached by content (a Policy is immutable): a hit costs a hash and a comparison of the
+// specs, and a fresh slice of the shared policies.
 func (c *Compiler) CompilePolicies(specs []PolicySpec) []*Policy {
+	key := hashPolicySpecs(c.seed, specs)
+	if e, ok := c.policySets.get(key); ok && policySpecsEqual(e.specs, specs) {
+		return slices.Clone(e.policies)
+	}
+	out := c.compilePolicies(specs)
+	c.policySets.put(key, policySet{specs: clonePolicySpecs(specs), policies: out})
+	return slices.Clone(out)
+}
+
+// policySet is a cached CompilePolicies outcome with (a copy of) its input.
+type policySet struct {
+	specs    []PolicySpec
+	policies []*Policy
+}
+
+func hashPolicySpecs(seed maphash.Seed, specs []PolicySpec) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for _, s := range specs {
+		h.WriteString(s.Name)
+		h.WriteByte(0)
+		h.WriteString(string(s.Stage))
+		h.WriteByte(0)
+		for _, t := range s.Tools {
+			h.WriteString(t)
+			h.WriteByte(0)
+		}
+		h.WriteByte(1)
+		for _, r := range s.Rules {
+			h.WriteString(r.Name)
+			h.WriteByte(0)
+			h.WriteString(r.Expression)
+			h.WriteByte(0)
+		}
+		h.WriteByte(1)
+	}
+	return h.Sum64()
+}
+
+// policySpecsEqual compares every field (the hash covers only some).
+func policySpecsEqual(a, b []PolicySpec) bool {
+	return slices.EqualFunc(a, b, func(x, y PolicySpec) bool {
+		return x.Name == y.Name && x.Stage == y.Stage && x.Order == y.Order &&
+			x.ApprovalWindow == y.ApprovalWindow && slices.Equal(x.Tools, y.Tools) && slices.Equal(x.Rules, y.Rules)
+	})
+}
+
+func clonePolicySpecs(specs []PolicySpec) []PolicySpec {
+	out := slices.Clone(specs)
+	for i := range out {
+		out[i].Tools = slices.Clone(out[i].Tools)
+		out[i].Rules = slices.Clone(out[i].Rules)
+	}
+	return out
+}
+
+// compilePolicies compiles specs with the policies and their rules allocated together.
+func (c *Compiler) compilePolicies(specs []PolicySpec) []*Policy {
+	n := 0
+	for _, s := range specs {
+		n += len(s.Rules)
+	}
 	out := make([]*Policy, len(specs))
+	ps := make([]Policy, len(specs))
+	rules := make([]compiledRule, n)
 	for i, s := range specs {
-		out[i] = c.CompilePolicy(s)
+		k := len(s.Rules)
+		c.compilePolicy(&ps[i], s, rules[:0:k])
+		rules = rules[k:]
+		out[i] = &ps[i]
 	}
 	return out
 }
@@ -193,8 +271,10 @@ func (p *Policy) AppliesTo(tool string) bool { return len(p.tools) == 0 || p.too
 // sortedForStage returns the policies of a stage that apply to tool, by Order then Name.
 // A policy with an unknown stage counts as PreExecute, where its error denies (fail
 // closed rather than silently never applying).
-func sortedForStage(policies []*Policy, stage Stage, tool string) []*Policy {
-	out := make([]*Policy, 0, len(policies))
+//
+// The result is appended to out, which callers keep on their stack for the usual handful
+// of policies.
+func sortedForStage(out, policies []*Policy, stage Stage, tool string) []*Policy {
 	for _, p := range policies {
 		if p == nil || !p.AppliesTo(tool) {
 			continue
@@ -308,7 +388,8 @@ func PreExecute(policies []*Policy, in Input) Decision {
 
 func preExecute(policies []*Policy, act *activation) Decision {
 	out := allow("no policy denied the call")
-	for _, p := range sortedForStage(policies, StagePreExecute, act.in.Tool.Name) {
+	var buf [8]*Policy
+	for _, p := range sortedForStage(buf[:0], policies, StagePreExecute, act.in.Tool.Name) {
 		out = lowerDecision(out, p.evalVerdict(act))
 		if out.Verdict == Deny {
 			break

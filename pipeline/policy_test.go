@@ -192,3 +192,48 @@ func TestPoliciesCannotMutateArguments(t *testing.T) {
 		t.Errorf("value changed (-before +after):\n%s", diff)
 	}
 }
+
+// TestCompilePoliciesCache: equal specs share compiled policies; any change of content,
+// including one made by the caller to slices it passed before, compiles afresh.
+func TestCompilePoliciesCache(t *testing.T) {
+	c := newTestCompiler(t)
+	specs := func() []PolicySpec {
+		return []PolicySpec{
+			{Name: "a", Stage: StagePreExecute, Order: 1, Tools: []string{"grep"},
+				Rules: []Rule{{Name: "r", Expression: `arguments.x == 1`, Verdict: Deny}}},
+			{Name: "b", Stage: StageGuard, Rules: []Rule{{Name: "r", Expression: `true`, Verdict: Ask}}},
+		}
+	}
+	first := c.CompilePolicies(specs())
+	again := c.CompilePolicies(specs())
+	if len(again) != 2 || again[0] != first[0] || again[1] != first[1] {
+		t.Fatalf("equal specs compiled again")
+	}
+	again[0] = nil // the caller's slice is its own
+	if third := c.CompilePolicies(specs()); third[0] != first[0] {
+		t.Fatalf("the cached set was changed through a returned slice")
+	}
+	in := Input{Tool: ToolInfo{Name: "grep"}, Arguments: mustFreeze(t, `{"x":1}`)}
+	for _, change := range []func(s []PolicySpec){
+		func(s []PolicySpec) { s[0].Rules[0].Expression = `arguments.x == 2` },
+		func(s []PolicySpec) { s[0].Rules[0].Verdict = Allow },
+		func(s []PolicySpec) { s[0].Tools[0] = "other" },
+		func(s []PolicySpec) { s[0].Order = 3; s[1].Order = 2 },
+		func(s []PolicySpec) { s[1].ApprovalWindow = time.Minute },
+	} {
+		s := specs()
+		c.CompilePolicies(s) // cached under the original content ...
+		change(s)            // ... which the caller then changes in place
+		got := c.CompilePolicies(s)
+		if got[0] == first[0] && got[1] == first[1] {
+			t.Errorf("changed specs got the cached policies")
+		}
+		fresh, err := NewCompiler(CompilerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(PreExecute(fresh.CompilePolicies(s), in), PreExecute(got, in)); diff != "" {
+			t.Errorf("cached compile differs from a fresh one (-fresh +cached):\n%s", diff)
+		}
+	}
+}

@@ -46,7 +46,8 @@ const (
 func PostExecute(policies []*Policy, in Input, r Result, output *Schema) (Result, Decision) {
 	r.Meta = maps.Clone(r.Meta)
 	act := newActivation(in)
-	for _, p := range sortedForStage(policies, StagePostExecute, act.in.Tool.Name) {
+	var buf [8]*Policy
+	for _, p := range sortedForStage(buf[:0], policies, StagePostExecute, act.in.Tool.Name) {
 		next, d, stop := p.evalResult(act, r)
 		if stop {
 			return next, d
