@@ -40,11 +40,11 @@ func stageOf(call *v1alpha1.ToolCall) stage {
 
 // awaitingDetail says why the call waits and until when.
 func awaitingDetail(call *v1alpha1.ToolCall) string {
-	parts := []string{conditionMessage(call, v1alpha1.ConditionAdmitted, "a policy asks for approval")}
+	msg := conditionMessage(call, v1alpha1.ConditionAdmitted, "a policy asks for approval")
 	if d := call.Status.ApprovalDeadline; d != nil {
-		parts = append(parts, "denied at "+d.UTC().Format(time.RFC3339)+" unless answered")
+		msg += " (denied at " + d.UTC().Format(time.RFC3339) + " unless answered)"
 	}
-	return strings.Join(parts, "; ")
+	return msg
 }
 
 // terminalDetail is the reason and message of a finished call, and how long it took.

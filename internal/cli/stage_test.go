@@ -38,7 +38,7 @@ func walk() []*v1alpha1.ToolCall {
 func TestStageOf(t *testing.T) {
 	want := []stage{
 		{Key: "Pending", Name: "Pending", Detail: "waiting for the operator"},
-		{Key: "AwaitingApproval", Name: "AwaitingApproval", Detail: "rule deploys: deploying needs a human; denied at 2026-07-01T10:15:00Z unless answered"},
+		{Key: "AwaitingApproval", Name: "AwaitingApproval", Detail: "rule deploys: deploying needs a human (denied at 2026-07-01T10:15:00Z unless answered)"},
 		{Key: "Queued", Name: "Queued", Detail: "waiting for earlier calls of session s"},
 		{Key: "Running/1", Name: "Running", Detail: "attempt 1 runs in Job c-1"},
 		{Key: "Running/2", Name: "Running", Detail: "attempt 2 runs in Job c-2"},
@@ -94,7 +94,7 @@ func TestProgressPlain(t *testing.T) {
 	p.finish()
 	want := []string{
 		"  +1.0s  Pending          waiting for the operator",
-		"  +3.0s  AwaitingApproval rule deploys: deploying needs a human; denied at 2026-07-01T10:15:00Z unless answered",
+		"  +3.0s  AwaitingApproval rule deploys: deploying needs a human (denied at 2026-07-01T10:15:00Z unless answered)",
 		"approve it",
 		"  +5.0s  Queued           waiting for earlier calls of session s",
 		"  +6.0s  Running          attempt 1 runs in Job c-1",

@@ -26,7 +26,7 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 	// parked starts `call --wait` as alice and waits until it says the call is parked.
 	parked := func(ctx SpecContext) (call *v1alpha1.ToolCall, out, errOut *gbytes.Buffer, code <-chan int) {
 		out, errOut, code = background(ctx, "alice", ns, "call", "echo", "text=deploy", "--wait")
-		Eventually(errOut).Should(gbytes.Say(`AwaitingApproval +deploying needs a human; denied at \S+Z unless answered`))
+		Eventually(errOut).Should(gbytes.Say(`AwaitingApproval +deploying needs a human \(denied at \S+Z unless answered\)`))
 		call = onlyCall(ctx, ns, v1alpha1.PhaseAwaitingApproval)
 		Eventually(errOut).Should(gbytes.Say("call " + call.Name + " awaits approval: an approver runs `toolgate approve " + call.Name + " -n " + ns + "`"))
 		return call, out, errOut, code
