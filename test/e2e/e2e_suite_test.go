@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package e2e tests toolgate end to end against the real local cluster (`make up`): real
 // kubelet, containerd, Jobs and Pods, the operator installed by its Helm chart and the
-// examples of config/examples. Run it with `make test-e2e`; it is not part of `make test`.
+// examples of config/examples. `make test-e2e` runs it (the last step of `make test`).
 package e2e
 
 import (
