@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"unicode/utf8"
 
@@ -67,14 +68,13 @@ const maxExpressionBytes = 16 << 10
 // activation binds the CEL variables for one call. It is built once per call and shared
 // by every policy. The arguments are the Frozen's own tree, read in place through
 // jsonAdapter; CEL cannot mutate it, and values leaving CEL are copied by celToJSON, so
-// no policy can change what a later stage sees. tool and call are built on first use
-// (most rules read only arguments), so an activation belongs to one goroutine.
+// no policy can change what a later stage sees. tool and call are records read in place
+// (see record), so an activation belongs to one goroutine.
 type activation struct {
-	in     Input
-	tool   map[string]any
-	call   map[string]any
-	args   any
-	result map[string]any
+	in         Input
+	tool, call record
+	args       any
+	result     map[string]any
 	// bound is sizeBound's answer once computed (0: not yet).
 	bound uint64
 }
@@ -162,25 +162,173 @@ func treeBound(v any, depth int) uint64 {
 func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case varTool:
-		if a.tool == nil {
-			t := a.in.Tool
-			a.tool = map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations)}
+		if a.tool.in == nil {
+			a.tool = record{in: &a.in, tool: true}
 		}
-		return a.tool, true
+		return &a.tool, true
 	case varArguments:
 		return a.args, true
 	case varCall:
-		if a.call == nil {
-			c := a.in.Call
-			a.call = map[string]any{"namespace": c.Namespace, "session": c.Session,
-				"requester": c.Requester, "labels": nonNilMap(c.Labels)}
+		if a.call.in == nil {
+			a.call = record{in: &a.in}
 		}
-		return a.call, true
+		return &a.call, true
 	case varResult:
 		return a.result, a.result != nil
 	}
 	return nil, false
 }
+
+// toolMap and callMap are the CEL variables tool and call as maps.
+func toolMap(t ToolInfo) map[string]any {
+	return map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations)}
+}
+
+func callMap(c CallInfo) map[string]any {
+	return map[string]any{"namespace": c.Namespace, "session": c.Session,
+		"requester": c.Requester, "labels": nonNilMap(c.Labels)}
+}
+
+// record is the CEL variable tool or call: the map toolMap or callMap builds, except that
+// field lookups (call.requester, tool.annotations.?risk: nearly every use) read the
+// Input in place instead of building the map, which took a third of a policy's time.
+// Every other operation (equality, iteration, size, conversion, non-string keys) goes to
+// that map, built on first use, so the variable behaves exactly as the map did.
+type record struct {
+	in   *Input
+	tool bool // tool, else call
+	full traits.Mapper
+}
+
+var _ traits.Mapper = (*record)(nil)
+
+// field returns the CEL value of a field, as the map would give it; ok is false for
+// other keys.
+func (r *record) field(key string) (v ref.Val, ok bool) {
+	if r.tool {
+		t := &r.in.Tool
+		switch key {
+		case "name":
+			return types.String(t.Name), true
+		case "scope":
+			return types.String(t.Scope), true
+		case "annotations":
+			return stringMap{nonNilMap(t.Annotations)}, true
+		}
+		return nil, false
+	}
+	c := &r.in.Call
+	switch key {
+	case "namespace":
+		return types.String(c.Namespace), true
+	case "session":
+		return types.String(c.Session), true
+	case "requester":
+		return types.String(c.Requester), true
+	case "labels":
+		return stringMap{nonNilMap(c.Labels)}, true
+	}
+	return nil, false
+}
+
+func (r *record) mapper() traits.Mapper {
+	if r.full == nil {
+		m := callMap(r.in.Call)
+		if r.tool {
+			m = toolMap(r.in.Tool)
+		}
+		r.full = types.NewStringInterfaceMap(jsonAdapter{}, m)
+	}
+	return r.full
+}
+
+// Find implements traits.Mapper.
+func (r *record) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		return r.mapper().Find(key)
+	}
+	return r.field(string(k))
+}
+
+// Get implements traits.Indexer.
+func (r *record) Get(key ref.Val) ref.Val { return r.mapper().Get(key) }
+
+// Contains implements traits.Container.
+func (r *record) Contains(key ref.Val) ref.Val { return r.mapper().Contains(key) }
+
+// Iterator implements traits.Iterable.
+func (r *record) Iterator() traits.Iterator { return r.mapper().Iterator() }
+
+// Size implements traits.Sizer.
+func (r *record) Size() ref.Val { return r.mapper().Size() }
+
+// ConvertToNative implements ref.Val.
+func (r *record) ConvertToNative(t reflect.Type) (any, error) { return r.mapper().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (r *record) ConvertToType(t ref.Type) ref.Val { return r.mapper().ConvertToType(t) }
+
+// Equal implements ref.Val.
+func (r *record) Equal(other ref.Val) ref.Val { return r.mapper().Equal(other) }
+
+// Type implements ref.Val.
+func (r *record) Type() ref.Type { return types.MapType }
+
+// Value implements ref.Val.
+func (r *record) Value() any { return r.mapper().Value() }
+
+// stringMap is annotations or labels (map[string]string) as a CEL map. A struct of one
+// map is stored in an interface without an allocation, and so is a lookup's miss; a
+// lookup's hit costs the string's boxing. Every other operation goes to the map CEL's
+// default adapter makes of it (built on each use), so it behaves exactly as that map.
+type stringMap struct{ m map[string]string }
+
+var _ traits.Mapper = stringMap{}
+
+func (s stringMap) mapper() traits.Mapper {
+	return types.DefaultTypeAdapter.NativeToValue(s.m).(traits.Mapper)
+}
+
+// Find implements traits.Mapper.
+func (s stringMap) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		return s.mapper().Find(key)
+	}
+	v, ok := s.m[string(k)]
+	if !ok {
+		return nil, false
+	}
+	return types.String(v), true
+}
+
+// Get implements traits.Indexer.
+func (s stringMap) Get(key ref.Val) ref.Val { return s.mapper().Get(key) }
+
+// Contains implements traits.Container.
+func (s stringMap) Contains(key ref.Val) ref.Val { return s.mapper().Contains(key) }
+
+// Iterator implements traits.Iterable.
+func (s stringMap) Iterator() traits.Iterator { return s.mapper().Iterator() }
+
+// Size implements traits.Sizer.
+func (s stringMap) Size() ref.Val { return types.Int(len(s.m)) }
+
+// ConvertToNative implements ref.Val.
+func (s stringMap) ConvertToNative(t reflect.Type) (any, error) { return s.mapper().ConvertToNative(t) }
+
+// ConvertToType implements ref.Val.
+func (s stringMap) ConvertToType(t ref.Type) ref.Val { return s.mapper().ConvertToType(t) }
+
+// Equal implements ref.Val.
+func (s stringMap) Equal(other ref.Val) ref.Val { return s.mapper().Equal(other) }
+
+// Type implements ref.Val.
+func (s stringMap) Type() ref.Type { return types.MapType }
+
+// Value implements ref.Val.
+func (s stringMap) Value() any { return s.m }
 
 // Parent implements interpreter.Activation.
 func (a *activation) Parent() interpreter.Activation { return nil }
@@ -215,6 +363,8 @@ func (a jsonAdapter) NativeToValue(v any) ref.Val {
 		return types.NewStringInterfaceMap(a, t)
 	case []any:
 		return types.NewDynamicList(a, t)
+	case ref.Val:
+		return t // as the default adapter does, without its long type switch
 	}
 	return types.DefaultTypeAdapter.NativeToValue(v)
 }
