@@ -228,19 +228,34 @@ func (p *parser) finishObject(base, first int) {
 		sorted = compareKeys(ms[i-1].key, ms[i].key) < 0
 	}
 	if !sorted {
-		p.scratch = append(p.scratch[:0], p.out[first:]...)
 		slices.SortFunc(ms, func(a, b member) int { return compareKeys(a.key, b.key) })
-		p.out = p.out[:first]
-		for i, m := range ms {
-			if i > 0 {
-				p.out = append(p.out, ',')
-			}
-			p.out = append(p.out, p.scratch[m.start-first:m.end-first]...)
+		if first <= len(p.out)-first {
+			// Build the whole output again in scratch and swap: copying what precedes
+			// the object (for the top-level object, just "{") costs less than copying
+			// the members out and back.
+			b := append(p.scratch[:0], p.out[:first]...)
+			b = appendMembers(b, p.out, 0, ms)
+			p.out, p.scratch = b, p.out
+		} else {
+			p.scratch = append(p.scratch[:0], p.out[first:]...)
+			p.out = appendMembers(p.out[:first], p.scratch, first, ms)
 		}
 	}
 	clear(ms) // the pooled parser must not keep keys (and so the document) alive
 	p.members = p.members[:base]
 	p.out = append(p.out, '}')
+}
+
+// appendMembers appends the members' text, separated by commas; src holds the output
+// from offset base on.
+func appendMembers(dst, src []byte, base int, ms []member) []byte {
+	for i, m := range ms {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, src[m.start-base:m.end-base]...)
+	}
+	return dst
 }
 
 func (p *parser) popPath() {
