@@ -40,6 +40,9 @@ func TestExecuteWithoutCluster(t *testing.T) {
 		{name: "bad output format", args: []string{"get", "-o", "xml", nowhere}, wantCode: ExitUsage, wantErrOut: `unknown output format "xml"`},
 		{name: "bad duration", args: []string{"call", "echo", "--timeout", "soon"}, wantCode: ExitUsage, wantErrOut: `invalid argument "soon"`},
 		{name: "describe needs a call", args: []string{"describe"}, wantCode: ExitUsage, wantErrOut: "accepts 1 arg(s)"},
+		{name: "mcp wait bound", args: []string{"mcp", "--wait-timeout", "0s", nowhere}, wantCode: ExitUsage, wantErrOut: "--wait-timeout must be positive"},
+		{name: "mcp takes no arguments", args: []string{"mcp", "extra"}, wantCode: ExitUsage, wantErrOut: "unknown command"},
+		{name: "mcp without a cluster", args: []string{"mcp", nowhere}, wantCode: ExitFailure, wantErrOut: "error: reading the kubeconfig:"},
 		{name: "no kubeconfig", args: []string{"get", nowhere}, wantCode: ExitFailure, wantErrOut: "error: reading the kubeconfig:"},
 	}
 	for _, tc := range cases {
