@@ -88,6 +88,9 @@ var _ = Describe("the toolgate CLI and MCP gateway", Ordered, Label("cli", "mcp"
 })
 
 func stderrOf(err error) string {
+	if err == nil {
+		return ""
+	}
 	if ee, ok := err.(*exec.ExitError); ok { //nolint:errorlint // Output returns *exec.ExitError
 		return string(ee.Stderr)
 	}
