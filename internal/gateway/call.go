@@ -37,6 +37,11 @@ const deleteTimeout = 30 * time.Second
 // callTool is the tools/call handler of every served tool: create a ToolCall, wait for its
 // frozen result (or for it to park for approval, or for the wait bound), and answer.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	g.calls.Add(1)
+	defer g.calls.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(g.ctx, cancel)()
 	tool := req.Params.Name
 	log := g.log.WithValues("tool", tool)
 	args := bytes.TrimSpace(req.Params.Arguments)

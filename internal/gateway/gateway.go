@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -54,6 +55,10 @@ type Gateway struct {
 	opts   Options
 	log    logr.Logger
 	server *mcp.Server
+	// ctx is New's: when it ends, calls still in flight are cancelled (and deleted).
+	ctx context.Context
+	// calls counts the tools/calls in flight, so that Serve returns after their cleanup.
+	calls sync.WaitGroup
 	// served is each served tool's MCP form as JSON, to tell a change from a no-op; only
 	// the goroutine that refreshes touches it.
 	served              map[string][]byte
@@ -61,7 +66,8 @@ type Gateway struct {
 }
 
 // New loads the scope's tools (an unknown scope is an error) and keeps them current,
-// watching Tools, ClusterTools and ToolScopes until ctx ends.
+// watching Tools, ClusterTools and ToolScopes until ctx ends. The end of ctx also cancels
+// the tools/calls in flight, as a client's cancellation would.
 func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.Client == nil {
 		return nil, errors.New("gateway: Options.Client is required")
@@ -74,7 +80,7 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		log = logr.Discard()
 	}
 	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
-	g := &Gateway{opts: opts, log: log, served: map[string][]byte{}}
+	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       slog.New(logr.ToSlogHandler(log.WithName("mcp").V(1))),
 		Instructions: "Each tool call runs as a sandboxed Kubernetes Job under toolgate's policies; some calls wait for a person's approval.",
@@ -103,9 +109,12 @@ func (g *Gateway) load(ctx context.Context) error {
 // Server is the underlying MCP server.
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
-// ServeStdio serves one client over stdin/stdout until ctx ends or the client leaves.
+// ServeStdio serves one client over stdin/stdout until ctx ends or the client leaves;
+// it returns once the calls in flight have been cleaned up.
 func (g *Gateway) ServeStdio(ctx context.Context) error {
-	return g.server.Run(ctx, &mcp.StdioTransport{})
+	err := g.server.Run(ctx, &mcp.StdioTransport{})
+	g.calls.Wait()
+	return err
 }
 
 // Serve runs a gateway: over stdio when httpAddr is "", else over streamable HTTP on

@@ -18,16 +18,33 @@ import (
 // shutdownGrace bounds an HTTP shutdown: open event streams are closed after it.
 const shutdownGrace = 5 * time.Second
 
+// statelessProtocol is the first MCP version without the initialize handshake: each
+// request is one POST that carries its own protocol version.
+const statelessProtocol = "2026-07-28"
+
 // HTTPHandler serves clients over the streamable HTTP transport, with the SDK's DNS
-// rebinding protection and cross-origin protection. A request's cancellation (a closed
-// connection included) reaches its tools/call. A body that is not JSON-RPC is answered
-// with a JSON-RPC error (parse error or invalid request) and HTTP 400.
+// rebinding protection and cross-origin protection. Clients of the initialize handshake
+// (protocol 2025-11-25 and before) get sessions, whose event stream carries list_changed;
+// a request they cancel (notifications/cancelled, or a DELETE of the session) is a
+// cancelled call, a dropped connection is not (as that protocol has it). Requests of the
+// stateless protocol (2026-07-28 and later) go to a stateless handler, where the POST is
+// the request: closing it cancels the call. A body that is not JSON-RPC is answered with
+// a JSON-RPC error (parse error or invalid request) and HTTP 400.
 func (g *Gateway) HTTPHandler() http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server }, &mcp.StreamableHTTPOptions{
-		Logger:                       slog.New(logr.ToSlogHandler(g.log.WithName("http").V(1))),
-		PropagateRequestCancellation: true,
+	getServer := func(*http.Request) *mcp.Server { return g.server }
+	logger := slog.New(logr.ToSlogHandler(g.log.WithName("http").V(1)))
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: logger})
+	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger: logger, Stateless: true, PropagateRequestCancellation: true,
 	})
-	return http.NewCrossOriginProtection().Handler(rejectMalformed(h))
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(rejectMalformed(route))
 }
 
 func (g *Gateway) serveHTTP(ctx context.Context, addr string) error {
@@ -48,6 +65,7 @@ func (g *Gateway) serveHTTP(ctx context.Context, addr string) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 	defer cancel()
+	defer g.calls.Wait()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		// Open event streams outlive a graceful shutdown; close them.
 		return srv.Close()

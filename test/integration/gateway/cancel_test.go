@@ -1,7 +1,13 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -45,3 +51,47 @@ func protocolLabel(version string) string {
 	}
 	return " (protocol " + version + ")"
 }
+
+var _ = Describe("A stateless-protocol tools/call whose HTTP request is closed", Label("cancel"), func() {
+	It("deletes its ToolCall: in that protocol the POST is the request", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("forever", Outcome{Hold: true})
+		create(ctx, plainTool("forever", ns).Obj())
+		g := startGateway(ctx, ns, gatewayOptions{})
+		probe := connect(ctx, g, inMemory, "", nil)
+		Eventually(func() []string { return toolNames(ctx, probe) }).WithContext(ctx).Should(ContainElement("forever"))
+		srv := httptest.NewServer(g.HTTPHandler())
+		DeferCleanup(srv.Close)
+
+		body, err := json.Marshal(map[string]any{
+			"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+			"params": map[string]any{"name": "forever", "arguments": map[string]any{}, "_meta": map[string]any{
+				mcp.MetaKeyProtocolVersion:    statelessProtocol,
+				mcp.MetaKeyClientInfo:         map[string]any{"name": "raw", "version": "0"},
+				mcp.MetaKeyClientCapabilities: map[string]any{},
+			}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		reqCtx, closeRequest := context.WithCancel(ctx)
+		defer closeRequest()
+		req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, srv.URL, bytes.NewReader(body))
+		Expect(err).NotTo(HaveOccurred())
+		for k, v := range map[string]string{
+			"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": "tools/call", "Mcp-Name": "forever",
+		} {
+			req.Header.Set(k, v)
+		}
+		answered := make(chan *http.Response, 1)
+		go func() {
+			resp, _ := http.DefaultClient.Do(req)
+			answered <- resp
+		}()
+		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
+			Should(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseRunning)), "the body runs")
+		Expect(answered).NotTo(Receive(), "no answer while the body runs")
+
+		closeRequest()
+		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).Should(BeEmpty())
+	})
+})

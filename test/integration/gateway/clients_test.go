@@ -30,6 +30,9 @@ var transports = []transport{inMemory, streamableHTTP}
 // agent runtimes speak; the SDK's client defaults to the newer stateless protocol.
 const legacyProtocol = "2025-11-25"
 
+// statelessProtocol is the SDK client's default: no handshake, one POST per request.
+const statelessProtocol = "2026-07-28"
+
 // connect opens a client session to g over tr, closed when the spec ends. version ""
 // is the client's default protocol version.
 func connect(ctx SpecContext, g *gateway.Gateway, tr transport, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -50,6 +53,11 @@ func connect(ctx SpecContext, g *gateway.Gateway, tr transport, version string, 
 	cs, err := c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(cs.Close)
+	want := version
+	if want == "" {
+		want = statelessProtocol
+	}
+	Expect(cs.InitializeResult().ProtocolVersion).To(Equal(want), "the protocol the spec means to exercise")
 	return cs
 }
 
