@@ -11,9 +11,11 @@
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the
 //     call's name; it is not cancelled.
-//   - A request the client cancels (notifications/cancelled, a closed connection) before
-//     the result deletes its ToolCall, so a departed agent leaves no work behind; this
-//     needs the delete verb on toolcalls.
+//   - A request the client cancels before the result deletes its ToolCall, so a departed
+//     agent leaves no work behind (this needs the delete verb on toolcalls). Cancelling is
+//     notifications/cancelled, the end of stdio or of an HTTP session, or, in the stateless
+//     protocol, closing the request's POST; stopping the gateway cancels every call in
+//     flight.
 package gateway
 
 import (
