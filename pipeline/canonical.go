@@ -49,6 +49,38 @@ func digestOf(b []byte) string {
 	return string(out[:])
 }
 
+// text is what the parser and the scanning helpers read: a string, or the caller's bytes.
+type text interface{ ~string | ~[]byte }
+
+// appendNormNumber appends the valid JSON number s with the exponent normalisation
+// described above.
+func appendNormNumber[T text](dst []byte, s T) []byte {
+	i := 0
+	for i < len(s) && s[i] != 'e' && s[i] != 'E' {
+		i++
+	}
+	if i == len(s) {
+		return append(dst, s...)
+	}
+	dst = append(dst, s[:i]...)
+	dst = append(dst, 'e')
+	exp := s[i+1:]
+	neg := false
+	switch {
+	case len(exp) > 0 && exp[0] == '+':
+		exp = exp[1:]
+	case len(exp) > 0 && exp[0] == '-':
+		neg, exp = true, exp[1:]
+	}
+	for len(exp) > 1 && exp[0] == '0' {
+		exp = exp[1:]
+	}
+	if neg && (len(exp) != 1 || exp[0] != '0') {
+		dst = append(dst, '-')
+	}
+	return append(dst, exp...)
+}
+
 // normNumber applies the exponent normalisation described above to a valid JSON number.
 func normNumber(s string) string {
 	i := 0
@@ -82,7 +114,8 @@ func normNumber(s string) string {
 // compareKeys orders object keys by UTF-16 code units, as RFC 8785 requires. UTF-8 byte
 // order equals code point order, which differs from UTF-16 order only between
 // supplementary characters and U+E000..U+FFFF.
-func compareKeys(a, b string) int {
+// The keys may be strings or bytes, in any combination.
+func compareKeys[A, B text](a A, b B) int {
 	n := min(len(a), len(b))
 	i := 0
 	for i < n && a[i] == b[i] {
@@ -97,8 +130,8 @@ func compareKeys(a, b string) int {
 	for i > 0 && !utf8.RuneStart(a[i]) {
 		i--
 	}
-	ra, _ := utf8.DecodeRuneInString(a[i:])
-	rb, _ := utf8.DecodeRuneInString(b[i:])
+	ra, _ := decodeRune(a[i:])
+	rb, _ := decodeRune(b[i:])
 	ua, ub := utf16Lead(ra), utf16Lead(rb)
 	if ua != ub {
 		return ua - ub
@@ -106,8 +139,14 @@ func compareKeys(a, b string) int {
 	return int(ra) - int(rb)
 }
 
+// decodeRune is utf8.DecodeRuneInString for strings or bytes; the conversion of at most
+// four bytes does not allocate.
+func decodeRune[T text](s T) (rune, int) {
+	return utf8.DecodeRuneInString(string(s[:min(len(s), utf8.UTFMax)]))
+}
+
 // sortKeys sorts object keys in canonical order.
-func sortKeys(keys []string) { slices.SortFunc(keys, compareKeys) }
+func sortKeys(keys []string) { slices.SortFunc(keys, compareKeys[string, string]) }
 
 // utf16Lead returns the first UTF-16 code unit of r.
 func utf16Lead(r rune) int {
@@ -242,7 +281,7 @@ var plainByte = func() (t [256]bool) {
 // "has a byte below n" test, (x - n*lsb) &^ x & msb, is non-zero exactly when some byte
 // is (bytes from 0x80 up, as UTF-8 uses them, never are). The strings of tool arguments
 // are long runs of plain bytes, which this scans several times faster than the table.
-func skipPlain(s string, i int) int {
+func skipPlain[T text](s T, i int) int {
 	const lsb, msb = 0x0101010101010101, 0x8080808080808080
 	for ; i+8 <= len(s); i += 8 {
 		t := s[i : i+8]
@@ -297,7 +336,7 @@ func appendValidString(dst []byte, s string) []byte {
 }
 
 // isJSONNumber reports whether s is a number literal per RFC 8259.
-func isJSONNumber(s string) bool {
+func isJSONNumber[T text](s T) bool {
 	i := 0
 	if i < len(s) && s[i] == '-' {
 		i++
@@ -331,7 +370,7 @@ func isJSONNumber(s string) bool {
 	return i == len(s)
 }
 
-func skipDigits(s string, i int) int {
+func skipDigits[T text](s T, i int) int {
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}

@@ -129,31 +129,24 @@ func Freeze(raw []byte, opts FreezeOptions) (*Frozen, error) {
 		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
 			Msg: fmt.Sprintf("arguments are %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
 	}
-	return freezeSource(string(raw), opts, true)
+	return freezeDocument(raw, opts, true)
 }
 
-// freezeSource decodes src and writes its canonical form in the same pass. Input that is
-// already canonical (as arguments that went through the apiserver's JSON often are)
-// keeps src as the canonical text instead of a second copy; the comparison itself does
-// not allocate. With object, anything but a JSON object is refused.
-func freezeSource(src string, opts FreezeOptions, object bool) (*Frozen, error) {
-	buf := getEncodeBuffer(len(src))
-	defer putEncodeBuffer(buf)
-	v, deepest, err := parseJSON(src, opts, buf)
+// freezeDocument parses data and freezes it; with object, anything but a JSON object is
+// refused.
+func freezeDocument(data []byte, opts FreezeOptions, object bool) (*Frozen, error) {
+	doc, err := parseDocument(data, "", opts, true)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := v.(map[string]any); object && !ok {
-		return nil, invalid("arguments must be a JSON object, not %s", kindOf(v))
+	if _, ok := doc.value.(map[string]any); object && !ok {
+		return nil, invalid("arguments must be a JSON object, not %s", kindOf(doc.value))
 	}
-	if deepest > maxEncodeDepth {
+	if doc.deepest > maxEncodeDepth {
 		// What encodeCanonical refuses, for options allowing more than it.
 		return nil, invalid("value nested deeper than %d levels", maxEncodeDepth)
 	}
-	if string(*buf) == src {
-		return newFrozenString(src, digestOf(*buf), v), nil
-	}
-	return newFrozen(*buf, v), nil
+	return newFrozenString(doc.canonical, doc.digest, doc.value), nil
 }
 
 // encodeBuffers recycles the scratch buffers canonical bytes are encoded into: newFrozen
@@ -175,66 +168,11 @@ func putEncodeBuffer(buf *[]byte) {
 	}
 }
 
-// parsers recycles the parser's own scratch space (path, members, reordering buffer),
-// which would otherwise be allocated and grown again for every document.
-var parsers = sync.Pool{New: func() any {
-	// path starts with room for typical nesting, sparing its repeated growth.
-	return &parser{path: make([]segment, 0, 4), members: make([]member, 0, 16)}
-}}
-
-func getParser(data string, maxDepth int) *parser {
-	p := parsers.Get().(*parser)
-	p.data, p.maxDepth = data, maxDepth
-	return p
-}
-
-// putParser clears p (it must not keep the document or the output alive) and recycles
-// it, unless a rare huge document grew its buffers.
-func putParser(p *parser) {
-	if cap(p.scratch) > maxPooledBuffer || cap(p.members) > 1<<12 || cap(p.path) > 1<<10 {
-		return
-	}
-	// Popped entries are cleared as they are popped; a failed parse may leave some.
-	clear(p.members)
-	clear(p.path)
-	*p = parser{path: p.path[:0], members: p.members[:0], scratch: p.scratch[:0]}
-	parsers.Put(p)
-}
-
 // decodeJSON decodes exactly one JSON value of any kind under the given limits. Strings
-// of the tree may be substrings of raw (see parser).
+// of the tree are substrings of raw when raw is canonical, else of its canonical form.
 func decodeJSON(raw string, opts FreezeOptions) (any, error) {
-	v, _, err := parseJSON(raw, opts, nil)
-	return v, err
-}
-
-// parseJSON is decodeJSON that also appends the canonical form of the value to *out,
-// unless out is nil, and reports the nesting level of the deepest value (0: the root).
-func parseJSON(raw string, opts FreezeOptions, out *[]byte) (any, int, error) {
-	opts = opts.withDefaults()
-	if len(raw) > opts.MaxBytes {
-		return nil, 0, &FreezeError{Reason: ReasonArgumentsTooLarge,
-			Msg: fmt.Sprintf("JSON document is %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
-	}
-	if !utf8.ValidString(raw) {
-		return nil, 0, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(raw))
-	}
-	p := getParser(raw, opts.MaxDepth)
-	defer putParser(p)
-	if out != nil {
-		p.emit, p.out = true, *out
-		defer func() { *out = p.out }()
-	}
-	p.skipSpace()
-	v, err := p.value(0)
-	if err != nil {
-		return nil, 0, err
-	}
-	p.skipSpace()
-	if p.pos != len(raw) {
-		return nil, 0, invalid("invalid JSON: unexpected data after the value at byte %d", p.pos)
-	}
-	return v, p.deepest, nil
+	doc, err := parseDocument(raw, raw, opts, false)
+	return doc.value, err
 }
 
 func firstInvalidUTF8(b string) int {

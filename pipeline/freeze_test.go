@@ -62,6 +62,7 @@ func TestFreezeCanonical(t *testing.T) {
 				t.Errorf("canonical (-want +got):\n%s", diff)
 			}
 			checkEncoding(t, f)
+			checkAgainstStdlib(t, []byte(tc.in), f)
 			if diff := cmp.Diff(digestOf([]byte(tc.want)), f.Digest()); diff != "" {
 				t.Errorf("digest (-want +got):\n%s", diff)
 			}
@@ -216,6 +217,16 @@ func TestFreezeProperties(t *testing.T) {
 		checkAgainstStdlib(t, []byte(text), f1)
 		checkEncoding(t, f1)
 		checkEncoding(t, f3)
+		// The same values when decoding a string (results, schemas) instead of bytes.
+		for _, in := range []string{text, reordered} {
+			v, err := decodeJSON(in, FreezeOptions{})
+			if err != nil {
+				t.Fatalf("seed %d: decodeJSON(%s): %v", seed, in, err)
+			}
+			if !reflect.DeepEqual(f1.tree(), v) {
+				t.Fatalf("seed %d: decodeJSON(%s) = %#v, want %#v", seed, in, v, f1.tree())
+			}
+		}
 	}
 }
 

@@ -193,8 +193,8 @@ func output(o Outcome, opts NormalizeOptions, meta map[string]string) Result {
 func parseBody(body []byte, opts NormalizeOptions) any {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if v, err := decodeJSON(string(body), FreezeOptions{MaxBytes: opts.MaxOutputBytes}); err == nil {
-			return v
+		if doc, err := parseDocument(body, "", FreezeOptions{MaxBytes: opts.MaxOutputBytes}, false); err == nil {
+			return doc.value
 		}
 	}
 	return string(body)

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -34,46 +35,158 @@ import (
 // duplicate keys, escaped lone surrogates (encoding/json turns them into U+FFFD) and
 // invalid UTF-8 (checked by the caller).
 //
-// The parser reads a string, not bytes: the caller copies the input into one string,
-// and every key, number and escape-free string of the tree is a substring of it. That
-// makes them free instead of one allocation each (most of Freeze's garbage), at the
-// cost that any retained part of the tree keeps the whole input alive, which the Frozen
-// holding the tree does anyway.
-//
-// With emit set, the parser also writes the canonical form of the value into out as it
-// goes (see canonical.go), so freezing needs no second walk over the tree: scalars are
-// written as they are parsed (a string whose escapes are already canonical is copied as
-// it is), and the members of an object are reordered in place when their keys were not
-// already in canonical order.
-type parser struct {
-	data     string
+// It works in two passes. The first reads the input (a string, or the caller's bytes
+// without copying them) and checks it, writes its canonical form into out (see
+// canonical.go: scalars as they are parsed, a string whose escapes are already canonical
+// copied as it is, an object's members reordered in place when their keys were not in
+// canonical order) and records the values on a tape. The second builds the tree from the
+// tape: every key, number and escape-free string of the tree is a substring of the one
+// canonical string the Frozen keeps anyway, so they cost no allocation, and no copy of
+// the input is made (the canonical text was the second copy of a call's arguments). Any
+// retained part of the tree keeps the canonical string alive, which its Frozen does
+// anyway.
+type parser[T text] struct {
+	data     T
 	pos      int
 	maxDepth int
+	deepest  int       // the deepest value's nesting level
 	path     []segment // formatted only when an error is reported
 
-	emit    bool
-	out     []byte
-	deepest int      // the deepest value's nesting level
-	members []member // the members of the objects being parsed, innermost last
-	scratch []byte   // reordering space for finishObject
+	out     []byte      // the canonical form
+	tape    []tapeEntry // the values, in input order
+	decoded []string    // strings with escapes, decoded
+	members []member    // the members of the objects being parsed, innermost last
+	scratch []byte      // reordering space for finishObject
+	decbuf  []byte      // decoding space for escapedStr
 	// canonEscapes is cleared by an escape sequence that differs from the canonical one.
 	canonEscapes bool
 }
 
-// member is where one object member ("key":value) was written in out.
-type member struct {
-	key        string
+// Kinds of tape entries.
+const (
+	tapeObject byte = iota // n members follow, each a tapeKey and its value
+	tapeArray              // n items follow
+	tapeKey
+	tapeString
+	tapeNumber
+	tapeTrue
+	tapeFalse
+	tapeNull
+)
+
+// tapeEntry is one value (or key) of the document. start and end delimit its canonical
+// text in out as it was written (a string's without the quotes). Reordering an object
+// moves each member's text as a block; the member's key entry records by how much
+// (delta), which applies to everything inside the member, so positions are final once
+// the deltas of the enclosing members are added up.
+type tapeEntry struct {
+	kind       byte
 	start, end int
+	n          int // objects and arrays: members or items; strings and keys: 1 + index in decoded, 0 when not escaped
+	delta      int // keys: how far reordering moved the member
+}
+
+// member is an object member being parsed: its key (the text in data without quotes,
+// or a decoded string), where "key":value was written in out and its key's tape entry.
+type member struct {
+	keyStart, keyEnd int
+	dec              int // 1 + index in decoded when the key has escapes
+	start, end       int
+	tape             int
 }
 
 // segment is one step of the path to the member being parsed.
 type segment struct {
-	key   string
-	index int
-	array bool
+	keyStart, keyEnd, dec int // as in member
+	index                 int
+	array                 bool
 }
 
-func (p *parser) fail(format string, args ...any) *FreezeError {
+var (
+	stringParsers = sync.Pool{New: func() any { return new(parser[string]) }}
+	bytesParsers  = sync.Pool{New: func() any { return new(parser[[]byte]) }}
+)
+
+// parserPool recycles the parser's own scratch space (tape, path, members, buffers),
+// which would otherwise be allocated and grown again for every document.
+func parserPool[T text]() *sync.Pool {
+	var zero T
+	if _, ok := any(zero).(string); ok {
+		return &stringParsers
+	}
+	return &bytesParsers
+}
+
+func getParser[T text](data T, maxDepth int) *parser[T] {
+	p := parserPool[T]().Get().(*parser[T])
+	p.data, p.maxDepth = data, maxDepth
+	p.out = slices.Grow(p.out, len(data))
+	return p
+}
+
+// putParser clears p (it must not keep the document or its strings alive) and recycles
+// it, unless a rare huge document grew its buffers.
+func putParser[T text](p *parser[T]) {
+	if cap(p.out) > maxPooledBuffer || cap(p.scratch) > maxPooledBuffer || cap(p.decbuf) > maxPooledBuffer ||
+		cap(p.tape) > maxPooledBuffer/32 || cap(p.members) > 1<<12 || cap(p.path) > 1<<10 {
+		return
+	}
+	clear(p.decoded)
+	*p = parser[T]{path: p.path[:0], out: p.out[:0], tape: p.tape[:0], decoded: p.decoded[:0],
+		members: p.members[:0], scratch: p.scratch[:0], decbuf: p.decbuf[:0]}
+	parserPool[T]().Put(p)
+}
+
+// document is a parsed JSON document.
+type document struct {
+	value     any
+	canonical string
+	digest    string // with parseDocument's digest only
+	deepest   int    // the deepest value's nesting level (0: the root)
+}
+
+// parseDocument parses exactly one JSON value of any kind under the given limits. src is
+// data when data is a string, so that canonical input is its own canonical text. With
+// digest, the canonical text's digest is computed too.
+func parseDocument[T text](data T, src string, opts FreezeOptions, digest bool) (document, error) {
+	opts = opts.withDefaults()
+	if len(data) > opts.MaxBytes {
+		return document{}, &FreezeError{Reason: ReasonArgumentsTooLarge,
+			Msg: fmt.Sprintf("JSON document is %d bytes, over the limit of %d bytes", len(data), opts.MaxBytes)}
+	}
+	if !validUTF8(data) {
+		return document{}, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(string(data)))
+	}
+	p := getParser(data, opts.MaxDepth)
+	defer putParser(p)
+	p.skipSpace()
+	if err := p.value(0); err != nil {
+		return document{}, err
+	}
+	p.skipSpace()
+	if p.pos != len(data) {
+		return document{}, invalid("invalid JSON: unexpected data after the value at byte %d", p.pos)
+	}
+	doc := document{canonical: src, deepest: p.deepest}
+	if string(p.out) != src {
+		doc.canonical = string(p.out)
+	}
+	if digest {
+		doc.digest = digestOf(p.out)
+	}
+	b := builder{tape: p.tape, canonical: doc.canonical, decoded: p.decoded}
+	doc.value = b.value(0)
+	return doc, nil
+}
+
+func validUTF8[T text](s T) bool {
+	if b, ok := any(s).([]byte); ok {
+		return utf8.Valid(b)
+	}
+	return utf8.ValidString(string(s))
+}
+
+func (p *parser[T]) fail(format string, args ...any) *FreezeError {
 	msg := fmt.Sprintf(format, args...)
 	if ptr := p.pointer(); ptr != "" {
 		msg += " (at " + ptr + ")"
@@ -81,23 +194,32 @@ func (p *parser) fail(format string, args ...any) *FreezeError {
 	return &FreezeError{Reason: ReasonArgumentsNotObject, Pointer: p.pointer(), Msg: msg}
 }
 
-func (p *parser) unexpected() *FreezeError {
+func (p *parser[T]) unexpected() *FreezeError {
 	if p.pos >= len(p.data) {
 		return p.fail("invalid JSON: unexpected end of input")
 	}
-	r, _ := utf8.DecodeRuneInString(p.data[p.pos:])
+	r, _ := decodeRune(p.data[p.pos:])
 	return p.fail("invalid JSON: unexpected character %q at byte %d", r, p.pos)
 }
 
-func (p *parser) pointer() string {
+func (p *parser[T]) pointer() string {
 	tokens := make([]string, len(p.path))
 	for i, s := range p.path {
-		tokens[i] = s.key
 		if s.array {
 			tokens[i] = strconv.Itoa(s.index)
+		} else {
+			tokens[i] = p.key(s.keyStart, s.keyEnd, s.dec)
 		}
 	}
 	return jsonPointer(tokens)
+}
+
+// key returns a key as a string (allocating for a key read from bytes).
+func (p *parser[T]) key(start, end, dec int) string {
+	if dec > 0 {
+		return p.decoded[dec-1]
+	}
+	return string(p.data[start:end])
 }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
@@ -112,7 +234,7 @@ func jsonPointer(tokens []string) string {
 	return b.String()
 }
 
-func (p *parser) skipSpace() {
+func (p *parser[T]) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case ' ', '\t', '\n', '\r':
@@ -124,15 +246,15 @@ func (p *parser) skipSpace() {
 }
 
 // value parses one value; leading whitespace must already be skipped.
-func (p *parser) value(depth int) (any, error) {
+func (p *parser[T]) value(depth int) error {
 	if p.pos >= len(p.data) {
-		return nil, p.unexpected()
+		return p.unexpected()
 	}
 	p.deepest = max(p.deepest, depth)
 	switch c := p.data[p.pos]; {
 	case c == '{' || c == '[':
 		if depth >= p.maxDepth {
-			return nil, p.fail("JSON nested deeper than %d levels", p.maxDepth)
+			return p.fail("JSON nested deeper than %d levels", p.maxDepth)
 		}
 		p.pos++
 		if c == '{' {
@@ -140,165 +262,208 @@ func (p *parser) value(depth int) (any, error) {
 		}
 		return p.array(depth + 1)
 	case c == '"':
-		return p.str()
+		_, _, _, err := p.str(tapeString)
+		return err
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	case c == 't':
-		return p.literal("true", true)
+		return p.literal("true", tapeTrue)
 	case c == 'f':
-		return p.literal("false", false)
+		return p.literal("false", tapeFalse)
 	case c == 'n':
-		return p.literal("null", nil)
+		return p.literal("null", tapeNull)
 	}
-	return nil, p.unexpected()
+	return p.unexpected()
 }
 
-func (p *parser) literal(word string, v any) (any, error) {
-	if !strings.HasPrefix(p.data[p.pos:], word) {
-		return nil, p.unexpected()
+func (p *parser[T]) literal(word string, kind byte) error {
+	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+		return p.unexpected()
 	}
 	p.pos += len(word)
-	if p.emit {
-		p.out = append(p.out, word...)
-	}
-	return v, nil
+	p.out = append(p.out, word...)
+	p.tape = append(p.tape, tapeEntry{kind: kind})
+	return nil
 }
 
-func (p *parser) object(depth int) (any, error) {
-	m := make(map[string]any)
+// smallDuplicateScan is the member count up to which duplicate keys are found by comparing
+// with each earlier member rather than through a set.
+const smallDuplicateScan = 32
+
+func (p *parser[T]) object(depth int) error {
+	entry := len(p.tape)
+	p.tape = append(p.tape, tapeEntry{kind: tapeObject})
 	p.skipSpace()
-	if p.emit {
-		p.out = append(p.out, '{')
-	}
+	p.out = append(p.out, '{')
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		if p.emit {
-			p.out = append(p.out, '}')
-		}
-		return m, nil
+		p.out = append(p.out, '}')
+		return nil
 	}
 	base, first := len(p.members), len(p.out)
-	for {
+	var seen map[string]struct{} // for large objects
+	for n := 0; ; n++ {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return nil, p.unexpected()
+			return p.unexpected()
 		}
-		if p.emit && len(m) > 0 {
+		if n > 0 {
 			p.out = append(p.out, ',')
 		}
-		start := len(p.out)
-		key, err := p.str()
+		start, keyEntry := len(p.out), len(p.tape)
+		ks, ke, dec, err := p.str(tapeKey)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		p.path = append(p.path, segment{key: key})
-		if _, dup := m[key]; dup {
-			return nil, p.fail("duplicate key %q", key)
+		p.path = append(p.path, segment{keyStart: ks, keyEnd: ke, dec: dec})
+		if p.duplicate(base, ks, ke, dec, &seen) {
+			return p.fail("duplicate key %q", p.key(ks, ke, dec))
 		}
 		if err := p.expect(':'); err != nil {
-			return nil, err
+			return err
 		}
-		if p.emit {
-			p.out = append(p.out, ':')
-		}
-		v, err := p.value(depth)
-		if err != nil {
-			return nil, err
+		p.out = append(p.out, ':')
+		if err := p.value(depth); err != nil {
+			return err
 		}
 		p.popPath()
-		m[key] = v
-		if p.emit {
-			p.members = append(p.members, member{key: key, start: start, end: len(p.out)})
-		}
+		p.members = append(p.members, member{keyStart: ks, keyEnd: ke, dec: dec, start: start, end: len(p.out), tape: keyEntry})
 		if done, err := p.next('}'); done || err != nil {
-			if done && p.emit {
+			if done {
+				p.tape[entry].n = n + 1
 				p.finishObject(base, first)
 			}
-			return m, err
+			return err
 		}
 	}
+}
+
+// duplicate reports whether the key (ks, ke, dec) equals one of the object's earlier
+// members (from base on), comparing decoded keys.
+func (p *parser[T]) duplicate(base, ks, ke, dec int, seen *map[string]struct{}) bool {
+	ms := p.members[base:]
+	if len(ms) < smallDuplicateScan {
+		for _, m := range ms {
+			if p.sameKey(m, ks, ke, dec) {
+				return true
+			}
+		}
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]struct{}, 2*len(ms))
+		for _, m := range ms {
+			(*seen)[p.key(m.keyStart, m.keyEnd, m.dec)] = struct{}{}
+		}
+	}
+	k := p.key(ks, ke, dec)
+	if _, dup := (*seen)[k]; dup {
+		return true
+	}
+	(*seen)[k] = struct{}{}
+	return false
+}
+
+func (p *parser[T]) sameKey(m member, ks, ke, dec int) bool {
+	switch {
+	case m.dec == 0 && dec == 0:
+		return string(p.data[m.keyStart:m.keyEnd]) == string(p.data[ks:ke])
+	case m.dec == 0:
+		return string(p.data[m.keyStart:m.keyEnd]) == p.decoded[dec-1]
+	case dec == 0:
+		return p.decoded[m.dec-1] == string(p.data[ks:ke])
+	}
+	return p.decoded[m.dec-1] == p.decoded[dec-1]
+}
+
+// compareMembers orders members by their decoded keys.
+func (p *parser[T]) compareMembers(a, b member) int {
+	switch {
+	case a.dec == 0 && b.dec == 0:
+		return compareKeys(p.data[a.keyStart:a.keyEnd], p.data[b.keyStart:b.keyEnd])
+	case a.dec == 0:
+		return compareKeys(p.data[a.keyStart:a.keyEnd], p.decoded[b.dec-1])
+	case b.dec == 0:
+		return compareKeys(p.decoded[a.dec-1], p.data[b.keyStart:b.keyEnd])
+	}
+	return compareKeys(p.decoded[a.dec-1], p.decoded[b.dec-1])
 }
 
 // finishObject puts the members written since first in canonical key order, unless they
 // already are (as in input that was canonical or encoded from sorted keys), and closes
 // the object.
-func (p *parser) finishObject(base, first int) {
+func (p *parser[T]) finishObject(base, first int) {
 	ms := p.members[base:]
 	sorted := true
 	for i := 1; i < len(ms) && sorted; i++ {
-		sorted = compareKeys(ms[i-1].key, ms[i].key) < 0
+		sorted = p.compareMembers(ms[i-1], ms[i]) < 0
 	}
 	if !sorted {
-		slices.SortFunc(ms, func(a, b member) int { return compareKeys(a.key, b.key) })
+		slices.SortFunc(ms, p.compareMembers)
 		if first <= len(p.out)-first {
 			// Build the whole output again in scratch and swap: copying what precedes
 			// the object (for the top-level object, just "{") costs less than copying
 			// the members out and back.
-			b := append(p.scratch[:0], p.out[:first]...)
-			b = appendMembers(b, p.out, 0, ms)
-			p.out, p.scratch = b, p.out
+			p.scratch = append(p.scratch[:0], p.out[:first]...)
+			p.scratch = p.appendMembers(p.scratch, p.out, 0, ms)
+			p.out, p.scratch = p.scratch, p.out
 		} else {
 			p.scratch = append(p.scratch[:0], p.out[first:]...)
-			p.out = appendMembers(p.out[:first], p.scratch, first, ms)
+			p.out = p.appendMembers(p.out[:first], p.scratch, first, ms)
 		}
 	}
-	clear(ms) // the pooled parser must not keep keys (and so the document) alive
 	p.members = p.members[:base]
 	p.out = append(p.out, '}')
 }
 
-// appendMembers appends the members' text, separated by commas; src holds the output
-// from offset base on.
-func appendMembers(dst, src []byte, base int, ms []member) []byte {
+// appendMembers appends the members' text, separated by commas, and records how far
+// each moved; src holds the output from offset base on.
+func (p *parser[T]) appendMembers(dst, src []byte, base int, ms []member) []byte {
 	for i, m := range ms {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
+		p.tape[m.tape].delta = len(dst) - m.start
 		dst = append(dst, src[m.start-base:m.end-base]...)
 	}
 	return dst
 }
 
-func (p *parser) popPath() {
-	p.path[len(p.path)-1] = segment{}
+func (p *parser[T]) popPath() {
 	p.path = p.path[:len(p.path)-1]
 }
 
-func (p *parser) array(depth int) (any, error) {
-	a := make([]any, 0, 4)
+func (p *parser[T]) array(depth int) error {
+	entry := len(p.tape)
+	p.tape = append(p.tape, tapeEntry{kind: tapeArray})
 	p.skipSpace()
-	if p.emit {
-		p.out = append(p.out, '[')
-	}
+	p.out = append(p.out, '[')
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		if p.emit {
-			p.out = append(p.out, ']')
-		}
-		return a, nil
+		p.out = append(p.out, ']')
+		return nil
 	}
 	p.path = append(p.path, segment{array: true})
-	for {
-		p.path[len(p.path)-1].index = len(a)
-		if p.emit && len(a) > 0 {
+	for n := 0; ; n++ {
+		p.path[len(p.path)-1].index = n
+		if n > 0 {
 			p.out = append(p.out, ',')
 		}
-		v, err := p.value(depth)
-		if err != nil {
-			return nil, err
+		if err := p.value(depth); err != nil {
+			return err
 		}
-		a = append(a, v)
 		if done, err := p.next(']'); done || err != nil {
 			p.popPath()
-			if done && p.emit {
+			if done {
+				p.tape[entry].n = n + 1
 				p.out = append(p.out, ']')
 			}
-			return a, err
+			return err
 		}
 	}
 }
 
 // expect consumes optional whitespace, the byte c, and whitespace after it.
-func (p *parser) expect(c byte) error {
+func (p *parser[T]) expect(c byte) error {
 	p.skipSpace()
 	if p.pos >= len(p.data) || p.data[p.pos] != c {
 		return p.unexpected()
@@ -309,7 +474,7 @@ func (p *parser) expect(c byte) error {
 }
 
 // next consumes the separator after a member: ',' (done false) or the closing byte.
-func (p *parser) next(closing byte) (bool, error) {
+func (p *parser[T]) next(closing byte) (bool, error) {
 	p.skipSpace()
 	if p.pos < len(p.data) {
 		switch p.data[p.pos] {
@@ -325,7 +490,7 @@ func (p *parser) next(closing byte) (bool, error) {
 	return false, p.unexpected()
 }
 
-func (p *parser) number() (any, error) {
+func (p *parser[T]) number() error {
 	start := p.pos
 	end := start
 	for end < len(p.data) && isNumberByte(p.data[end]) {
@@ -333,81 +498,79 @@ func (p *parser) number() (any, error) {
 	}
 	lit := p.data[start:end]
 	if !isJSONNumber(lit) {
-		return nil, p.fail("invalid JSON: malformed number %q at byte %d", lit, start)
+		return p.fail("invalid JSON: malformed number %q at byte %d", string(lit), start)
 	}
 	p.pos = end
-	n := normNumber(lit)
-	if p.emit {
-		p.out = append(p.out, n...)
-	}
-	return json.Number(n), nil
+	at := len(p.out)
+	p.out = appendNormNumber(p.out, lit)
+	p.tape = append(p.tape, tapeEntry{kind: tapeNumber, start: at, end: len(p.out)})
+	return nil
 }
 
 func isNumberByte(c byte) bool {
 	return (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// str parses a string starting at the opening quote. The input is valid UTF-8.
-func (p *parser) str() (string, error) {
-	start := p.pos + 1
-	if i := skipPlain(p.data, start); i < len(p.data) {
-		switch c := p.data[i]; {
-		case c == '"':
-			p.pos = i + 1
-			if p.emit {
-				// No escapes, no control characters: the text is canonical as it is.
-				p.out = append(p.out, p.data[start-1:i+1]...)
-			}
-			return p.data[start:i], nil
-		case c == '\\':
-			if !p.emit {
-				return p.escapedStr(start, i)
-			}
-			p.canonEscapes = true
-			s, err := p.escapedStr(start, i)
-			if err == nil {
-				if p.canonEscapes {
-					p.out = append(p.out, p.data[start-1:p.pos]...)
-				} else {
-					p.out = appendValidString(p.out, s)
-				}
-			}
-			return s, err
-		case c < 0x20:
-			p.pos = i
-			return "", p.fail("invalid JSON: control character in string at byte %d", i)
-		}
+// str parses a string starting at the opening quote, writes it and records it as kind
+// (tapeString or tapeKey). It returns where its text is in data and, for a string with
+// escapes, 1 + its index in decoded. The input is valid UTF-8.
+func (p *parser[T]) str(kind byte) (start, end, dec int, err error) {
+	start = p.pos + 1
+	i := skipPlain(p.data, start)
+	if i >= len(p.data) {
+		p.pos = len(p.data)
+		return 0, 0, 0, p.unexpected()
 	}
-	p.pos = len(p.data)
-	return "", p.unexpected()
+	switch p.data[i] {
+	case '"':
+		// No escapes, no control characters: the text is canonical as it is.
+		p.pos = i + 1
+		at := len(p.out)
+		p.out = append(p.out, p.data[start-1:i+1]...)
+		p.tape = append(p.tape, tapeEntry{kind: kind, start: at + 1, end: len(p.out) - 1})
+		return start, i, 0, nil
+	case '\\':
+		p.canonEscapes = true
+		s, err := p.escapedStr(start, i)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		p.decoded = append(p.decoded, s)
+		at := len(p.out)
+		if p.canonEscapes {
+			p.out = append(p.out, p.data[start-1:p.pos]...)
+		} else {
+			p.out = appendValidString(p.out, s)
+		}
+		p.tape = append(p.tape, tapeEntry{kind: kind, start: at + 1, end: len(p.out) - 1, n: len(p.decoded)})
+		return start, p.pos - 1, len(p.decoded), nil
+	}
+	p.pos = i
+	return 0, 0, 0, p.fail("invalid JSON: control character in string at byte %d", i)
 }
 
-// escapedStr finishes a string that contains escapes; i is the first backslash. The
-// next quote bounds the unescaped length unless an escaped quote precedes it, so the
-// builder is sized from a fast IndexByte and usually built in one allocation. Runs of
+// escapedStr decodes a string that contains escapes; i is the first backslash. Runs of
 // plain bytes are copied at once.
-func (p *parser) escapedStr(start, i int) (string, error) {
-	var b strings.Builder
-	if q := strings.IndexByte(p.data[i:], '"'); q >= 0 {
-		b.Grow(i + q - start)
-	}
-	b.WriteString(p.data[start:i])
+func (p *parser[T]) escapedStr(start, i int) (string, error) {
+	b := p.decbuf[:0]
+	b = append(b, p.data[start:i]...)
 	for i < len(p.data) {
 		j := skipPlain(p.data, i)
-		b.WriteString(p.data[i:j])
+		b = append(b, p.data[i:j]...)
 		if i = j; i >= len(p.data) {
 			break
 		}
 		switch c := p.data[i]; {
 		case c == '"':
 			p.pos = i + 1
-			return b.String(), nil
+			p.decbuf = b // keep the grown buffer for the next string
+			return string(b), nil
 		case c < 0x20:
 			p.pos = i
 			return "", p.fail("invalid JSON: control character in string at byte %d", i)
 		}
 		var err error
-		if i, err = p.escape(&b, i); err != nil {
+		if b, i, err = p.escape(b, i); err != nil {
 			return "", err
 		}
 	}
@@ -417,10 +580,10 @@ func (p *parser) escapedStr(start, i int) (string, error) {
 
 // escape decodes the escape sequence at data[i] (a backslash) onto b and returns the
 // index after it.
-func (p *parser) escape(b *strings.Builder, i int) (int, error) {
+func (p *parser[T]) escape(b []byte, i int) ([]byte, int, error) {
 	if i+1 >= len(p.data) {
 		p.pos = len(p.data)
-		return i, p.unexpected()
+		return b, i, p.unexpected()
 	}
 	c := p.data[i+1]
 	switch c {
@@ -441,17 +604,16 @@ func (p *parser) escape(b *strings.Builder, i int) (int, error) {
 		return p.unicodeEscape(b, i)
 	default:
 		p.pos = i
-		return i, p.fail("invalid JSON: invalid escape at byte %d", i)
+		return b, i, p.fail("invalid JSON: invalid escape at byte %d", i)
 	}
-	b.WriteByte(c)
-	return i + 2, nil
+	return append(b, c), i + 2, nil
 }
 
-func (p *parser) unicodeEscape(b *strings.Builder, i int) (int, error) {
+func (p *parser[T]) unicodeEscape(b []byte, i int) ([]byte, int, error) {
 	u, ok := hex4(p.data[i:])
 	if !ok {
 		p.pos = i
-		return i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
+		return b, i, p.fail("invalid JSON: invalid \\u escape at byte %d", i)
 	}
 	r := rune(u)
 	if !canonicalUnicodeEscape(p.data[i+2:i+6], r) {
@@ -459,23 +621,21 @@ func (p *parser) unicodeEscape(b *strings.Builder, i int) (int, error) {
 	}
 	if utf16.IsSurrogate(r) {
 		lo, ok := hex4(p.data[i+6:])
-		if r >= 0xDC00 || !ok || p.data[i+6] != '\\' || p.data[i+7] != 'u' {
+		if r >= 0xDC00 || !ok {
 			p.pos = i
-			return i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
 		}
 		if r = utf16.DecodeRune(r, rune(lo)); r == utf8.RuneError {
 			p.pos = i
-			return i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
+			return b, i, p.fail("invalid \\u escape at byte %d: lone UTF-16 surrogate", i)
 		}
-		b.WriteRune(r)
-		return i + 12, nil
+		return utf8.AppendRune(b, r), i + 12, nil
 	}
-	b.WriteRune(r)
-	return i + 6, nil
+	return utf8.AppendRune(b, r), i + 6, nil
 }
 
 // hex4 reads the four hex digits of a "\uXXXX" escape at the start of b.
-func hex4(b string) (int, bool) {
+func hex4[T text](b T) (int, bool) {
 	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
 		return 0, false
 	}
@@ -498,10 +658,59 @@ func hex4(b string) (int, bool) {
 // canonicalUnicodeEscape reports whether \u followed by hex (the four digits, decoding
 // to r) is how the canonical form writes r: only control characters without a short
 // escape are written that way, in lower-case hex.
-func canonicalUnicodeEscape(hex string, r rune) bool {
+func canonicalUnicodeEscape[T text](hex T, r rune) bool {
 	switch r {
 	case '\b', '\f', '\n', '\r', '\t':
 		return false
 	}
 	return r < 0x20 && hex[0] == '0' && hex[1] == '0' && hex[2] == hexDigits[r>>4] && hex[3] == hexDigits[r&0xF]
+}
+
+// builder makes the tree from a parser's tape (the second pass).
+type builder struct {
+	tape      []tapeEntry
+	i         int
+	canonical string
+	decoded   []string
+}
+
+// value builds the value at the tape's current entry; shift is the sum of the deltas of
+// the members it is in.
+func (b *builder) value(shift int) any {
+	e := &b.tape[b.i]
+	b.i++
+	switch e.kind {
+	case tapeObject:
+		m := make(map[string]any, e.n)
+		for range e.n {
+			k := &b.tape[b.i]
+			b.i++
+			at := shift + k.delta
+			key := b.str(k, at)
+			m[key] = b.value(at)
+		}
+		return m
+	case tapeArray:
+		a := make([]any, e.n)
+		for j := range a {
+			a[j] = b.value(shift)
+		}
+		return a
+	case tapeString:
+		return b.str(e, shift)
+	case tapeNumber:
+		return json.Number(b.canonical[e.start+shift : e.end+shift])
+	case tapeTrue:
+		return true
+	case tapeFalse:
+		return false
+	}
+	return nil
+}
+
+func (b *builder) str(e *tapeEntry, shift int) string {
+	if e.n > 0 {
+		return b.decoded[e.n-1]
+	}
+	return b.canonical[e.start+shift : e.end+shift]
 }

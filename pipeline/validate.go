@@ -106,7 +106,7 @@ func compileSchema(doc []byte) (s *Schema, err error) {
 			s, err = nil, &SchemaError{Msg: fmt.Sprintf("schema compiler failed: %v", r)}
 		}
 	}()
-	frozen, err := freezeSource(string(doc), FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128}, false)
+	frozen, err := freezeDocument(doc, FreezeOptions{MaxBytes: MaxSchemaBytes, MaxDepth: 128}, false)
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
