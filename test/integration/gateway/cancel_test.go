@@ -34,7 +34,7 @@ var _ = Describe("A tools/call the client cancels", Label("cancel"), func() {
 					_, err := cs.CallTool(callCtx, mcpCall("forever", nil))
 					returned <- err
 				}()
-				Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
+				Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).WithTimeout(LongTimeout).
 					Should(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseRunning)), "the body runs")
 
 				cancel()
@@ -87,7 +87,7 @@ var _ = Describe("A stateless-protocol tools/call whose HTTP request is closed",
 			resp, _ := http.DefaultClient.Do(req)
 			answered <- resp
 		}()
-		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
+		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).WithTimeout(LongTimeout).
 			Should(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseRunning)), "the body runs")
 		Expect(answered).NotTo(Receive(), "no answer while the body runs")
 

@@ -50,7 +50,7 @@ var _ = Describe("gateway.Serve over HTTP", Label("serve"), func() {
 				To(Equal(map[string]any{"text": "over the wire"}))
 
 			go func() { _, _ = cs.CallTool(ctx, mcpCall("forever", nil)) }()
-			Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
+			Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).WithTimeout(LongTimeout).
 				Should(ContainElement(HaveField("Status.Phase", v1alpha1.PhaseRunning)))
 
 			stop()
