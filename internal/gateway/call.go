@@ -60,7 +60,11 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	log = log.WithValues("toolCall", klog.KObj(call))
 	res, outcome, err := g.await(ctx, call)
-	if err != nil {
+	switch {
+	case outcome == outcomeCancelled:
+		log.Info("tools/call", "outcome", outcome)
+		return nil, err
+	case err != nil:
 		log.Error(err, "tools/call", "outcome", outcome)
 		return nil, err
 	}
