@@ -61,3 +61,17 @@ func TestBuildArguments(t *testing.T) {
 		})
 	}
 }
+
+func TestUnescapeHTML(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"c":"2\u003e\u00261 | a \u003c b"}`: `{"c":"2>&1 | a < b"}`,
+		`{"c":"\\u003e"}`:                     `{"c":"\\u003e"}`,
+		`{"c":"\\\u003e"}`:                    `{"c":"\\>"}`,
+		`{"c":"\u00e9 \"q\""}`:                `{"c":"\u00e9 \"q\""}`,
+		`"\`:                                  `"\`,
+	} {
+		if got := unescapeHTML(in); got != want {
+			t.Errorf("unescapeHTML(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -71,14 +71,44 @@ func callList(calls []v1alpha1.ToolCall) *v1alpha1.ToolCallList {
 	return list
 }
 
-// prettyJSON indents raw JSON with two spaces, keeping key order and numbers as written;
+// prettyJSON indents raw JSON with two spaces, keeping key order and numbers as written,
+// and shows <, > and & as themselves (the API server's JSON encoder escapes them);
 // invalid JSON is returned as it is.
 func prettyJSON(raw []byte) string {
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, raw, "", "  "); err != nil {
 		return string(raw)
 	}
-	return buf.String()
+	return unescapeHTML(buf.String())
+}
+
+// htmlEscapes are the escapes Go's JSON encoder writes for <, > and &.
+var htmlEscapes = map[string]byte{`\u003c`: '<', `\u003e`: '>', `\u0026`: '&'}
+
+// unescapeHTML replaces the escapes \u003c, \u003e and \u0026 in JSON text with the
+// characters they stand for, walking escapes pairwise so that an escaped backslash
+// followed by "u003c" is left alone. The result is the same JSON value.
+func unescapeHTML(s string) string {
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+6 <= len(s) {
+			if c, ok := htmlEscapes[strings.ToLower(s[i:i+6])]; ok {
+				b.WriteByte(c)
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(s[i : i+2])
+		i++
+	}
+	return b.String()
 }
 
 // indent prefixes every line of s.
