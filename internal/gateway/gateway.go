@@ -22,7 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -114,9 +116,14 @@ func (g *Gateway) Server() *mcp.Server { return g.server }
 // ServeStdio serves one client over stdin/stdout until ctx ends or the client leaves;
 // it returns once the calls in flight have been cleaned up.
 func (g *Gateway) ServeStdio(ctx context.Context) error {
-	err := g.server.Run(ctx, &mcp.StdioTransport{})
+	err := g.serveIO(ctx, os.Stdin, os.Stdout)
 	g.calls.Wait()
 	return err
+}
+
+// serveIO serves one client over newline-delimited JSON-RPC on in and out.
+func (g *Gateway) serveIO(ctx context.Context, in io.Reader, out io.Writer) error {
+	return g.server.Run(ctx, stdioTransport(in, out))
 }
 
 // Serve runs a gateway: over stdio when httpAddr is "", else over streamable HTTP on

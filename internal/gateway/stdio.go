@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTransport is the SDK's newline-delimited transport over in and out, except that
+// a line which is not JSON (-32700) or not JSON-RPC (-32600) is answered with a JSON-RPC
+// error (id null) and skipped, where the SDK would end the session: one bad line from a
+// client must not take the gateway down. A line longer than mcp.DefaultMaxLineLength
+// ends the session, as it does in the SDK.
+func stdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	pr, pw := io.Pipe()
+	w := &lockedWriter{w: out}
+	go filterLines(in, pw, w)
+	return &mcp.IOTransport{Reader: pr, Writer: w}
+}
+
+// filterLines copies the JSON-RPC lines of in to pw and answers the others on out.
+func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64*1024), mcp.DefaultMaxLineLength)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		if code, msg := checkJSONRPC(line); code != 0 {
+			if writeLineError(out, code, msg) != nil {
+				break
+			}
+			continue
+		}
+		if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
+			return // the session has ended
+		}
+	}
+	pw.CloseWithError(sc.Err()) // nil: io.EOF for the SDK, the client has gone
+}
+
+func writeLineError(w io.Writer, code int64, msg string) error {
+	data, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+// lockedWriter serialises whole-line writes of the SDK and of filterLines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Close does not close the underlying writer (stdout outlives the session).
+func (l *lockedWriter) Close() error { return nil }
