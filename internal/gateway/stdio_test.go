@@ -77,7 +77,8 @@ func TestStdioAnswersBadLinesAndGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-done: // the end of stdin ends the session
+	case err := <-done: // the end of stdin ends the session
+		t.Logf("session ended: %v", err)
 	case <-ctx.Done():
 		t.Fatal("the session did not end with stdin")
 	}
