@@ -107,7 +107,7 @@ type readCloser struct {
 // message or a batch of them.
 func checkJSONRPC(body []byte) (int64, string) {
 	if !json.Valid(body) {
-		return jsonrpc.CodeParseError, "parse error: the request body is not valid JSON"
+		return jsonrpc.CodeParseError, "parse error: the message is not valid JSON"
 	}
 	msgs := []json.RawMessage{body}
 	if trimmed := bytes.TrimSpace(body); trimmed[0] == '[' {
