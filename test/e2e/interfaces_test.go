@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -58,13 +59,15 @@ var _ = Describe("the toolgate CLI and MCP gateway", Ordered, Label("cli", "mcp"
 		}
 		Expect(names).To(ContainElements("echo", "sh", "sleep"))
 
+		// A message of this run only, to find the call among earlier ones.
+		message := fmt.Sprintf("hi from MCP %d", time.Now().UnixNano())
 		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "echo",
-			Arguments: map[string]any{"message": "hi from MCP"}})
+			Arguments: map[string]any{"message": message}})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(res.IsError).To(BeFalse(), "result: %+v", res.Content)
 		structured, err := json.Marshal(res.StructuredContent)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(structured).To(MatchJSON(`{"message":"hi from MCP"}`))
+		Expect(structured).To(MatchJSON(fmt.Sprintf(`{"message":%q}`, message)))
 
 		// The gateway created a real ToolCall as user agent, which ran in a real Pod.
 		var calls toolgatev1alpha1.ToolCallList
@@ -73,7 +76,7 @@ var _ = Describe("the toolgate CLI and MCP gateway", Ordered, Label("cli", "mcp"
 		var mine *toolgatev1alpha1.ToolCall
 		for i := range calls.Items {
 			c := &calls.Items[i]
-			if c.Spec.Tool == "echo" && string(c.Spec.Arguments.Raw) == `{"message":"hi from MCP"}` {
+			if c.Spec.Tool == "echo" && string(c.Spec.Arguments.Raw) == fmt.Sprintf(`{"message":%q}`, message) {
 				mine = c
 			}
 		}
