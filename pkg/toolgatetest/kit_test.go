@@ -130,3 +130,18 @@ func TestMatchers(t *testing.T) {
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	g.Expect(raw).To(gomega.MatchJSON(`{"ok":true,"content":{"n":1}}`))
 }
+
+func TestShippedUserRoles(t *testing.T) {
+	for _, role := range []UserRole{AgentRole, ApproverRole} {
+		cr, err := role.ClusterRole()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cr.Name != string(role) || len(cr.Rules) == 0 {
+			t.Errorf("%s: name %q, %d rules", role, cr.Name, len(cr.Rules))
+		}
+	}
+	if _, err := UserRole("toolgate-admin").ClusterRole(); err == nil {
+		t.Error("an unknown role must be an error")
+	}
+}

@@ -94,8 +94,8 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 	})
 
 	It("works with the shipped roles: an agent calls, an approver approves, the agent may not", func(ctx SpecContext) {
-		bindShippedRole(ctx, ns, "agent_role.yaml", "robot")
-		bindShippedRole(ctx, ns, "approver_role.yaml", "carol")
+		bindShippedRole(ctx, ns, AgentRole, "robot")
+		bindShippedRole(ctx, ns, ApproverRole, "carol")
 		_, errOut, code := background(ctx, "robot", ns, "call", "echo", "text=deploy", "--wait")
 		Eventually(errOut).Should(gbytes.Say("awaits approval"))
 		call := onlyCall(ctx, ns, v1alpha1.PhaseAwaitingApproval)

@@ -16,9 +16,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,7 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/cli"
@@ -147,22 +143,10 @@ func create(ctx SpecContext, objs ...client.Object) {
 	}
 }
 
-// bindShippedRole binds config/rbac/<file> (a ClusterRole) to user in ns only.
-func bindShippedRole(ctx SpecContext, ns, file, user string) {
-	root, err := toolgatetest.ModuleRoot()
+// bindShippedRole binds the shipped ClusterRole to user in ns only.
+func bindShippedRole(ctx SpecContext, ns string, role toolgatetest.UserRole, user string) {
+	_, err := env.BindUserRole(ctx, ns, role, user)
 	Expect(err).NotTo(HaveOccurred())
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", file))
-	Expect(err).NotTo(HaveOccurred())
-	role := &rbacv1.ClusterRole{}
-	Expect(yaml.Unmarshal(data, role)).To(Succeed())
-	if err := k8sClient.Create(ctx, role); !apierrors.IsAlreadyExists(err) {
-		Expect(err).NotTo(HaveOccurred())
-	}
-	create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role.Name, Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	})
 }
 
 // echoTool is a tool whose simulated body prints its arguments.

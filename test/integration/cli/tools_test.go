@@ -61,7 +61,7 @@ var _ = Describe("toolgate tools", Label("tools"), func() {
 	})
 
 	It("notes that ClusterTools are hidden from an agent bound in the namespace only", func(ctx SpecContext) {
-		bindShippedRole(ctx, ns, "agent_role.yaml", "robot")
+		bindShippedRole(ctx, ns, AgentRole, "robot")
 		r := toolgate(ctx, "robot", ns, "", "tools")
 		Expect(r.Code).To(Equal(cli.ExitOK), r.ErrOut)
 		Expect(r.Out).To(MatchRegexp(`(?m)^echo +Tool`))

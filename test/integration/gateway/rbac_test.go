@@ -3,30 +3,16 @@ package gateway_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/toolgate/toolgate/api/v1alpha1"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
-// bindAgentRole gives user, in ns only, what the toolgate-agent ClusterRole gives (and
-// delete on toolcalls, for cancellation): no access to ClusterTools.
+// bindAgentRole binds the shipped toolgate-agent ClusterRole to user in ns only (a
+// RoleBinding: no access to ClusterTools).
 func bindAgentRole(ctx SpecContext, ns, user string) {
-	create(ctx,
-		&rbacv1.Role{
-			ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"toolcalls"}, Verbs: []string{"create", "get", "list", "watch", "delete"}},
-				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"tools", "toolscopes"}, Verbs: []string{"get", "list", "watch"}},
-			},
-		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "agent"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-		})
+	_, err := env.BindUserRole(ctx, ns, AgentRole, user)
+	Expect(err).NotTo(HaveOccurred())
 }
 
 var _ = Describe("A gateway whose identity may not read ClusterTools", Label("rbac"), func() {
