@@ -206,10 +206,25 @@ demo() {
   fi
 }
 
+# cli_call makes one call the way a person would: the toolgate CLI, as user agent.
+cli_call() {
+  local agent="$ROOT/.cluster/kubeconfigs/agent.kubeconfig"
+  log "the CLI, as user agent: toolgate call echo --args '{\"text\":\"hi\"}' --wait"
+  if ! "$ROOT/bin/toolgate" --kubeconfig "$agent" -n "$DEMO_NS" call echo --scope demo \
+      --args '{"text":"hi"}' --wait; then
+    log "WARNING: the CLI call did not succeed"
+    [ "${DEMO_STRICT:-0}" != 1 ] || exit 1
+  fi
+  echo
+}
+
 hints() {
   cat <<EOF
 toolgate is up. Try:
-  source .cluster/cluster.env; export PATH=\$PWD/bin/k8s:\$PATH
+  source .cluster/cluster.env; export PATH=\$PWD/bin:\$PWD/bin/k8s:\$PATH
+  toolgate --kubeconfig \$TOOLGATE_KUBECONFIG_AGENT -n $DEMO_NS call sh command='ls /' --wait
+  toolgate -n $DEMO_NS describe ${CALL_NAMES[0]}
+  toolgate --kubeconfig \$TOOLGATE_KUBECONFIG_AGENT -n $DEMO_NS mcp --scope demo   (an MCP server on stdio)
   kubectl -n $DEMO_NS get toolcalls -o wide
   kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
   kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
@@ -228,6 +243,7 @@ main() {
       images
       install
       demo
+      cli_call
       log "done in $(fmt_secs "$(($(now_us) - _T0))")s"
       hints
       ;;

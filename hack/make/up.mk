@@ -4,7 +4,7 @@
 ##@ Demo
 
 .PHONY: up
-up: ## Local cluster + images + helm install + examples + demo calls, with a result table (first run builds Kubernetes, ~10 min).
+up: cli ## Local cluster + images + helm install + examples + demo calls, with a result table (first run builds Kubernetes, ~10 min).
 	$(ROOT)/hack/up.sh
 
 .PHONY: demo

@@ -56,7 +56,7 @@ func main() {
 	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes")
 	flag.DurationVar(&o.gap, "gap", time.Second, "pause after each sample (after its objects' deletion was requested), plus a random 0-1s jitter so that creates do not phase-lock with the kubelet's 1 s PLEG relist")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "per-sample timeout")
-	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (the example echo Tool requires `message`)")
+	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (a non-empty object)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)
