@@ -20,13 +20,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/cli"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
 
 var (
@@ -45,17 +44,11 @@ func TestCLI(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
-	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
-	var err error
-	env, err = toolgatetest.Start(toolgatetest.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	env = suite.Start()
 	k8sClient = env.Client
-	mgr, err = env.StartManager(toolgatetest.ManagerOptions{})
-	Expect(err).NotTo(HaveOccurred())
+	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{})
 	kubelet = mgr.Kubelet
+	var err error
 	kubeconfigDir, err = os.MkdirTemp("", "toolgate-cli-")
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfigs[toolgatetest.AdminUser] = writeKubeconfig(toolgatetest.AdminUser, env.Config)
@@ -131,11 +124,7 @@ func withConnection(user, ns string, args []string) []string {
 	return append([]string{"--kubeconfig", path, "-n", ns}, args...)
 }
 
-func newNamespace(ctx SpecContext) string {
-	ns, err := env.CreateNamespace(ctx, "cli")
-	Expect(err).NotTo(HaveOccurred())
-	return ns.Name
-}
+func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "cli") }
 
 func create(ctx SpecContext, objs ...client.Object) {
 	for _, o := range objs {

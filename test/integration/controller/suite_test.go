@@ -11,12 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
 
 var (
@@ -34,13 +33,7 @@ func TestController(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
-	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
-	var err error
-	env, err = toolgatetest.Start(toolgatetest.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	env = suite.Start()
 	k8sClient = env.Client
 	fakeClock = clocktesting.NewFakeClock(time.Now())
 	startManager()
@@ -53,17 +46,11 @@ var _ = AfterSuite(func() {
 
 // startManager starts the reconcilers (again), keeping the Kubelet and its scripts.
 func startManager() {
-	var err error
-	mgr, err = env.StartManager(toolgatetest.ManagerOptions{Clock: fakeClock, Kubelet: kubelet})
-	Expect(err).NotTo(HaveOccurred())
+	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{Clock: fakeClock, Kubelet: kubelet})
 	kubelet = mgr.Kubelet
 }
 
-func newNamespace(ctx SpecContext) string {
-	ns, err := env.CreateNamespace(ctx, "tc")
-	Expect(err).NotTo(HaveOccurred())
-	return ns.Name
-}
+func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "tc") }
 
 func create(ctx SpecContext, objs ...client.Object) {
 	for _, o := range objs {

@@ -11,14 +11,13 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/pkg/agentclient"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
 
 // agentUser is the identity the gateway acts as in most specs (full toolgate rights).
@@ -38,17 +37,11 @@ func TestGateway(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	EnforceDefaultTimeoutsWhenUsingContexts()
-	SetDefaultEventuallyTimeout(toolgatetest.Timeout)
-	SetDefaultEventuallyPollingInterval(toolgatetest.Interval)
-	var err error
-	env, err = toolgatetest.Start(toolgatetest.Options{})
-	Expect(err).NotTo(HaveOccurred())
+	env = suite.Start()
 	k8sClient = env.Client
-	mgr, err = env.StartManager(toolgatetest.ManagerOptions{})
-	Expect(err).NotTo(HaveOccurred())
+	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{})
 	kubelet = mgr.Kubelet
+	var err error
 	agentCfg, err = env.UserConfig(agentUser, []string{toolgatetest.EditorsGroup})
 	Expect(err).NotTo(HaveOccurred())
 })
@@ -58,11 +51,7 @@ var _ = AfterSuite(func() {
 	Expect(env.Stop()).To(Succeed())
 })
 
-func newNamespace(ctx SpecContext) string {
-	ns, err := env.CreateNamespace(ctx, "gw")
-	Expect(err).NotTo(HaveOccurred())
-	return ns.Name
-}
+func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "gw") }
 
 func create(ctx SpecContext, objs ...client.Object) {
 	for _, o := range objs {
