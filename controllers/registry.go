@@ -30,10 +30,6 @@ type resolvedTool struct {
 	info     pipeline.ToolInfo
 }
 
-func (r *ToolCallReconciler) loadRegistry(ctx context.Context, namespace string) (*registry, error) {
-	return loadRegistry(ctx, r.Client, namespace)
-}
-
 // loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
 func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*registry, error) {
 	reg, err := loadIndex(ctx, c, namespace, false)

@@ -19,7 +19,11 @@ import (
 // effect. Only after that write succeeded is the Job created.
 func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	start := r.Clock.Now()
-	reg, err := r.loadRegistry(ctx, call.Namespace)
+	// Admission reads the registrations and policies live, not from the informer cache:
+	// a ToolPolicy, ToolScope or Tool created before the call governs it even when the
+	// cache has not seen it yet (the API server answers such LISTs from its own watch
+	// cache, consistently). An error requeues the call; nothing has been written yet.
+	reg, err := loadRegistry(ctx, r.APIReader, call.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -65,7 +65,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 // postExecute applies the PostExecute policies and the tool's output schema.
 func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision) {
 	spec := call.Status.Tool.Spec
-	reg, err := r.loadRegistry(ctx, call.Namespace)
+	reg, err := loadRegistry(ctx, r.Client, call.Namespace)
 	if err != nil {
 		return res, pipeline.Decision{Verdict: pipeline.Allow, Reason: pipeline.ReasonResultAccepted}
 	}
