@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,16 +33,13 @@ type resolvedTool struct {
 
 // loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
 func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*registry, error) {
-	reg, err := loadIndex(ctx, c, namespace, false)
+	l, err := fetch(ctx, c, namespace, true, false)
 	if err != nil {
 		return nil, err
 	}
-	policies := &v1alpha1.ToolPolicyList{}
-	if err := c.List(ctx, policies, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	for i := range policies.Items {
-		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
+	reg := buildRegistry(l)
+	for i := range l.policies.Items {
+		reg.policies = append(reg.policies, policySpec(&l.policies.Items[i]))
 	}
 	return reg, nil
 }
@@ -51,22 +49,47 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 // ClusterTools gets the index without the cluster layer (reg.clusterHidden) instead of
 // an error.
 func loadIndex(ctx context.Context, c client.Reader, namespace string, skipForbiddenCluster bool) (*registry, error) {
-	tools := &v1alpha1.ToolList{}
-	clusterTools := &v1alpha1.ClusterToolList{}
-	scopes := &v1alpha1.ToolScopeList{}
-	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{}}
-	if err := c.List(ctx, tools, client.InNamespace(namespace)); err != nil {
+	l, err := fetch(ctx, c, namespace, false, skipForbiddenCluster)
+	if err != nil {
 		return nil, err
 	}
-	if err := c.List(ctx, scopes, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	if err := c.List(ctx, clusterTools); err != nil {
-		if !skipForbiddenCluster || !apierrors.IsForbidden(err) {
-			return nil, err
+	return buildRegistry(l), nil
+}
+
+// lists is what a registry is built from.
+type lists struct {
+	tools         v1alpha1.ToolList
+	cluster       v1alpha1.ClusterToolList
+	scopes        v1alpha1.ToolScopeList
+	policies      v1alpha1.ToolPolicyList
+	clusterHidden bool
+}
+
+// fetch runs the LISTs concurrently: read live (admission, the CLI) each is a round trip.
+func fetch(ctx context.Context, c client.Reader, namespace string, withPolicies, skipForbiddenCluster bool) (*lists, error) {
+	l := &lists{}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.List(gctx, &l.tools, client.InNamespace(namespace)) })
+	g.Go(func() error { return c.List(gctx, &l.scopes, client.InNamespace(namespace)) })
+	g.Go(func() error {
+		err := c.List(gctx, &l.cluster)
+		if err != nil && skipForbiddenCluster && apierrors.IsForbidden(err) {
+			l.clusterHidden = true
+			return nil
 		}
-		reg.clusterHidden = true
+		return err
+	})
+	if withPolicies {
+		g.Go(func() error { return c.List(gctx, &l.policies, client.InNamespace(namespace)) })
 	}
+	return l, g.Wait()
+}
+
+// buildRegistry indexes the listed registrations (objects being deleted are left out).
+func buildRegistry(l *lists) *registry {
+	tools, clusterTools, scopes := &l.tools, &l.cluster, &l.scopes
+	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{},
+		clusterHidden: l.clusterHidden}
 	var nsRegs, clusterRegs []pipeline.Registration
 	var scopeList []pipeline.Scope
 	for i := range tools.Items {
@@ -87,7 +110,7 @@ func loadIndex(ctx context.Context, c client.Reader, namespace string, skipForbi
 		scopeList = append(scopeList, scopeOf(&scopes.Items[i]))
 	}
 	reg.index = pipeline.NewIndex(clusterRegs, nsRegs, scopeList)
-	return reg, nil
+	return reg
 }
 
 // resolve finds the tool a call names in its scope; a Deny decision says why it cannot.
