@@ -3,8 +3,8 @@ package controllers
 import (
 	"context"
 	"strings"
+	"sync"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,23 +66,38 @@ type lists struct {
 }
 
 // fetch runs the LISTs concurrently: read live (admission, the CLI) each is a round trip.
+// The error reported is the first in a fixed order (tools, scopes, cluster tools,
+// policies), so that a caller missing several permissions always hears of the same one.
 func fetch(ctx context.Context, c client.Reader, namespace string, withPolicies, skipForbiddenCluster bool) (*lists, error) {
 	l := &lists{}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return c.List(gctx, &l.tools, client.InNamespace(namespace)) })
-	g.Go(func() error { return c.List(gctx, &l.scopes, client.InNamespace(namespace)) })
-	g.Go(func() error {
-		err := c.List(gctx, &l.cluster)
-		if err != nil && skipForbiddenCluster && apierrors.IsForbidden(err) {
-			l.clusterHidden = true
-			return nil
-		}
-		return err
-	})
-	if withPolicies {
-		g.Go(func() error { return c.List(gctx, &l.policies, client.InNamespace(namespace)) })
+	ns := client.InNamespace(namespace)
+	calls := []func() error{
+		func() error { return c.List(ctx, &l.tools, ns) },
+		func() error { return c.List(ctx, &l.scopes, ns) },
+		func() error {
+			err := c.List(ctx, &l.cluster)
+			if err != nil && skipForbiddenCluster && apierrors.IsForbidden(err) {
+				l.clusterHidden = true
+				return nil
+			}
+			return err
+		},
 	}
-	return l, g.Wait()
+	if withPolicies {
+		calls = append(calls, func() error { return c.List(ctx, &l.policies, ns) })
+	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Go(func() { errs[i] = call() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // buildRegistry indexes the listed registrations (objects being deleted are left out).
