@@ -129,9 +129,17 @@ func checkJSONRPC(body []byte) (int64, string) {
 func writeRPCError(w http.ResponseWriter, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	_, _ = w.Write(rpcError(code, msg))
+}
+
+// rpcError is a JSON-RPC error response without id, newline-terminated: the answer to
+// input that is not a JSON-RPC message, over HTTP and on stdio alike.
+func rpcError(code int64, msg string) []byte {
+	// A map of strings and numbers cannot fail to marshal.
+	data, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"id":      nil,
 		"error":   map[string]any{"code": code, "message": msg},
 	})
+	return append(data, '\n')
 }

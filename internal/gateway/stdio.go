@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
 	"sync"
 
@@ -32,7 +31,7 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 			continue
 		}
 		if code, msg := checkJSONRPC(line); code != 0 {
-			if writeLineError(out, code, msg) != nil {
+			if _, err := out.Write(rpcError(code, msg)); err != nil {
 				break
 			}
 			continue
@@ -42,19 +41,6 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 		}
 	}
 	pw.CloseWithError(sc.Err()) // nil: io.EOF for the SDK, the client has gone
-}
-
-func writeLineError(w io.Writer, code int64, msg string) error {
-	data, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      nil,
-		"error":   map[string]any{"code": code, "message": msg},
-	})
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(data, '\n'))
-	return err
 }
 
 // lockedWriter serialises whole-line writes of the SDK and of filterLines.
