@@ -21,18 +21,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/agentclient"
 )
 
 // NewScheme returns a fresh scheme with client-go's built-in kinds, apiextensions/v1
 // (to read CRDs) and toolgate.dev/v1alpha1.
 func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	s := agentclient.Scheme() // client-go's kinds and toolgate.dev/v1alpha1
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
-	utilruntime.Must(toolgatev1alpha1.AddToScheme(s))
 	return s
 }
