@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"encoding/json"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
@@ -90,13 +93,39 @@ func retryPolicy(spec *v1alpha1.ToolSpec) pipeline.RetryPolicy {
 	return p
 }
 
-func callInfo(call *v1alpha1.ToolCall) pipeline.CallInfo {
-	return pipeline.CallInfo{
-		Namespace: call.Namespace,
-		Session:   call.Spec.Session,
-		Requester: call.Spec.Requester,
-		Labels:    call.Labels,
+// policyInput is what policies see of a call (CEL variables tool, call and arguments),
+// built from the admission snapshot in status only: the tool as resolved (name, scope,
+// annotations) and the call's labels as admitted. Admission and post-execute both build it
+// here, after admission recorded the snapshot, so both stages see the same tool and call
+// whatever happens to the Tool or the call's labels in between.
+func policyInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input {
+	in := pipeline.Input{
+		Call: pipeline.CallInfo{
+			Namespace: call.Namespace,
+			Session:   call.Spec.Session,
+			Requester: call.Spec.Requester,
+			Labels:    call.Status.CallLabels,
+		},
+		Arguments: frozen,
 	}
+	if snap := call.Status.Tool; snap != nil {
+		in.Tool = pipeline.ToolInfo{Scope: snap.Scope, Annotations: snap.Annotations, Name: snap.Name}
+		if snap.Spec != nil {
+			in.Tool.Name = ToolName(snap.Spec, snap.Name)
+		}
+	}
+	return in
+}
+
+// snapshotAnnotations is the part of a tool's annotations its snapshot keeps: all but
+// kubectl's last-applied-configuration, a second copy of the spec.
+func snapshotAnnotations(annotations map[string]string) map[string]string {
+	out := maps.Clone(annotations)
+	delete(out, corev1.LastAppliedConfigAnnotation)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // compileSchema compiles an optional schema: an absent one is nil (any value passes).

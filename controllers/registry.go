@@ -28,7 +28,6 @@ type registry struct {
 type resolvedTool struct {
 	spec     *v1alpha1.ToolSpec
 	snapshot *v1alpha1.ToolSnapshot
-	info     pipeline.ToolInfo
 }
 
 // loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
@@ -42,6 +41,19 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 		reg.policies = append(reg.policies, policySpec(&l.policies.Items[i]))
 	}
 	return reg, nil
+}
+
+// loadPolicies lists the namespace's ToolPolicies: all that post-execute reads.
+func loadPolicies(ctx context.Context, c client.Reader, namespace string) ([]pipeline.PolicySpec, error) {
+	list := &v1alpha1.ToolPolicyList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	specs := make([]pipeline.PolicySpec, 0, len(list.Items))
+	for i := range list.Items {
+		specs = append(specs, policySpec(&list.Items[i]))
+	}
+	return specs, nil
 }
 
 // loadIndex lists the namespace's Tools and ToolScopes and every ClusterTool and builds
@@ -155,9 +167,9 @@ func (reg *registry) resolve(scope, name string) (*resolvedTool, pipeline.Decisi
 			Scope:      toolScope,
 			SpecDigest: found.SpecDigest,
 			Generation: generation,
-			Spec:       spec.DeepCopy(),
+			Spec:        spec.DeepCopy(),
+			Annotations: snapshotAnnotations(annotations),
 		},
-		info: pipeline.ToolInfo{Name: found.Name, Scope: toolScope, Annotations: annotations},
 	}, pipeline.Decision{Verdict: pipeline.Allow}
 }
 

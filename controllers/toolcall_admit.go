@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -73,16 +74,22 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved,
 		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
 	call.Status.Tool = tool.snapshot
+	call.Status.CallLabels = maps.Clone(call.Labels)
 	params, err := compileSchema(r.Compiler, rawOf(tool.spec.Parameters))
 	if err != nil {
-		return r.refuse(call, notReady(err), now)
+		return r.refuse(call, notReady("parameters", err), now)
 	}
+	// A result that could not be checked would be withheld: do not run the body for it.
+	if _, err := compileSchema(r.Compiler, rawOf(tool.spec.Output)); err != nil {
+		return r.refuse(call, notReady("output", err), now)
+	}
+	in := policyInput(call, nil)
 	adm := pipeline.Admit(pipeline.AdmitInput{
 		Arguments: call.Spec.Arguments.Raw,
 		Freeze:    pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes},
 		Schema:    params,
-		Tool:      tool.info,
-		Call:      callInfo(call),
+		Tool:      in.Tool,
+		Call:      in.Call,
 		Policies:  r.Compiler.CompilePolicies(reg.policies),
 	})
 	return r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
@@ -149,11 +156,12 @@ var deniedReasons = map[pipeline.Reason]bool{
 	pipeline.ReasonSelfApproval: true,
 }
 
-func notReady(err error) pipeline.Decision {
+// notReady refuses a call whose tool's schema (which: parameters or output) does not compile.
+func notReady(which string, err error) pipeline.Decision {
 	msg := "the tool's registration is not ready: " + err.Error()
 	var se *pipeline.SchemaError
 	if errors.As(err, &se) {
-		msg = "the tool's registration is not ready: its parameters schema is invalid"
+		msg = "the tool's registration is not ready: its " + which + " schema is invalid"
 	}
 	return pipeline.Decision{Verdict: pipeline.Deny, Reason: pipeline.ReasonToolNotReady, Message: msg}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,13 +30,18 @@ const (
 var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
 
 // finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
-// policy) or runs post-execute and freezes the result: one status write either way.
+// policy) or runs post-execute and freezes the result: one status write either way (two
+// when the PostExecute policies cannot be read at first, see policiesUnavailable).
 func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job, o pipeline.Outcome) (ctrl.Result, error) {
 	start := r.Clock.Now()
 	spec := call.Status.Tool.Spec
 	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(maxOutput(spec))})
 	n := len(call.Status.Attempts) - 1
-	call.Status.Attempts[n].CompletionTime = ptrTime(start)
+	if call.Status.Attempts[n].CompletionTime == nil {
+		// Kept across passes: the post-execute deadline counts from the first time the end
+		// was seen.
+		call.Status.Attempts[n].CompletionTime = ptrTime(start)
+	}
 	if res.IsError {
 		call.Status.Attempts[n].Reason = string(res.Reason)
 	}
@@ -51,8 +58,12 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		executed = metav1.ConditionFalse
 	}
 	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res))
-	final, decision := r.postExecute(ctx, call, res)
-	r.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(pipeline.ReasonResultAccepted))
+	final, decision, err := r.postExecute(ctx, call, res)
+	if err != nil {
+		return r.policiesUnavailable(ctx, call, err)
+	}
+	// Allow is ResultAccepted or ResultRedacted: the condition says which.
+	r.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(decision.Reason))
 	phase := v1alpha1.PhaseSucceeded
 	if final.IsError {
 		phase = v1alpha1.PhaseFailed
@@ -62,24 +73,79 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	return ctrl.Result{}, r.writeTerminal(ctx, call)
 }
 
-// postExecute applies the PostExecute policies and the tool's output schema.
-func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision) {
-	spec := call.Status.Tool.Spec
-	reg, err := loadRegistry(ctx, r.Client, call.Namespace)
+// postExecute applies the PostExecute policies and the tool's output schema to res, with
+// the same tool and call admission saw (policyInput over the snapshot) and the policies
+// read live, as admission reads them. It fails closed: policies that cannot be read are an
+// error (the pass is retried by the controller's rate limiter) until postExecuteDeadline,
+// then the result is withheld as PolicyError; arguments that no longer freeze to the
+// admitted digest withhold it as PolicyError, an output schema that does not compile as
+// OutputSchemaInvalid.
+func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
+	frozen, err := r.refreeze(call)
 	if err != nil {
-		return res, pipeline.Decision{Verdict: pipeline.Allow, Reason: pipeline.ReasonResultAccepted}
+		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
+			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
+		return final, d, nil
 	}
-	output, err := compileSchema(r.Compiler, rawOf(spec.Output))
+	output, schemaErr := compileSchema(r.Compiler, rawOf(call.Status.Tool.Spec.Output))
+	policies, err := loadPolicies(ctx, r.APIReader, call.Namespace)
 	if err != nil {
-		output = nil
+		deadline := r.postExecuteDeadline(call)
+		if r.Clock.Now().Before(deadline) {
+			return res, pipeline.Decision{}, err
+		}
+		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
+			"the PostExecute policies could not be read by "+deadline.UTC().Format(time.RFC3339)+": "+err.Error())
+		return final, d, nil
 	}
-	frozen, _ := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
-	in := pipeline.Input{
-		Tool:      pipeline.ToolInfo{Name: call.Spec.Tool, Scope: call.Status.Tool.Scope},
-		Call:      callInfo(call),
-		Arguments: frozen,
+	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(policies), policyInput(call, frozen), res, output)
+	if schemaErr != nil && !final.IsError {
+		final, d = pipeline.Withhold(final, pipeline.ReasonOutputSchemaInvalid,
+			"the tool's output schema does not compile: "+schemaErr.Error())
 	}
-	return pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), in, res, output)
+	return final, d, nil
+}
+
+// policiesUnavailable records, once, that the result waits for the PostExecute policies
+// (ResultAccepted=Unknown, and the attempt's completion time the deadline counts from),
+// then returns err so that the controller retries the pass with its rate limiter.
+func (r *ToolCallReconciler) policiesUnavailable(ctx context.Context, call *v1alpha1.ToolCall, err error) (ctrl.Result, error) {
+	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionResultAccepted); c == nil || c.Reason != v1alpha1.ReasonPolicyUnavailable {
+		r.setCondition(call, v1alpha1.ConditionResultAccepted, metav1.ConditionUnknown, v1alpha1.ReasonPolicyUnavailable,
+			"the PostExecute policies could not be read ("+err.Error()+"); retrying until "+
+				r.postExecuteDeadline(call).UTC().Format(time.RFC3339)+", then the result is withheld")
+		if werr := r.writeStatus(ctx, call); werr != nil {
+			return ctrl.Result{}, errors.Join(err, werr)
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("PostExecute policies could not be read; retrying", "error", err.Error())
+	return ctrl.Result{}, fmt.Errorf("reading PostExecute policies: %w", err)
+}
+
+// postExecuteDeadline is when a result whose PostExecute policies cannot be read is
+// withheld: DeadlineGrace after the attempt's end was first seen, and never before the
+// attempt's own deadline (the call ends by the time it would have timed out anyway).
+func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.Time {
+	deadline := r.attemptDeadline(call)
+	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].CompletionTime != nil {
+		if end := call.Status.Attempts[n-1].CompletionTime.Add(r.Options.DeadlineGrace); end.After(deadline) {
+			deadline = end
+		}
+	}
+	return deadline
+}
+
+// refreeze reproduces the arguments admission froze: the same canonical bytes under the
+// digest recorded in status.
+func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
+	if err != nil {
+		return nil, err
+	}
+	if frozen.Digest() != call.Status.ArgumentsDigest {
+		return nil, errors.New("they no longer freeze to the admitted digest")
+	}
+	return frozen, nil
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed

@@ -27,7 +27,22 @@ const (
 	redactedContent   = "[redacted]"
 	blockedFeedback   = "the tool's result was blocked by policy"
 	uncheckedFeedback = "the tool's result could not be checked by policy and was withheld"
+	uncheckedSchema   = "the tool's result could not be checked against its output schema and was withheld"
 )
+
+// Withhold is post-execute failing closed when it cannot run at all: the policies could not
+// be read in time or evaluated on the admitted arguments (ReasonPolicyError), or the output
+// schema does not compile (ReasonOutputSchemaInvalid). The result becomes an isError
+// result whose content is a generic sentence for the model; detail (which may name
+// internals) goes to the Decision only, for status.
+func Withhold(r Result, reason Reason, detail string) (Result, Decision) {
+	feedback := uncheckedFeedback
+	if reason == ReasonOutputSchemaInvalid {
+		feedback = uncheckedSchema
+	}
+	r.Meta = maps.Clone(r.Meta)
+	return blocked(r, reason, feedback), deny(reason, detail)
+}
 
 // PostExecute runs stage 6 on a normalised result: the PostExecute policies that apply
 // to the tool, by Order then Name, and their rules in list order; each rule whose

@@ -135,3 +135,32 @@ func TestPostExecuteDoesNotMutateInput(t *testing.T) {
 		t.Errorf("input content changed (-want +got):\n%s", diff)
 	}
 }
+
+// TestWithhold: post-execute that cannot run at all withholds the result, whatever it was,
+// with a generic sentence for the model and the detail for status only.
+func TestWithhold(t *testing.T) {
+	ok := Result{OK: true, Content: "secret output", Reason: ReasonSucceeded, Meta: map[string]string{MetaAttempt: "1"}}
+	failed := Result{IsError: true, Content: "secret stderr", Error: "secret stderr", Reason: ReasonNonZeroExit}
+	tests := []struct {
+		name     string
+		in       Result
+		reason   Reason
+		feedback string
+	}{
+		{"policies unreadable", ok, ReasonPolicyError, uncheckedFeedback},
+		{"policies unreadable, error result", failed, ReasonPolicyError, uncheckedFeedback},
+		{"output schema does not compile", ok, ReasonOutputSchemaInvalid, uncheckedSchema},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, d := Withhold(tc.in, tc.reason, "internal detail")
+			want := Result{IsError: true, Content: tc.feedback, Error: tc.feedback, Reason: tc.reason, Meta: tc.in.Meta}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(deny(tc.reason, "internal detail"), d); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

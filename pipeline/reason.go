@@ -118,6 +118,9 @@ const (
 	ReasonResultRedacted Reason = "ResultRedacted"
 	// ReasonOutputSchemaViolation: the content does not satisfy the tool's output schema.
 	ReasonOutputSchemaViolation Reason = "OutputSchemaViolation"
+	// ReasonOutputSchemaInvalid: the tool's output schema does not compile, so the content
+	// could not be checked; the result is withheld (see Withhold).
+	ReasonOutputSchemaInvalid Reason = "OutputSchemaInvalid"
 )
 
 // Decision is the outcome of one stage: a verdict, the reason behind it and a human

@@ -145,6 +145,12 @@ const (
 	ReasonResultBlocked = "ResultBlocked"
 	// ReasonOutputSchemaViolation: the result's content violates the tool's output schema.
 	ReasonOutputSchemaViolation = "OutputSchemaViolation"
+	// ReasonOutputSchemaInvalid: the tool's output schema does not compile, so the result
+	// could not be checked; it is withheld.
+	ReasonOutputSchemaInvalid = "OutputSchemaInvalid"
+	// ReasonPolicyUnavailable: the PostExecute policies could not be read yet; the result
+	// waits (condition ResultAccepted=Unknown) and is withheld as PolicyError at the deadline.
+	ReasonPolicyUnavailable = "PolicyUnavailable"
 	// ReasonSucceeded: the call completed with a result the model may use.
 	ReasonSucceeded = "Succeeded"
 	// ReasonFailed: the call completed with an isError result.

@@ -131,6 +131,12 @@ type ToolCallStatus struct {
 	// +optional
 	Tool *ToolSnapshot `json:"tool,omitempty"`
 
+	// callLabels are the call's metadata.labels when it was admitted: what policies see as
+	// call.labels, at admission and again after execution (a later relabelling changes
+	// neither).
+	// +optional
+	CallLabels map[string]string `json:"callLabels,omitempty"`
+
 	// job is the Job of the current attempt.
 	// +optional
 	Job *JobReference `json:"job,omitempty"`
@@ -204,6 +210,12 @@ type ToolSnapshot struct {
 	// these settings even if the Tool is edited or deleted afterwards.
 	// +optional
 	Spec *ToolSpec `json:"spec,omitempty"`
+
+	// annotations are the tool's metadata.annotations at resolution, except kubectl's
+	// kubectl.kubernetes.io/last-applied-configuration (a copy of the spec): what policies
+	// see as tool.annotations, at admission and again after execution.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // JobReference names a Job in the call's namespace.

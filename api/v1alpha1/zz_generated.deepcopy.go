@@ -468,6 +468,13 @@ func (in *ToolCallStatus) DeepCopyInto(out *ToolCallStatus) {
 		*out = new(ToolSnapshot)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.CallLabels != nil {
+		in, out := &in.CallLabels, &out.CallLabels
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Job != nil {
 		in, out := &in.Job, &out.Job
 		*out = new(JobReference)
@@ -806,6 +813,13 @@ func (in *ToolSnapshot) DeepCopyInto(out *ToolSnapshot) {
 		in, out := &in.Spec, &out.Spec
 		*out = new(ToolSpec)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.Annotations != nil {
+		in, out := &in.Annotations, &out.Annotations
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
 	}
 }
 

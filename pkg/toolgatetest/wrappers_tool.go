@@ -159,6 +159,12 @@ func (w *ToolWrapper) Obj() *toolgatev1alpha1.Tool { return w.tool.DeepCopy() }
 // Scope sets spec.scope.
 func (w *ToolWrapper) Scope(scope string) *ToolWrapper { w.tool.Spec.Scope = scope; return w }
 
+// Annotation sets one metadata annotation (policies see them as tool.annotations).
+func (w *ToolWrapper) Annotation(key, value string) *ToolWrapper {
+	metav1.SetMetaDataAnnotation(&w.tool.ObjectMeta, key, value)
+	return w
+}
+
 // ClusterToolWrapper builds a ClusterTool.
 type ClusterToolWrapper struct {
 	tool toolgatev1alpha1.ClusterTool
