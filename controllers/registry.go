@@ -162,11 +162,11 @@ func (reg *registry) resolve(scope, name string) (*resolvedTool, pipeline.Decisi
 	return &resolvedTool{
 		spec: spec,
 		snapshot: &v1alpha1.ToolSnapshot{
-			Kind:       v1alpha1.ToolKind(kind),
-			Name:       objName,
-			Scope:      toolScope,
-			SpecDigest: found.SpecDigest,
-			Generation: generation,
+			Kind:        v1alpha1.ToolKind(kind),
+			Name:        objName,
+			Scope:       toolScope,
+			SpecDigest:  found.SpecDigest,
+			Generation:  generation,
 			Spec:        spec.DeepCopy(),
 			Annotations: snapshotAnnotations(annotations),
 		},
