@@ -51,8 +51,6 @@ const (
 type JobOptions struct {
 	// RunnerImage holds the runner at /toolgate/runner (the operator's own image).
 	RunnerImage string
-	// TTLSecondsAfterFinished lets the Job controller delete finished Jobs.
-	TTLSecondsAfterFinished int32
 	// DefaultResources fill in whatever requests and limits a Tool leaves out.
 	DefaultResources corev1.ResourceRequirements
 	// RunAsUser is the non-root uid (and gid) tool Pods run as.
@@ -64,8 +62,7 @@ type JobOptions struct {
 // DefaultJobOptions are used when the manager is started without overrides.
 func DefaultJobOptions() JobOptions {
 	return JobOptions{
-		RunnerImage:             "toolgate.local/manager:dev",
-		TTLSecondsAfterFinished: 600,
+		RunnerImage: "toolgate.local/manager:dev",
 		DefaultResources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse("50m"),
@@ -134,9 +131,11 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 			Finalizers:  []string{JobFinalizer},
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr.To[int32](0),
-			ActiveDeadlineSeconds:   ptr.To(deadline),
-			TTLSecondsAfterFinished: ptr.To(opts.TTLSecondsAfterFinished),
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(deadline),
+			// No ttlSecondsAfterFinished: the TTL controller deletes with foreground
+			// propagation, Pod (the result) first; the operator deletes a Job itself once it
+			// recorded the attempt's outcome (CallOptions.JobRetention).
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 				Spec:       buildPodSpec(in, opts, deadline),

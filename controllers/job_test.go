@@ -73,7 +73,7 @@ func TestBuildJobSandbox(t *testing.T) {
 	if job.Name != "hello-1" || job.Namespace != "agents" {
 		t.Fatalf("name = %s/%s", job.Namespace, job.Name)
 	}
-	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 90 || job.Spec.TTLSecondsAfterFinished == nil {
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 90 || job.Spec.TTLSecondsAfterFinished != nil {
 		t.Fatalf("job spec: backoff %d deadline %d ttl %v", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds, job.Spec.TTLSecondsAfterFinished)
 	}
 	pod := job.Spec.Template.Spec

@@ -32,13 +32,18 @@ type CallOptions struct {
 	// DeadlineGrace is added to an attempt's timeout before the operator itself ends an
 	// attempt that no Job or Pod reported on: the last line of "every call ends".
 	DeadlineGrace time.Duration
+	// JobRetention is how long a Job (and its Pod, for logs) is kept after its attempt's
+	// outcome was recorded; then the operator deletes it. Tool Jobs have no
+	// ttlSecondsAfterFinished: nothing else deletes a Job whose result is not recorded.
+	JobRetention time.Duration
 	// Workers is how many calls are reconciled at once (different calls only).
 	Workers int
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4}
+	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
+		JobRetention: 10 * time.Minute, Workers: 4}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -72,7 +77,8 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	call := &v1alpha1.ToolCall{}
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.releaseJobs(ctx, req.Namespace, req.Name, nil)
+			_, err := r.tidyJobs(ctx, req.Namespace, req.Name, nil)
+			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
 	}
@@ -81,13 +87,17 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("toolCall", klog.KObj(call)))
-	if err := r.releaseJobs(ctx, call.Namespace, call.Name, call); err != nil {
+	retained, err := r.tidyJobs(ctx, call.Namespace, call.Name, call)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if call.Status.Phase.IsTerminal() || !call.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: retained}, nil
 	}
 	res, err := r.reconcile(ctx, call)
+	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
+		res.RequeueAfter = retained
+	}
 	if apierrors.IsConflict(err) {
 		// Another pass wrote first (or the cache was behind): retry from fresh state.
 		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil

@@ -2,38 +2,103 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// releaseJobs removes JobFinalizer from a call's Jobs that are being deleted and no longer
-// needed to observe the call: the call is gone or terminal, or the Job is an earlier attempt.
-// The Job of a running attempt keeps it until its end (JobDeleted) is recorded.
-func (r *ToolCallReconciler) releaseJobs(ctx context.Context, namespace, name string, call *v1alpha1.ToolCall) error {
+// tidyJobs keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
+// ttlSecondsAfterFinished (the TTL controller deletes with foreground propagation, which
+// removes the Pod, the result's carrier, first: an operator down longer than the TTL would
+// find its result gone); the operator deletes them itself:
+//   - the Job of the running attempt is never touched: its outcome is not recorded yet;
+//   - any other Job of the call (an earlier attempt, or every Job of a terminal call) is
+//     kept for JobRetention after its attempt's outcome was recorded, so that `toolgate
+//     logs` and `describe` still find its Pod, then deleted with background propagation
+//     (the Job goes first, the garbage collector removes the Pod after it);
+//   - a Job being deleted loses JobFinalizer once it is not the running attempt's.
+//
+// call is nil when the call is gone (its Jobs then go with it, by owner reference). It
+// returns how long until the next retained Job is due (0: none).
+func (r *ToolCallReconciler) tidyJobs(ctx context.Context, namespace, name string, call *v1alpha1.ToolCall) (time.Duration, error) {
 	jobs := &batchv1.JobList{}
 	if err := r.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{indexCallName: name}); err != nil {
-		return err
+		return 0, err
 	}
+	var next time.Duration
+	now := r.Clock.Now()
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if job.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(job, JobFinalizer) ||
-			job.Annotations[AnnotationCallName] != name || stillNeeded(job, call) {
+		if job.Annotations[AnnotationCallName] != name || stillNeeded(job, call) {
 			continue
 		}
-		patch := client.MergeFrom(job.DeepCopy())
-		controllerutil.RemoveFinalizer(job, JobFinalizer)
-		if err := r.Patch(ctx, job, patch); client.IgnoreNotFound(err) != nil {
-			return err
+		if !job.DeletionTimestamp.IsZero() {
+			if err := r.releaseJob(ctx, job); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if call == nil || !metav1.IsControlledBy(job, call) {
+			continue
+		}
+		if wait := recordedAt(call, job).Add(r.Options.JobRetention).Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		if err := r.deleteRecordedJob(ctx, job); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	return next, nil
 }
 
+// deleteRecordedJob deletes a Job whose attempt's outcome is recorded, with background
+// propagation, and releases it.
+func (r *ToolCallReconciler) deleteRecordedJob(ctx context.Context, job *batchv1.Job) error {
+	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &job.UID})
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("deleted a Job past its retention", "job", job.Name)
+	return r.releaseJob(ctx, job)
+}
+
+// releaseJob removes JobFinalizer from a Job.
+func (r *ToolCallReconciler) releaseJob(ctx context.Context, job *batchv1.Job) error {
+	if !controllerutil.ContainsFinalizer(job, JobFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(job.DeepCopy())
+	controllerutil.RemoveFinalizer(job, JobFinalizer)
+	return client.IgnoreNotFound(r.Patch(ctx, job, patch))
+}
+
+// stillNeeded reports whether job is the running attempt's: the call is not terminal nor
+// being deleted, and its outcome for that Job is not recorded yet.
 func stillNeeded(job *batchv1.Job, call *v1alpha1.ToolCall) bool {
 	return call != nil && !call.Status.Phase.IsTerminal() && call.DeletionTimestamp.IsZero() &&
 		call.Status.Job != nil && call.Status.Job.Name == job.Name
+}
+
+// recordedAt is when the outcome of job's attempt was recorded: the attempt's completion
+// time, else the call's (a call ended by the operator itself), else the Job's creation.
+func recordedAt(call *v1alpha1.ToolCall, job *batchv1.Job) time.Time {
+	for _, a := range call.Status.Attempts {
+		if a.JobName == job.Name && a.CompletionTime != nil {
+			return a.CompletionTime.Time
+		}
+	}
+	if call.Status.CompletionTime != nil {
+		return call.Status.CompletionTime.Time
+	}
+	return job.CreationTimestamp.Time
 }

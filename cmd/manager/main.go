@@ -27,7 +27,7 @@ func main() {
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at /toolgate/runner (the operator's own image)")
-	flag.Func("job-ttl", "ttlSecondsAfterFinished of tool Jobs (seconds)", intFlag(&opts.Job.TTLSecondsAfterFinished))
+	retention := bindRetention(flag.CommandLine, opts.JobRetention)
 	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
 	flag.IntVar(&opts.Workers, "toolcall-workers", opts.Workers, "ToolCalls reconciled at once")
 	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on")
@@ -38,6 +38,16 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+
+	jobRetention, notice, err := retention.resolve()
+	if err != nil {
+		log.Error(err, "invalid Job retention")
+		os.Exit(2)
+	}
+	opts.JobRetention = jobRetention
+	if notice != "" {
+		log.Info(notice)
+	}
 
 	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit} {
 		q, err := resource.ParseQuantity(value)

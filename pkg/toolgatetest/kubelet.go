@@ -58,6 +58,8 @@ type Kubelet struct {
 	scripts map[string]Outcome
 	logs    map[types.NamespacedName][]byte
 	pods    int
+	// live reads around the manager's cache (kubelet_ttl.go), set by SetupWithManager.
+	live client.Reader
 }
 
 // NewKubelet returns a Kubelet using c (a client with toolgate's scheme).
@@ -79,8 +81,12 @@ func (k *Kubelet) PodsStarted() int {
 	return k.pods
 }
 
-// SetupWithManager runs the Kubelet as a controller of toolgate's Jobs.
+// SetupWithManager runs the Kubelet as a controller of toolgate's Jobs, with the TTL
+// controller and the garbage collector's foreground deletion (kubelet_ttl.go).
 func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
+	if err := k.setupTTL(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue

@@ -26,6 +26,10 @@ type ManagerOptions struct {
 	Kubelet *Kubelet
 	// NoKubelet runs no simulated Kubelet (Jobs then never run).
 	NoKubelet bool
+	// KubeletRunsApart says that Kubelet already runs in a manager of its own
+	// (Env.StartKubelet): this manager only reads its logs, and the Kubelet keeps running
+	// while this manager is stopped (an operator outage).
+	KubeletRunsApart bool
 }
 
 // Manager is toolgate's reconcilers (and the simulated Kubelet) running against an Env.
@@ -38,13 +42,7 @@ type Manager struct {
 // StartManager starts toolgate's reconcilers in a controller-runtime manager against the
 // Env, as the operator binary does (same cache restrictions), plus the simulated Kubelet.
 func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:  e.Scheme,
-		Cache:   controllers.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		// Suites start several managers in one process (restart specs).
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := e.newManager()
 	if err != nil {
 		return nil, err
 	}
@@ -54,15 +52,49 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	}
 	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock}
 	if m.Kubelet != nil {
-		m.Kubelet.Client = mgr.GetClient()
 		setup.Logs = m.Kubelet
-		if err := m.Kubelet.SetupWithManager(mgr); err != nil {
-			return nil, err
+		if !opts.KubeletRunsApart {
+			m.Kubelet.Client = mgr.GetClient()
+			if err := m.Kubelet.SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := controllers.Setup(mgr, setup); err != nil {
 		return nil, err
 	}
+	return m, m.start(mgr)
+}
+
+// StartKubelet runs k (the simulated Kubelet, Job controller, TTL controller and garbage
+// collector) in a manager of its own, as a cluster runs them apart from the operator: pass
+// the same k to StartManager with KubeletRunsApart, and the Kubelet keeps playing Pods
+// while the operator's manager is stopped.
+func (e *Env) StartKubelet(k *Kubelet) (*Manager, error) {
+	mgr, err := e.newManager()
+	if err != nil {
+		return nil, err
+	}
+	k.Client = mgr.GetClient()
+	if err := k.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	m := &Manager{Kubelet: k, done: make(chan error, 1)}
+	return m, m.start(mgr)
+}
+
+func (e *Env) newManager() (ctrl.Manager, error) {
+	return ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:  e.Scheme,
+		Cache:   controllers.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Suites start several managers in one process (restart specs).
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+}
+
+// start runs mgr until Stop and waits for its cache to sync.
+func (m *Manager) start(mgr ctrl.Manager) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go func() { m.done <- mgr.Start(ctx) }()
@@ -70,16 +102,18 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
-		return nil, errors.Join(errors.New("the manager's cache did not sync"), <-m.done)
+		m.cancel = nil
+		return errors.Join(errors.New("the manager's cache did not sync"), <-m.done)
 	}
-	return m, nil
+	return nil
 }
 
-// Stop stops the manager and waits until it has stopped.
+// Stop stops the manager and waits until it has stopped; stopping it again does nothing.
 func (m *Manager) Stop() error {
 	if m == nil || m.cancel == nil {
 		return nil
 	}
 	m.cancel()
+	m.cancel = nil
 	return <-m.done
 }

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// A call's Jobs are deleted by the operator only after their attempt's outcome is
+// recorded, once the retention has passed, with background propagation (the Job before
+// its Pod); the running attempt's Job is never touched.
+func TestTidyJobs(t *testing.T) {
+	ended := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	retention := 10 * time.Minute
+	owner := func(call *v1alpha1.ToolCall) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall",
+			Name: call.Name, UID: call.UID, Controller: ptrTo(true)}}
+	}
+	tests := []struct {
+		name string
+		// phase of the call: attempt 1 ended at ended; a Running call runs attempt 2.
+		phase v1alpha1.ToolCallPhase
+		job   string // the Job looked at: c-1 or c-2
+		now   time.Duration
+		other bool // the Job is not controlled by the call
+		// want
+		deleted bool
+		wait    time.Duration
+	}{
+		{name: "terminal, within retention: kept", phase: v1alpha1.PhaseSucceeded, job: "c-1",
+			now: time.Minute, wait: 9 * time.Minute},
+		{name: "terminal, past retention: deleted", phase: v1alpha1.PhaseSucceeded, job: "c-1",
+			now: retention, deleted: true},
+		{name: "earlier attempt of a running call, past retention: deleted", phase: v1alpha1.PhaseRunning, job: "c-1",
+			now: 11 * time.Minute, deleted: true},
+		{name: "the running attempt's Job, however old: kept", phase: v1alpha1.PhaseRunning, job: "c-2",
+			now: time.Hour},
+		{name: "a Job the call does not control: kept", phase: v1alpha1.PhaseFailed, job: "c-1",
+			now: time.Hour, other: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			call := &v1alpha1.ToolCall{
+				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
+				Status: v1alpha1.ToolCallStatus{Phase: tc.phase,
+					Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended)}}},
+			}
+			if tc.phase == v1alpha1.PhaseRunning {
+				call.Status.Attempts = append(call.Status.Attempts, v1alpha1.Attempt{Attempt: 2, JobName: "c-2"})
+				call.Status.Job = &v1alpha1.JobReference{Name: "c-2"}
+			} else {
+				call.Status.Job = &v1alpha1.JobReference{Name: "c-1"}
+				call.Status.CompletionTime = ptrTime(ended)
+			}
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tc.job, Namespace: "ns", UID: "job-uid",
+				Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
+				OwnerReferences: owner(call)}}
+			if tc.other {
+				job.OwnerReferences = nil
+			}
+			var propagation *metav1.DeletionPropagation
+			r, c := tidyFixture(t, ended.Add(tc.now), retention, job, &propagation)
+
+			wait, err := r.tidyJobs(context.Background(), "ns", "c", call)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wait != tc.wait {
+				t.Errorf("next due in %v, want %v", wait, tc.wait)
+			}
+			err = c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: tc.job}, &batchv1.Job{})
+			if gone := apierrors.IsNotFound(err); gone != tc.deleted {
+				t.Fatalf("Job gone = %v (err %v), want %v", gone, err, tc.deleted)
+			}
+			if tc.deleted && (propagation == nil || *propagation != metav1.DeletePropagationBackground) {
+				t.Errorf("deleted with propagation %v, want Background (the Job before its Pod)", propagation)
+			}
+		})
+	}
+}
+
+// A Job being deleted keeps JobFinalizer while its attempt runs, and loses it otherwise.
+func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, running := range []bool{true, false} {
+		call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
+			Status: v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseSucceeded, Job: &v1alpha1.JobReference{Name: "c-1"},
+				Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1"}}}}
+		if running {
+			call.Status.Phase = v1alpha1.PhaseRunning
+		}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
+			Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
+		var propagation *metav1.DeletionPropagation
+		r, c := tidyFixture(t, now, time.Minute, job, &propagation)
+		if err := c.Delete(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.tidyJobs(context.Background(), "ns", "c", call); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
+		if held := err == nil; held != running {
+			t.Errorf("running=%v: Job still held = %v (err %v)", running, held, err)
+		}
+	}
+}
+
+func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*ToolCallReconciler, client.Client) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(batchv1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).
+		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
+			return []string{o.GetAnnotations()[AnnotationCallName]}
+		}).
+		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			do := &client.DeleteOptions{}
+			do.ApplyOptions(opts)
+			*propagation = do.PropagationPolicy
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	opts := DefaultCallOptions()
+	opts.JobRetention = retention
+	return &ToolCallReconciler{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}, c
+}
+
+func ptrTo[T any](v T) *T { return &v }
