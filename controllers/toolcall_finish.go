@@ -196,7 +196,7 @@ func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.
 }
 
 // stopJob deletes a Job whose Pod will not end by itself (an image that is never pulled,
-// the operator's own deadline). Jobs that ended are left to ttlSecondsAfterFinished.
+// the operator's own deadline). Jobs that ended are kept for the retention (tidyJobs).
 func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pipeline.Outcome) {
 	if !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
 		return

@@ -99,16 +99,19 @@ func newFinishFixture(t *testing.T, call *v1alpha1.ToolCall, listErr error, poli
 	return &finishFixture{r: r, cache: cache, clock: clock, job: job}
 }
 
-// finish runs one finishAttempt pass over the cached call with a body that printed stdout,
-// and returns the call as stored afterwards.
-func (f *finishFixture) finish(t *testing.T, stdout string) (*v1alpha1.ToolCall, error) {
+// finishSecret is what the body printed: a credential post-execute may have to withhold.
+const finishSecret = `{"token":"s3cr3t"}`
+
+// finish runs one finishAttempt pass over the cached call with a body that printed
+// finishSecret, and returns the call as stored afterwards.
+func (f *finishFixture) finish(t *testing.T) (*v1alpha1.ToolCall, error) {
 	t.Helper()
 	ctx := context.Background()
 	call := &v1alpha1.ToolCall{}
 	if err := f.cache.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "c"}, call); err != nil {
 		t.Fatal(err)
 	}
-	o := pipeline.Outcome{Started: true, Stdout: []byte(stdout), Attempt: 1}
+	o := pipeline.Outcome{Started: true, Stdout: []byte(finishSecret), Attempt: 1}
 	_, err := f.r.finishAttempt(ctx, call, f.job, o)
 	stored := &v1alpha1.ToolCall{}
 	if gerr := f.cache.Get(ctx, client.ObjectKeyFromObject(call), stored); gerr != nil {
@@ -132,7 +135,6 @@ func resultContent(t *testing.T, call *v1alpha1.ToolCall) any {
 // Post-execute sees the tool and call admission saw (from the snapshot), reads the
 // policies live, and fails closed when it cannot check the result.
 func TestPostExecuteFailsClosed(t *testing.T) {
-	const secret = `{"token":"s3cr3t"}`
 	withheld := "the tool's result could not be checked by policy and was withheld"
 	tests := []struct {
 		name     string
@@ -188,7 +190,7 @@ func TestPostExecuteFailsClosed(t *testing.T) {
 			if tc.options != nil {
 				tc.options(&f.r.Options)
 			}
-			got, err := f.finish(t, secret)
+			got, err := f.finish(t)
 			if err != nil {
 				t.Fatalf("finishAttempt: %v", err)
 			}
@@ -222,7 +224,7 @@ func TestPostExecuteUnreadablePoliciesRetryThenWithhold(t *testing.T) {
 	call := runningCall(t, started)
 	f := newFinishFixture(t, call, errors.New("etcdserver: request timed out"))
 
-	got, err := f.finish(t, `{"token":"s3cr3t"}`)
+	got, err := f.finish(t)
 	if err == nil || !strings.Contains(err.Error(), "request timed out") {
 		t.Fatalf("first pass: err %v, want the read error (retried by the rate limiter)", err)
 	}
@@ -240,12 +242,12 @@ func TestPostExecuteUnreadablePoliciesRetryThenWithhold(t *testing.T) {
 
 	// Still before the deadline (the attempt's: start + 1m timeout + 30s grace).
 	f.clock.SetTime(started.Add(80 * time.Second))
-	if _, err := f.finish(t, `{"token":"s3cr3t"}`); err == nil {
+	if _, err := f.finish(t); err == nil {
 		t.Fatal("second pass before the deadline: want the read error again")
 	}
 
 	f.clock.SetTime(started.Add(91 * time.Second))
-	got, err = f.finish(t, `{"token":"s3cr3t"}`)
+	got, err = f.finish(t)
 	if err != nil {
 		t.Fatalf("pass at the deadline: %v", err)
 	}
