@@ -92,7 +92,11 @@ func (p Parked) Deadline() time.Time {
 // decision (ApprovalDenied), or the window passing (ApprovalTimeout).
 func DecideApproval(p Parked, a *Approval, now time.Time) (Decision, time.Duration) {
 	deadline := p.Deadline()
-	if ignored, ok := notAnAnswer(p, a); ok {
+	ignored, ok := IgnoredApproval(p, a)
+	if a == nil {
+		ignored, ok = Decision{Verdict: Ask, Reason: ReasonAwaitingApproval, Message: "waiting for an approval"}, true
+	}
+	if ok {
 		if !now.Before(deadline) {
 			return deny(ReasonApprovalTimeout, "no approval arrived within the approval window"), 0
 		}
@@ -117,16 +121,18 @@ func DecideApproval(p Parked, a *Approval, now time.Time) (Decision, time.Durati
 	return Decision{Verdict: Allow, Reason: ReasonApproved, Message: fmt.Sprintf("approved by %s", a.Approver)}, 0
 }
 
-// notAnAnswer returns the Ask decision for no approval, or for one that does not count as
-// an answer to this call, and whether that is the case.
-func notAnAnswer(p Parked, a *Approval) (Decision, bool) {
+// IgnoredApproval reports whether a is not an answer to the parked call p (see
+// DecideApproval), with the Ask decision that says why; false for no approval and for an
+// answer, whatever it decides. It holds whether or not the window is still open: the
+// approval is refused for that reason even when the call times out.
+func IgnoredApproval(p Parked, a *Approval) (Decision, bool) {
 	const waiting = "; still waiting for an approval"
 	ask := func(r Reason, msg string) (Decision, bool) {
 		return Decision{Verdict: Ask, Reason: r, Message: msg + waiting}, true
 	}
 	switch {
 	case a == nil:
-		return Decision{Verdict: Ask, Reason: ReasonAwaitingApproval, Message: "waiting for an approval"}, true
+		return Decision{}, false
 	case a.CallUID == "":
 		return ask(ReasonApprovalCallMismatch, "the approval names no call (spec.callUID): it is not an answer to this call")
 	case a.CallUID != p.CallUID:

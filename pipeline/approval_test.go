@@ -147,3 +147,34 @@ func TestDecideApproval(t *testing.T) {
 		})
 	}
 }
+
+func TestIgnoredApproval(t *testing.T) {
+	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	parked := Parked{CallUID: "new", ArgsDigest: "sha256:aa", ParkedAt: t0, CallCreatedAt: t0, Window: time.Minute, Requester: "alice"}
+	tests := []struct {
+		name     string
+		approval *Approval
+		ignored  bool
+		reason   Reason
+	}{
+		{"no approval", nil, false, ""},
+		{"an answer", &Approval{CallUID: "new", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "bob", CreatedAt: t0}, false, ""},
+		{"a refusal is an answer", &Approval{CallUID: "new", Decision: DecisionApprove, ArgsDigest: "sha256:bb", Approver: "bob", CreatedAt: t0}, false, ""},
+		{"a late answer is an answer", &Approval{CallUID: "new", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "bob", CreatedAt: t0.Add(time.Hour)}, false, ""},
+		{"another call's", &Approval{CallUID: "old", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "bob", CreatedAt: t0.Add(-time.Hour)}, true, ReasonApprovalCallMismatch},
+		{"consumed by another call", &Approval{CallUID: "new", ConsumedBy: "old", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "bob"}, true, ReasonApprovalAlreadyConsumed},
+		{"stale", &Approval{CallUID: "new", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "bob", CreatedAt: t0.Add(-time.Second)}, true, ReasonApprovalStale},
+		{"self", &Approval{CallUID: "new", Decision: DecisionApprove, ArgsDigest: "sha256:aa", Approver: "alice"}, true, ReasonSelfApproval},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ignored := IgnoredApproval(parked, tc.approval)
+			if ignored != tc.ignored || d.Reason != tc.reason {
+				t.Errorf("IgnoredApproval = (%s, %v), want (%s, %v)", d.Reason, ignored, tc.reason, tc.ignored)
+			}
+			if ignored && d.Verdict != Ask {
+				t.Errorf("verdict = %s, want Ask", d.Verdict)
+			}
+		})
+	}
+}
