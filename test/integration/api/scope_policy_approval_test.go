@@ -137,7 +137,7 @@ var _ = Describe("ToolCallApproval", Label("approval"), func() {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": toolgatev1alpha1.GroupVersion.String(), "kind": "ToolCallApproval",
 			"metadata": map[string]any{"name": "c", "namespace": ns},
-			"spec": map[string]any{"decision": "Approve", "argumentsDigest": tgt.Digest([]byte(tgt.EmptyArguments)), "approver": tgt.AdminUser},
+			"spec":     map[string]any{"decision": "Approve", "argumentsDigest": tgt.Digest([]byte(tgt.EmptyArguments)), "approver": tgt.AdminUser},
 		}}
 		Expect(k8sClient.Create(ctx, u)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec.callUID", "Required value"))
 	})
