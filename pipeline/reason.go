@@ -65,6 +65,13 @@ const (
 	ReasonApprovalTimeout Reason = "ApprovalTimeout"
 	// ReasonSelfApproval: the approver is the requester of the call; the approval is ignored.
 	ReasonSelfApproval Reason = "SelfApproval"
+	// ReasonApprovalCallMismatch: the approval answers another call (its callUID is not the
+	// call's uid, e.g. an earlier call of the same name); it is ignored.
+	ReasonApprovalCallMismatch Reason = "ApprovalCallMismatch"
+	// ReasonApprovalStale: the approval was created before the call was parked; it is ignored.
+	ReasonApprovalStale Reason = "ApprovalStale"
+	// ReasonApprovalAlreadyConsumed: the approval already decided another call; it is ignored.
+	ReasonApprovalAlreadyConsumed Reason = "ApprovalAlreadyConsumed"
 )
 
 // Reasons of scoped resolution.

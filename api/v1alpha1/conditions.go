@@ -108,6 +108,15 @@ const (
 	ReasonApprovalTimeout = "ApprovalTimeout"
 	// ReasonSelfApproval: the approver is the requester; the approval is ignored.
 	ReasonSelfApproval = "SelfApproval"
+	// ReasonApprovalCallMismatch: (ToolCallApproval) the approval's spec.callUID is not the
+	// call's uid (it answers an earlier call of the same name, or none); it is ignored.
+	ReasonApprovalCallMismatch = "ApprovalCallMismatch"
+	// ReasonApprovalStale: (ToolCallApproval) the approval was created before the call was
+	// parked for approval; it is ignored.
+	ReasonApprovalStale = "ApprovalStale"
+	// ReasonApprovalAlreadyConsumed: (ToolCallApproval) the approval already decided another
+	// call (status.consumedBy); it is ignored.
+	ReasonApprovalAlreadyConsumed = "ApprovalAlreadyConsumed"
 	// ReasonDigestMismatch: (ToolCallApproval) the approval's digest differs from the call's.
 	ReasonDigestMismatch = "DigestMismatch"
 	// ReasonApplied: (ToolCallApproval) the approval decided the call.
