@@ -242,17 +242,27 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 	}
 }
 
+// toolEnv is the tool container's environment. The kubelet expands $(NAME) references in
+// env values and turns $$ into $, so every value toolgate sets is escaped (literalEnv): the
+// runner reads exactly the frozen bytes, whatever they contain. The Tool's own env is the
+// operator's, written in the Pod API's syntax, and keeps Kubernetes' expansion.
 func toolEnv(in JobInput) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
 	for _, e := range in.Tool.Body.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	return append(env,
-		corev1.EnvVar{Name: "TOOLGATE_ARGS", Value: string(in.Arguments)},
-		corev1.EnvVar{Name: "TOOLGATE_ARGS_DIGEST", Value: in.Digest},
-		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFileFor(in.Tool.Sandbox.Scratch)},
-		corev1.EnvVar{Name: "TOOLGATE_MAX_OUTPUT", Value: strconv.FormatInt(maxOutput(in.Tool), 10)},
+		literalEnv("TOOLGATE_ARGS", string(in.Arguments)),
+		literalEnv("TOOLGATE_ARGS_DIGEST", in.Digest),
+		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(in.Tool.Sandbox.Scratch)),
+		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(in.Tool), 10)),
 	)
+}
+
+// literalEnv is an env var whose value reaches the container unexpanded: the kubelet turns
+// each $$ back into $, and no $( survives to start a reference.
+func literalEnv(name, value string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, Value: strings.ReplaceAll(value, "$", "$$")}
 }
 
 // argsFileFor is where the runner writes the arguments; "-" (scratch None) means no file.

@@ -274,3 +274,22 @@ func TestToolLabelValueKeepsValidNamesAndNeverCollides(t *testing.T) {
 		t.Errorf("ToolLabelValue(_probe) = %q, want a readable prefix", got)
 	}
 }
+
+// The kubelet expands $(NAME) and $$ in env values; toolgate's values are escaped so that
+// they arrive as written, while the Tool's own env keeps Kubernetes' syntax.
+func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
+	in := testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
+		s.Body.Env = []toolgatev1alpha1.EnvVar{{Name: "GREETING", Value: "$(MODE) $$"}}
+	})
+	in.Arguments = []byte(`{"cmd":"echo $$ $(HOME) $$(X)"}`)
+	env := map[string]string{}
+	for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if got, want := env["TOOLGATE_ARGS"], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
+		t.Errorf("TOOLGATE_ARGS = %s, want %s", got, want)
+	}
+	if got := env["GREETING"]; got != "$(MODE) $$" {
+		t.Errorf("the Tool's env is the operator's, as written: got %q", got)
+	}
+}
