@@ -4,7 +4,6 @@ import (
 	"context"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -81,7 +80,7 @@ func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha
 	case d.Reason == pipeline.ReasonApprovalDigestMismatch:
 		reason = v1alpha1.ReasonDigestMismatch
 	}
-	changed := meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{
+	changed := setStatusCondition(&approval.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: d.Message,
 		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})
