@@ -117,5 +117,5 @@ func refuseToolJobs(ctx SpecContext, tool, message string) {
 	}
 	Eventually(func() error {
 		return admin.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-	}).WithContext(ctx).WithTimeout(30*time.Second).WithPolling(poll).Should(MatchError(ContainSubstring(message)))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(MatchError(ContainSubstring(message)))
 }
