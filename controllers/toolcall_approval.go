@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -105,7 +104,7 @@ func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha
 	case d.Reason == pipeline.ReasonApprovalDigestMismatch:
 		reason, decided = v1alpha1.ReasonDigestMismatch, true
 	}
-	changed := meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{
+	changed := setStatusCondition(&approval.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: approvalMessage(call, d),
 		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})

@@ -54,7 +54,8 @@ type ToolCallReconciler struct {
 	Logs      LogReader
 	Options   CallOptions
 
-	written written
+	written  written
+	refusals refusals
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch
@@ -72,6 +73,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	call := &v1alpha1.ToolCall{}
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.refusals.forget(req.NamespacedName)
 			return ctrl.Result{}, r.releaseJobs(ctx, req.Namespace, req.Name, nil)
 		}
 		return ctrl.Result{}, err

@@ -85,7 +85,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
 // conditions, phase, completion time and duration. In memory; the caller writes.
 func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
-	apiResult, digest := toAPIResult(res)
+	apiResult, digest := toAPIResult(boundResult(res))
 	call.Status.Result = apiResult
 	call.Status.ResultDigest = digest
 	call.Status.Phase = phase
@@ -132,7 +132,7 @@ func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.
 // stopJob deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are left to ttlSecondsAfterFinished.
 func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pipeline.Outcome) {
-	if !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
+	if job == nil || !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
 		return
 	}
 	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {

@@ -114,6 +114,9 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	if err != nil || frozen.Digest() != call.Status.ArgumentsDigest {
 		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
 	}
+	if !r.Clock.Now().Before(r.attemptDeadline(call)) {
+		return r.createTooLate(ctx, call, attempt)
+	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
 		Digest: frozen.Digest(), Attempt: attempt}, r.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
@@ -124,6 +127,7 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())
 	switch {
 	case err == nil:
+		r.refusals.forget(client.ObjectKeyFromObject(call))
 		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
 		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
@@ -131,11 +135,12 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.refusals.forget(client.ObjectKeyFromObject(call))
 		if !metav1.IsControlledBy(existing, call) {
 			return r.finishInternal(ctx, call, "a Job named "+job.Name+" exists and belongs to something else")
 		}
 	default:
-		return ctrl.Result{}, err
+		return r.createRefused(ctx, call, job.Name, err)
 	}
 	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
 }

@@ -107,6 +107,10 @@ const (
 	ReasonImageNeverStarted Reason = "ImageNeverStarted"
 	// ReasonJobDeleted: the tool's Job or Pod was deleted before it finished.
 	ReasonJobDeleted Reason = "JobDeleted"
+	// ReasonExecutionRejected: Kubernetes refused to create the tool's Job (an invalid
+	// object, a quota, an admission policy or webhook, an API server that kept failing);
+	// the body never ran.
+	ReasonExecutionRejected Reason = "ExecutionRejected"
 	// ReasonNonZeroExit: the tool exited with a non-zero code.
 	ReasonNonZeroExit Reason = "NonZeroExit"
 	// ReasonOutputNotUTF8: the tool's output is not valid UTF-8.

@@ -138,6 +138,10 @@ const (
 	ReasonImageNeverStarted = "ImageNeverStarted"
 	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
 	ReasonJobDeleted = "JobDeleted"
+	// ReasonExecutionRejected: Kubernetes refused to create the attempt's Job (invalid, over a
+	// quota, denied by an admission policy or webhook, or failing until the attempt's
+	// deadline); the body never ran. The Executed condition carries the API server's message.
+	ReasonExecutionRejected = "ExecutionRejected"
 	// ReasonNonZeroExit: the body exited with a non-zero status.
 	ReasonNonZeroExit = "NonZeroExit"
 	// ReasonOutputNotUTF8: the body's output is not valid UTF-8.

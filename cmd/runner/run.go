@@ -16,13 +16,17 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
+// errArgumentsAltered is the digest check's failure as the model reads it.
+var errArgumentsAltered = errors.New("the arguments that reached the tool differ from the frozen arguments, so the tool was not run")
+
 // execute verifies the arguments, runs the tool and returns the frame to
 // deliver. Its ExitCode is the runner's exit code.
 func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	f := frame.Frame{ArgsDigest: frame.DigestOf(cfg.args)}
 	if cfg.argsDigest != f.ArgsDigest {
-		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError,
-			fmt.Errorf("%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest))
+		// The digests are for the Pod log (operators); the frame's error reaches the model.
+		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest)
+		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered)
 	}
 	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
 		return failed(f, frame.ReasonArgumentsFileError, frame.ExitRunnerError, err)

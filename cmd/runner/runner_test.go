@@ -53,6 +53,12 @@ func TestDigestMismatchDoesNotRunTool(t *testing.T) {
 	in.env[envArgsDigest] = frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))
 	o := in.run()
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch)
+	if strings.Contains(o.frame.Error, frame.DigestPrefix) || !strings.Contains(o.frame.Error, "not run") {
+		t.Errorf("the frame's error (read by the model) must say plainly what happened, without digests: %q", o.frame.Error)
+	}
+	if !strings.Contains(string(o.stderr), in.env[envArgsDigest]) {
+		t.Errorf("the Pod log should name the expected digest for operators: %q", o.stderr)
+	}
 	for _, p := range []string{mark, in.env[envArgsFile]} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists: the tool ran or the args were written", p)

@@ -128,7 +128,8 @@ func (k *Kubelet) Finish(ctx context.Context, namespace, jobName string, o Outco
 func (k *Kubelet) scriptFor(job *batchv1.Job) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if o, ok := k.scripts[job.Labels[controllers.LabelTool]]; ok {
+	// The annotation holds the exact tool name; the label may be a hash of it.
+	if o, ok := k.scripts[job.Annotations[controllers.AnnotationTool]]; ok {
 		return o
 	}
 	return Outcome{Echo: true}

@@ -16,10 +16,8 @@ import (
 // terminate plays the runner: it frames the tool's output exactly as cmd/runner does
 // (bounded stdout, digest check, termination message or log block).
 func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
-	env := map[string]string{}
-	for _, e := range pod.Spec.Containers[0].Env {
-		env[e.Name] = e.Value
-	}
+	// The environment as a kubelet hands it to the runner: $(…) references expanded.
+	env := expandEnv(&pod.Spec.Containers[0])
 	args := []byte(env["TOOLGATE_ARGS"])
 	term := &corev1.ContainerStateTerminated{ExitCode: o.ExitCode, Reason: o.Reason, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
 	if term.Reason == "" {
@@ -33,7 +31,7 @@ func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateT
 	}
 	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env["TOOLGATE_ARGS_DIGEST"], StderrTail: o.Stderr}
 	if frame.DigestOf(args) != env["TOOLGATE_ARGS_DIGEST"] {
-		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "arguments digest mismatch"
+		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "the arguments that reached the tool differ from the frozen arguments, so the tool was not run"
 		term.ExitCode, term.Reason = frame.ExitRunnerError, "Error"
 	} else {
 		stdout := o.Stdout
