@@ -114,6 +114,9 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		return err
 	}
 	r.written.record(call)
+	if call.Status.Phase.IsTerminal() {
+		countTerminal(call)
+	}
 	return nil
 }
 

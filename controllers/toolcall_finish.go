@@ -115,9 +115,6 @@ func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.T
 	res := call.Status.Result
 	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
 		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)
-	metrics.Outcomes.WithLabelValues(call.Spec.Tool, string(call.Status.Phase), res.Reason).Inc()
-	metrics.CallLatency.WithLabelValues(call.Spec.Tool, string(call.Status.Phase)).
-		Observe(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time).Seconds())
 	return nil
 }
 

@@ -124,7 +124,7 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())
 	switch {
 	case err == nil:
-		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
+		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
 		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
