@@ -120,6 +120,7 @@ func TestEveryTerminalCallIsCountedUnderABoundedToolLabel(t *testing.T) {
 			if got.Status.Phase != tc.wantPhase || got.Status.Result == nil {
 				t.Fatalf("phase %q result %+v, want %s with a result", got.Status.Phase, got.Status.Result, tc.wantPhase)
 			}
+			assertAPIReasons(t, apiReasons(t), got)
 			reason := got.Status.Result.Reason
 			if n := testutil.ToFloat64(metrics.Outcomes.WithLabelValues(tc.wantTool, string(tc.wantPhase), reason)); n != 1 {
 				t.Errorf("toolgate_toolcalls_total{tool=%q,phase=%q,reason=%q} = %v, want 1", tc.wantTool, tc.wantPhase, reason, n)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,11 +31,11 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(batchv1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.ToolCall{}, &v1alpha1.ToolCallApproval{}).
-		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
-			return []string{o.GetAnnotations()[AnnotationCallName]}
-		}).
+		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
+		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).
 		WithInterceptorFuncs(funcs).Build()
 	compiler, err := pipeline.NewCompiler(pipeline.CompilerOptions{})
 	if err != nil {
@@ -43,6 +44,10 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 	return &ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme,
 		Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(time.Now()),
 		Compiler: compiler, Options: DefaultCallOptions()}, c
+}
+
+func byCallAnnotation(o client.Object) []string {
+	return []string{o.GetAnnotations()[AnnotationCallName]}
 }
 
 func unitTool(name string) *v1alpha1.Tool {

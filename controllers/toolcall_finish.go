@@ -18,11 +18,10 @@ import (
 	"github.com/toolgate/toolgate/pipeline"
 )
 
+// Reasons of the operator's own, declared in the API with every other reason.
 const (
-	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
-	ReasonResultUnreadable = "ResultUnreadable"
-	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
-	ReasonOperatorError = "OperatorError"
+	ReasonResultUnreadable = v1alpha1.ReasonResultUnreadable
+	ReasonOperatorError    = v1alpha1.ReasonOperatorError
 )
 
 var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")

@@ -63,7 +63,11 @@ type ToolCallApprovalStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, CallNotWaiting).
+	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, ApprovalTimeout).
+	// True/Applied: the answer decided the call (approved, or denied as asked). False: it was
+	// refused: SelfApproval (the call keeps waiting for another approver), DigestMismatch
+	// (another arguments digest than the call's), ApprovalTimeout (the window had closed).
+	// An approval for a call that is not awaiting approval is not marked.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
