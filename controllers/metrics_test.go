@@ -83,11 +83,11 @@ func TestEveryTerminalCallIsCountedUnderABoundedToolLabel(t *testing.T) {
 		wantTool  string
 		wantPhase v1alpha1.ToolCallPhase
 	}{
-		{name: "unknown tool", call: unitCall("c", madeUp), objs: []client.Object{unitTool("echo")},
+		{name: "unknown tool", call: unitCall("c", madeUp), objs: []client.Object{unitEcho()},
 			wantTool: metrics.UnknownTool, wantPhase: v1alpha1.PhaseFailed},
-		{name: "policy denial", call: unitCall("c", "echo"), objs: []client.Object{unitTool("echo"), unitPolicy("deny", v1alpha1.VerdictDeny)},
+		{name: "policy denial", call: unitCall("c", "echo"), objs: []client.Object{unitEcho(), unitPolicy("deny", v1alpha1.VerdictDeny)},
 			wantTool: "echo", wantPhase: v1alpha1.PhaseDenied},
-		{name: "approval denied", call: unitCall("c", "echo"), objs: []client.Object{unitTool("echo"), unitPolicy("ask", v1alpha1.VerdictAsk)},
+		{name: "approval denied", call: unitCall("c", "echo"), objs: []client.Object{unitEcho(), unitPolicy("ask", v1alpha1.VerdictAsk)},
 			answer: func(call *v1alpha1.ToolCall) *v1alpha1.ToolCallApproval {
 				return &v1alpha1.ToolCallApproval{
 					ObjectMeta: metav1.ObjectMeta{Name: call.Name, Namespace: call.Namespace},
@@ -96,7 +96,7 @@ func TestEveryTerminalCallIsCountedUnderABoundedToolLabel(t *testing.T) {
 				}
 			},
 			wantTool: "echo", wantPhase: v1alpha1.PhaseDenied},
-		{name: "approval timed out", call: unitCall("c", "echo"), objs: []client.Object{unitTool("echo"), unitPolicy("ask", v1alpha1.VerdictAsk)},
+		{name: "approval timed out", call: unitCall("c", "echo"), objs: []client.Object{unitEcho(), unitPolicy("ask", v1alpha1.VerdictAsk)},
 			afterPark: 2 * time.Hour, wantTool: "echo", wantPhase: v1alpha1.PhaseDenied},
 	}
 	for _, tc := range cases {

@@ -218,7 +218,7 @@ func TestConsumedReasonsAreTheDocumentedOnes(t *testing.T) {
 	produced := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, c := unitReconciler(t, interceptor.Funcs{}, unitTool("echo"), unitPolicy("ask", v1alpha1.VerdictAsk), unitCall("c", "echo"))
+			r, c := unitReconciler(t, interceptor.Funcs{}, unitEcho(), unitPolicy("ask", v1alpha1.VerdictAsk), unitCall("c", "echo"))
 			call := reconcileUntilStill(t, r, c, "c")
 			if call.Status.Phase != v1alpha1.PhaseAwaitingApproval {
 				t.Fatalf("phase %q, want the call parked", call.Status.Phase)

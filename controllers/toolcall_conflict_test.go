@@ -50,12 +50,13 @@ func byCallAnnotation(o client.Object) []string {
 	return []string{o.GetAnnotations()[AnnotationCallName]}
 }
 
-func unitTool(name string) *v1alpha1.Tool {
+// unitEcho is the Tool echo in namespace ns.
+func unitEcho() *v1alpha1.Tool {
 	return &v1alpha1.Tool{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "ns"},
 		Spec: v1alpha1.NamespacedToolSpec{ToolSpec: v1alpha1.ToolSpec{
 			Timeout: &metav1.Duration{Duration: time.Minute},
-			Body:    v1alpha1.ToolBody{Image: "example/" + name + ":1", RunnerInImage: true},
+			Body:    v1alpha1.ToolBody{Image: "example/echo:1", RunnerInImage: true},
 		}},
 	}
 }
@@ -78,7 +79,7 @@ func TestWriteConflictRequeuesThroughTheRateLimiter(t *testing.T) {
 		return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: "toolcalls"},
 			obj.GetName(), nil)
 	}}
-	r, _ := unitReconciler(t, conflict, unitTool("echo"), unitCall("c", "echo"))
+	r, _ := unitReconciler(t, conflict, unitEcho(), unitCall("c", "echo"))
 	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "c"}})
 	if conflicts == 0 {
 		t.Fatal("the reconcile wrote no status: the test does not exercise the conflict path")

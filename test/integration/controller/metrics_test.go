@@ -25,7 +25,7 @@ import (
 )
 
 // applyShippedClusterRole creates a ClusterRole of config/rbac and binds it to subject.
-func applyShippedClusterRole(ctx SpecContext, manifest []byte, binding string, subject rbacv1.Subject) string {
+func applyShippedClusterRole(ctx SpecContext, manifest []byte, binding string, subject rbacv1.Subject) {
 	role := &rbacv1.ClusterRole{}
 	Expect(yaml.Unmarshal(manifest, role)).To(Succeed())
 	if err := k8sClient.Create(ctx, role); !apierrors.IsAlreadyExists(err) {
@@ -36,7 +36,6 @@ func applyShippedClusterRole(ctx SpecContext, manifest []byte, binding string, s
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{subject},
 	})).To(Succeed())
-	return role.Name
 }
 
 // eventuallyAllowed waits until RBAC lets user do what attrs say (bindings take a moment to
