@@ -41,7 +41,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	r.afterStatusWrite(call, outcome.events)
 	ctrl.LoggerFrom(ctx).Info("call admitted", "tool", call.Spec.Tool, "requester", call.Spec.Requester,
 		"verdict", outcome.verdict, "reason", outcome.reason, "phase", call.Status.Phase, "argumentsDigest", call.Status.ArgumentsDigest)
-	metrics.Verdicts.WithLabelValues(call.Spec.Tool, string(outcome.verdict), string(outcome.reason)).Inc()
+	metrics.Verdicts.WithLabelValues(metricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()
 	switch call.Status.Phase {
 	case v1alpha1.PhaseRunning:
 		return r.createJob(ctx, call)

@@ -89,12 +89,10 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if call.Status.Phase.IsTerminal() || !call.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	res, err := r.reconcile(ctx, call)
-	if apierrors.IsConflict(err) {
-		// Another pass wrote first (or the cache was behind): retry from fresh state.
-		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil
-	}
-	return res, err
+	// A write conflict (another pass wrote first, or the cache was behind) is returned like
+	// any error: the controller requeues the call through its rate limiter (per-item
+	// exponential backoff), so a hot call cannot spin, and the retry starts from fresh state.
+	return r.reconcile(ctx, call)
 }
 
 // reconcile runs the step for the call's phase; each step ends with at most one status write.
@@ -118,6 +116,9 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		return err
 	}
 	r.written.record(call)
+	if call.Status.Phase.IsTerminal() {
+		countTerminal(call)
+	}
 	return nil
 }
 

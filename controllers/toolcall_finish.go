@@ -18,11 +18,10 @@ import (
 	"github.com/toolgate/toolgate/pipeline"
 )
 
+// Reasons of the operator's own, declared in the API with every other reason.
 const (
-	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
-	ReasonResultUnreadable = "ResultUnreadable"
-	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
-	ReasonOperatorError = "OperatorError"
+	ReasonResultUnreadable = v1alpha1.ReasonResultUnreadable
+	ReasonOperatorError    = v1alpha1.ReasonOperatorError
 )
 
 var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
@@ -115,9 +114,6 @@ func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.T
 	res := call.Status.Result
 	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
 		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)
-	metrics.Outcomes.WithLabelValues(call.Spec.Tool, string(call.Status.Phase), res.Reason).Inc()
-	metrics.CallLatency.WithLabelValues(call.Spec.Tool, string(call.Status.Phase)).
-		Observe(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time).Seconds())
 	return nil
 }
 

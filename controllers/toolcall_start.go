@@ -26,7 +26,7 @@ func (r *ToolCallReconciler) scheduleOrQueue(ctx context.Context, call *v1alpha1
 	}
 	if !runnable {
 		call.Status.Phase = v1alpha1.PhaseQueued
-		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, "Queued",
+		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonQueued,
 			"waiting for earlier calls of session "+call.Spec.Session)
 		return nil
 	}
@@ -44,7 +44,7 @@ func (r *ToolCallReconciler) startAttempt(call *v1alpha1.ToolCall, attempt int32
 	if call.Status.StartTime == nil {
 		call.Status.StartTime = now
 	}
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, "Running",
+	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
 		fmt.Sprintf("attempt %d runs in Job %s", attempt, name))
 }
 
@@ -128,7 +128,7 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	switch {
 	case err == nil:
 		r.refusals.forget(client.ObjectKeyFromObject(call))
-		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
+		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
 		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}

@@ -234,7 +234,7 @@ toolgate is up. Try:
   kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
   kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
   kubectl -n $SYSTEM_NS logs deploy/$RELEASE
-  kubectl get --raw /api/v1/namespaces/$SYSTEM_NS/services/$RELEASE-metrics:metrics/proxy/metrics | grep ^toolgate_
+  metrics (HTTPS, a token allowed to GET /metrics): see "Metrics" in docs/operations.md
   make up (again: new demo calls)   make down (stop and clean up everything)
 EOF
 }

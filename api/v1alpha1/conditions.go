@@ -48,6 +48,9 @@ const (
 )
 
 // Condition reasons, for metav1.Condition.Reason and, for failures, ToolResult.Reason.
+// Every reason a controller writes (condition, result, attempt) is one of these; those of the
+// pipeline's decisions and results have the same name and value as pipeline.Reason<Name>
+// (reasons_test.go checks both).
 const (
 	// ReasonRegistered: the tool is registered under its resolved name.
 	ReasonRegistered = "Registered"
@@ -68,8 +71,6 @@ const (
 	// ReasonUnknownScope: the scope named by a Tool or ToolCall does not exist.
 	ReasonUnknownScope = "UnknownScope"
 
-	// ReasonPending: the stage has not run yet.
-	ReasonPending = "Pending"
 	// ReasonFrozen: the arguments were canonicalised and digested.
 	ReasonFrozen = "Frozen"
 	// ReasonValid: the arguments satisfy the parameters schema.
@@ -86,6 +87,8 @@ const (
 	ReasonToolNotReady = "ToolNotReady"
 	// ReasonArgumentsNotObject: the arguments could not be canonicalised as a JSON object.
 	ReasonArgumentsNotObject = "ArgumentsNotObject"
+	// ReasonArgumentsTooLarge: the canonical arguments exceed the operator's size limit.
+	ReasonArgumentsTooLarge = "ArgumentsTooLarge"
 	// ReasonSchemaViolation: the arguments violate the tool's parameters schema.
 	ReasonSchemaViolation = "SchemaViolation"
 	// ReasonPolicyAllowed: the policies allowed the call.
@@ -122,12 +125,10 @@ const (
 	// ReasonApplied: (ToolCallApproval) the approval decided the call.
 	ReasonApplied = "Applied"
 
-	// ReasonWaitingForSession: an earlier call of the same session must finish first.
-	ReasonWaitingForSession = "WaitingForSession"
-	// ReasonJobCreated: the attempt's Job exists and the body is running.
-	ReasonJobCreated = "JobCreated"
-	// ReasonRetrying: the attempt failed with a retryable reason; another attempt follows.
-	ReasonRetrying = "Retrying"
+	// ReasonQueued: (Executed=Unknown) an earlier call of the same session must finish first.
+	ReasonQueued = "Queued"
+	// ReasonRunning: (Executed=Unknown) the attempt's Job is created or about to be; the body runs.
+	ReasonRunning = "Running"
 	// ReasonDeadlineExceeded: the body ran past the tool's timeout.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	// ReasonOOMKilled: the body's container was killed for exceeding its memory limit.
@@ -148,8 +149,14 @@ const (
 	ReasonOutputNotUTF8 = "OutputNotUTF8"
 	// ReasonOutputTooLarge: the body's output exceeds the sandbox's maxOutputBytes.
 	ReasonOutputTooLarge = "OutputTooLarge"
-	// ReasonOutputMalformed: the runner's framed result could not be read.
-	ReasonOutputMalformed = "OutputMalformed"
+	// ReasonOutputTruncated: the output was cut at the limit and accepted as partial text.
+	ReasonOutputTruncated = "OutputTruncated"
+	// ReasonToolError: the body itself returned {"isError": true, ...}.
+	ReasonToolError = "ToolError"
+	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
+	ReasonResultUnreadable = "ResultUnreadable"
+	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
+	ReasonOperatorError = "OperatorError"
 	// ReasonResultAccepted: the PostExecute policies accepted the result unchanged.
 	ReasonResultAccepted = "ResultAccepted"
 	// ReasonResultRedacted: a PostExecute rule replaced the result's content.
