@@ -90,8 +90,8 @@ func TestEveryTerminalCallIsCountedUnderABoundedToolLabel(t *testing.T) {
 		{name: "approval denied", call: unitCall("c", "echo"), objs: []client.Object{unitEcho(), unitPolicy("ask", v1alpha1.VerdictAsk)},
 			answer: func(call *v1alpha1.ToolCall) *v1alpha1.ToolCallApproval {
 				return &v1alpha1.ToolCallApproval{
-					ObjectMeta: metav1.ObjectMeta{Name: call.Name, Namespace: call.Namespace},
-					Spec: v1alpha1.ToolCallApprovalSpec{Decision: v1alpha1.DecisionDeny,
+					ObjectMeta: metav1.ObjectMeta{Name: call.Name, Namespace: call.Namespace, CreationTimestamp: *call.Status.AdmittedTime},
+					Spec: v1alpha1.ToolCallApprovalSpec{Decision: v1alpha1.DecisionDeny, CallUID: string(call.UID),
 						ArgumentsDigest: call.Status.ArgumentsDigest, Approver: "bob", Reason: "no"},
 				}
 			},

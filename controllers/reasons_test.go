@@ -204,6 +204,9 @@ func TestConsumedReasonsAreTheDocumentedOnes(t *testing.T) {
 		approver   string
 		digest     string // "" is the call's own
 		late       bool
+		uid        string // "" is the call's own
+		stale      bool   // created long before the call was parked
+		consumedBy string // status.consumedBy the approval already carries
 		wantStatus metav1.ConditionStatus
 	}{
 		{name: "approved", decision: v1alpha1.DecisionApprove, approver: "bob", wantStatus: metav1.ConditionTrue},
@@ -213,6 +216,9 @@ func TestConsumedReasonsAreTheDocumentedOnes(t *testing.T) {
 		{name: "other arguments", decision: v1alpha1.DecisionApprove, approver: "bob", digest: otherDigest, wantStatus: metav1.ConditionFalse},
 		{name: "denied, other arguments", decision: v1alpha1.DecisionDeny, approver: "bob", digest: otherDigest, wantStatus: metav1.ConditionTrue},
 		{name: "approved after the window", decision: v1alpha1.DecisionApprove, approver: "bob", late: true, wantStatus: metav1.ConditionFalse},
+		{name: "another call's uid", decision: v1alpha1.DecisionApprove, approver: "bob", uid: "uid-of-an-earlier-call", wantStatus: metav1.ConditionFalse},
+		{name: "created before the call was parked", decision: v1alpha1.DecisionApprove, approver: "bob", stale: true, wantStatus: metav1.ConditionFalse},
+		{name: "consumed by another call", decision: v1alpha1.DecisionApprove, approver: "bob", consumedBy: "uid-of-an-earlier-call", wantStatus: metav1.ConditionFalse},
 	}
 	reasons := apiReasons(t)
 	produced := map[string]bool{}
@@ -227,15 +233,30 @@ func TestConsumedReasonsAreTheDocumentedOnes(t *testing.T) {
 			if digest == "" {
 				digest = call.Status.ArgumentsDigest
 			}
+			uid := tc.uid
+			if uid == "" {
+				uid = string(call.UID)
+			}
+			created := *call.Status.AdmittedTime
+			if tc.stale {
+				created = metav1.NewTime(created.Add(-time.Hour))
+			}
+			if tc.late { // answered after the window closed
+				r.Clock.(*clocktesting.FakeClock).Step(2 * time.Hour)
+				created = metav1.NewTime(r.Clock.Now())
+			}
 			approval := &v1alpha1.ToolCallApproval{
-				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-				Spec:       v1alpha1.ToolCallApprovalSpec{Decision: tc.decision, ArgumentsDigest: digest, Approver: tc.approver},
+				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", CreationTimestamp: created},
+				Spec:       v1alpha1.ToolCallApprovalSpec{Decision: tc.decision, CallUID: uid, ArgumentsDigest: digest, Approver: tc.approver},
 			}
 			if err := c.Create(context.Background(), approval); err != nil {
 				t.Fatal(err)
 			}
-			if tc.late {
-				r.Clock.(*clocktesting.FakeClock).Step(2 * time.Hour)
+			if tc.consumedBy != "" {
+				approval.Status.ConsumedBy = tc.consumedBy
+				if err := c.Status().Update(context.Background(), approval); err != nil {
+					t.Fatal(err)
+				}
 			}
 			assertAPIReasons(t, reasons, reconcileUntilStill(t, r, c, "c"))
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(approval), approval); err != nil {

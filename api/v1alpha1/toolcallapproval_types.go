@@ -79,11 +79,13 @@ type ToolCallApprovalStatus struct {
 	// +kubebuilder:validation:MaxLength=128
 	ConsumedBy string `json:"consumedBy,omitempty"`
 
-	// conditions: Consumed. True/Applied: the answer decided the call (approved, or denied as
-	// asked). False: it was refused: SelfApproval (the call keeps waiting for another
-	// approver), DigestMismatch (another arguments digest than the call's), ApprovalTimeout
-	// (the window had closed), ApprovalCallMismatch (another call's uid), ApprovalStale
-	// (created before the call was parked), ApprovalAlreadyConsumed (it decided another call).
+	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, ApprovalTimeout,
+	// ApprovalCallMismatch, ApprovalStale, ApprovalAlreadyConsumed). True/Applied: the answer
+	// decided the call (approved, or denied as asked). False: it was refused: SelfApproval
+	// (the call keeps waiting for another approver), DigestMismatch (another arguments digest
+	// than the call's), ApprovalTimeout (the window had closed), ApprovalCallMismatch (another
+	// call's uid), ApprovalStale (created before the call was parked), ApprovalAlreadyConsumed
+	// (it decided another call).
 	// An approval for a call that is not awaiting approval is not marked.
 	// +optional
 	// +listType=map
