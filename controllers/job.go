@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // Labels and annotations toolgate puts on the Jobs and Pods it creates.
@@ -90,6 +91,9 @@ type JobInput struct {
 	Arguments []byte
 	Digest    string
 	Attempt   int32
+	// FrameKey is the attempt's random frame key (frame.NewKey): the runner signs its
+	// frame with it, and the operator reads it back from the Job to verify the frame.
+	FrameKey string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -225,6 +229,7 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		corev1.EnvVar{Name: "TOOLGATE_ARGS_DIGEST", Value: in.Digest},
 		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFileFor(in.Tool.Sandbox.Scratch)},
 		corev1.EnvVar{Name: "TOOLGATE_MAX_OUTPUT", Value: strconv.FormatInt(maxOutput(in.Tool), 10)},
+		corev1.EnvVar{Name: frame.EnvFrameKey, Value: in.FrameKey},
 	)
 }
 

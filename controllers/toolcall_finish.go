@@ -19,8 +19,6 @@ import (
 )
 
 const (
-	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
-	ReasonResultUnreadable = "ResultUnreadable"
 	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
 	ReasonOperatorError = "OperatorError"
 )
