@@ -168,7 +168,7 @@ func (m *memLogs) TailLog(_ context.Context, _, _, _ string, tailLines, limitByt
 	if m.log == nil {
 		return nil, errors.New("log rotated away")
 	}
-	if limitBytes > int64(frame.MaxFrameBytes(testOutputLimit))*2+frame.LogSlackBytes || tailLines > 1000 {
+	if limitBytes > frame.MaxFrameBytes(testOutputLimit)*2+frame.LogSlackBytes || tailLines > 1000 {
 		return nil, fmt.Errorf("unbounded read: %d lines, %d bytes", tailLines, limitBytes)
 	}
 	return m.log[:min(int64(len(m.log)), limitBytes)], nil
@@ -398,10 +398,11 @@ func checkCombination(t *testing.T, name string, o pipeline.Outcome, res pipelin
 		t.Errorf("%s: result without a reason: %+v", name, res)
 	}
 	terminated := pod != nil && toolContainerStatus(pod).State.Terminated != nil
-	if res.OK && !(f.honest && terminated) {
+	vouched := f.honest && terminated
+	if res.OK && !vouched {
 		t.Errorf("%s: succeeded without the runner's honest frame: %s", name, res.Reason)
 	}
-	if o.Report != nil && !(f.honest && terminated) {
+	if o.Report != nil && !vouched {
 		t.Errorf("%s: a report from a frame that is not the runner's (exit %d)", name, o.Report.ExitCode)
 	}
 	if !f.honest {
