@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // Labels and annotations toolgate puts on the Jobs and Pods it creates.
@@ -94,6 +95,9 @@ type JobInput struct {
 	Arguments []byte
 	Digest    string
 	Attempt   int32
+	// FrameKey is the attempt's random frame key (frame.NewKey): the runner signs its
+	// frame with it, and the operator reads it back from the Job to verify the frame.
+	FrameKey string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -256,6 +260,7 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		literalEnv("TOOLGATE_ARGS_DIGEST", in.Digest),
 		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(in.Tool.Sandbox.Scratch)),
 		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(in.Tool), 10)),
+		literalEnv(frame.EnvFrameKey, in.FrameKey),
 	)
 }
 

@@ -34,7 +34,7 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents"},
 		Spec:       toolgatev1alpha1.ToolCallSpec{Tool: "echo", Requester: "alice"},
 	}
-	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
+	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1, FrameKey: "k3y"}
 }
 
 func TestJobNameDeterministicAndBounded(t *testing.T) {
@@ -128,7 +128,7 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 	}
 	want := map[string]string{
 		"MODE": "fast", "TOOLGATE_ARGS": `{"text":"hi"}`, "TOOLGATE_ARGS_DIGEST": "sha256:abc",
-		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576",
+		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576", "TOOLGATE_FRAME_KEY": "k3y",
 	}
 	if d := diff(env, want); d != "" {
 		t.Errorf("env (-got +want):\n%s", d)

@@ -34,11 +34,15 @@ type CallOptions struct {
 	DeadlineGrace time.Duration
 	// Workers is how many calls are reconciled at once (different calls only).
 	Workers int
+	// LogReadTimeout bounds one pods/log read of a result carried in the Pod log; a read
+	// that takes longer ends the attempt ResultUnreadable.
+	LogReadTimeout time.Duration
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4}
+	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4,
+		LogReadTimeout: 10 * time.Second}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and

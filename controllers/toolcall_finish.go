@@ -20,8 +20,7 @@ import (
 
 // Reasons of the operator's own, declared in the API with every other reason.
 const (
-	ReasonResultUnreadable = v1alpha1.ReasonResultUnreadable
-	ReasonOperatorError    = v1alpha1.ReasonOperatorError
+	ReasonOperatorError = v1alpha1.ReasonOperatorError
 )
 
 var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // scheduleOrQueue sets an admitted call Running with its first attempt when its session's
@@ -117,8 +118,12 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	if !r.Clock.Now().Before(r.attemptDeadline(call)) {
 		return r.createTooLate(ctx, call, attempt)
 	}
+	key, err := frame.NewKey()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt}, r.Options.Job)
+		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key}, r.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -28,9 +28,6 @@ const (
 	MetaViolations = "violations"
 	// MetaMessageBytes is the full size of a message that was cut to fit its field.
 	MetaMessageBytes = "messageBytes"
-	// MetaKubernetesReason is the API server's reason (e.g. Forbidden, Invalid) for a Job
-	// it refused (ExecutionRejected).
-	MetaKubernetesReason = "kubernetesReason"
 )
 
 // FreezeResult returns the canonical bytes and digest of a final Result (stage 8), using

@@ -153,8 +153,6 @@ const (
 	ReasonOutputTruncated = "OutputTruncated"
 	// ReasonToolError: the body itself returned {"isError": true, ...}.
 	ReasonToolError = "ToolError"
-	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
-	ReasonResultUnreadable = "ResultUnreadable"
 	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
 	ReasonOperatorError = "OperatorError"
 	// ReasonResultAccepted: the PostExecute policies accepted the result unchanged.
@@ -181,3 +179,16 @@ func RetryableReasons() []string {
 		ReasonNonZeroExit, ReasonImageNeverStarted, ReasonJobDeleted,
 	}
 }
+
+// Reasons of attempts that ended without a result the runner vouched for.
+const (
+	// ReasonExecutionLost: the attempt ended in a way the operator cannot read as "the tool
+	// container exited and here is the runner's frame" (the Pod vanished, its node was lost
+	// or shut down, the Job or Pod failed for a reason without a result of its own, the
+	// container ended without a frame); result meta kubernetesReason names the reason.
+	ReasonExecutionLost = "ExecutionLost"
+	// ReasonResultUnreadable: the tool container left a frame the operator could not trust:
+	// not signed with the attempt's key (the body may have written it), malformed, larger
+	// than the call's output limit allows, or not read from the Pod log in time.
+	ReasonResultUnreadable = "ResultUnreadable"
+)
