@@ -85,12 +85,15 @@ build: ## Build the operator and the runner into bin/ (example tools: make image
 test: verify test-unit test-integration chart-test test-e2e ## Everything CI runs, the real-cluster e2e suite included.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (no cluster).
-	go test $$(go list ./... | grep -v /test/) 
+# The race detector is on for unit and integration tests (CGO: gcc is on every machine).
+RACE ?= -race
+
+test-unit: ## Unit tests (no cluster), with the race detector.
+	go test $(RACE) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
 test-integration: envtest-binaries $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
-	$(GINKGO) -r --fail-on-pending --fail-on-empty --require-suite --timeout=20m test/integration
+	$(GINKGO) -r $(RACE) --fail-on-pending --fail-on-empty --require-suite --timeout=30m test/integration
 
 .PHONY: bench
 bench: ## Pipeline benchmarks.

@@ -49,10 +49,7 @@ func terminalEvents(call *v1alpha1.ToolCall) []event {
 
 // afterStatusWrite emits events only once the status that records them is written.
 func (r *ToolCallReconciler) afterStatusWrite(call *v1alpha1.ToolCall, events []event) {
-	if r.Recorder == nil {
-		return
-	}
 	for _, e := range events {
-		r.Recorder.Eventf(call, nil, e.eventType, e.reason, e.action, "%s", e.note)
+		emit(r.Recorder, call, e.eventType, e.reason, e.action, e.note)
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // Labels and annotations toolgate puts on the Jobs and Pods it creates.
@@ -24,6 +27,8 @@ const (
 	LabelTool           = "toolgate.dev/tool"
 	LabelNetwork        = "toolgate.dev/network"
 	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
+	AnnotationTool = "toolgate.dev/tool"
 	// JobFinalizer holds a tool Job until the operator has seen its end: a Job deleted while
 	// its call runs is then observed (JobDeleted), never mistaken for one not yet created.
 	JobFinalizer = "toolgate.dev/outcome"
@@ -87,6 +92,9 @@ type JobInput struct {
 	Arguments []byte
 	Digest    string
 	Attempt   int32
+	// FrameKey is the attempt's random frame key (frame.NewKey): the runner signs its
+	// frame with it, and the operator reads it back from the Job to verify the frame.
+	FrameKey string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -96,18 +104,41 @@ func JobName(callName string, attempt int32) string {
 	if len(callName)+len(suffix) <= maxJobName {
 		return callName + suffix
 	}
-	sum := sha256.Sum256([]byte(callName))
-	hash := hex.EncodeToString(sum[:])[:8]
-	keep := maxJobName - len(suffix) - len(hash) - 1
-	return callName[:keep] + "-" + hash + suffix
+	keep := maxJobName - len(suffix) - 8 - 1
+	// A cut name may end in '.' or '-'; "x.-hash" would not be a DNS subdomain.
+	return strings.TrimRight(callName[:keep], ".-") + "-" + shortHash(callName, 8) + suffix
+}
+
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
 }
 
 // CallLabelValue is the value of LabelCall for a call: its name when that fits a label.
 func CallLabelValue(callName string) string {
-	if len(callName) <= 63 {
+	if len(callName) <= validation.LabelValueMaxLength {
 		return callName
 	}
-	return JobName(callName, 0)[:maxJobName-2]
+	return strings.TrimRight(callName[:52], ".-") + "-" + shortHash(callName, 8)
+}
+
+// ToolLabelValue is the value of LabelTool for a tool name. Tool names ([a-zA-Z0-9_-], up to
+// 64) are not all label values ("_probe", 64 characters): those get a readable prefix and a
+// hash joined by '.', which no tool name contains, so a hashed value never equals a real
+// name. AnnotationTool carries the exact name.
+func ToolLabelValue(tool string) string {
+	if len(validation.IsValidLabelValue(tool)) == 0 {
+		return tool
+	}
+	const hashLen = 16
+	prefix := strings.Trim(tool, "_-.")
+	if len(prefix) > validation.LabelValueMaxLength-hashLen-1 {
+		prefix = strings.TrimRight(prefix[:validation.LabelValueMaxLength-hashLen-1], "_-.")
+	}
+	if prefix == "" {
+		prefix = "tool"
+	}
+	return prefix + "." + shortHash(tool, hashLen)
 }
 
 // BuildJob returns the Job for one attempt of a call. It is a pure function of its input:
@@ -118,10 +149,10 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 		LabelManagedBy: ManagedByValue,
 		LabelCall:      CallLabelValue(in.Call.Name),
 		LabelAttempt:   strconv.Itoa(int(in.Attempt)),
-		LabelTool:      in.Call.Spec.Tool,
+		LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
 		LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
 	}
-	annotations := map[string]string{AnnotationArgDigest: in.Digest, AnnotationCallName: in.Call.Name}
+	annotations := map[string]string{AnnotationArgDigest: in.Digest, AnnotationCallName: in.Call.Name, AnnotationTool: in.Call.Spec.Tool}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        JobName(in.Call.Name, in.Attempt),
@@ -214,17 +245,28 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 	}
 }
 
+// toolEnv is the tool container's environment. The kubelet expands $(NAME) references in
+// env values and turns $$ into $, so every value toolgate sets is escaped (literalEnv): the
+// runner reads exactly the frozen bytes, whatever they contain. The Tool's own env is the
+// operator's, written in the Pod API's syntax, and keeps Kubernetes' expansion.
 func toolEnv(in JobInput) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
 	for _, e := range in.Tool.Body.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	return append(env,
-		corev1.EnvVar{Name: "TOOLGATE_ARGS", Value: string(in.Arguments)},
-		corev1.EnvVar{Name: "TOOLGATE_ARGS_DIGEST", Value: in.Digest},
-		corev1.EnvVar{Name: "TOOLGATE_ARGS_FILE", Value: argsFileFor(in.Tool.Sandbox.Scratch)},
-		corev1.EnvVar{Name: "TOOLGATE_MAX_OUTPUT", Value: strconv.FormatInt(maxOutput(in.Tool), 10)},
+		literalEnv("TOOLGATE_ARGS", string(in.Arguments)),
+		literalEnv("TOOLGATE_ARGS_DIGEST", in.Digest),
+		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(in.Tool.Sandbox.Scratch)),
+		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(in.Tool), 10)),
+		literalEnv(frame.EnvFrameKey, in.FrameKey),
 	)
+}
+
+// literalEnv is an env var whose value reaches the container unexpanded: the kubelet turns
+// each $$ back into $, and no $( survives to start a reference.
+func literalEnv(name, value string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, Value: strings.ReplaceAll(value, "$", "$$")}
 }
 
 // argsFileFor is where the runner writes the arguments; "-" (scratch None) means no file.

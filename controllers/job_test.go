@@ -34,7 +34,7 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents"},
 		Spec:       toolgatev1alpha1.ToolCallSpec{Tool: "echo", Requester: "alice"},
 	}
-	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
+	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1, FrameKey: "k3y"}
 }
 
 func TestJobNameDeterministicAndBounded(t *testing.T) {
@@ -128,7 +128,7 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 	}
 	want := map[string]string{
 		"MODE": "fast", "TOOLGATE_ARGS": `{"text":"hi"}`, "TOOLGATE_ARGS_DIGEST": "sha256:abc",
-		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576",
+		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576", "TOOLGATE_FRAME_KEY": "k3y",
 	}
 	if d := diff(env, want); d != "" {
 		t.Errorf("env (-got +want):\n%s", d)
@@ -212,5 +212,84 @@ func TestBuildJobPassesPodSecurityRestricted(t *testing.T) {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
 			}
 		}
+	}
+}
+
+// TestBuildJobLabelsValidForEveryName builds Jobs for tool and call names that are valid in
+// the API but not as label values, and checks what the API server checks: every label is a
+// valid label, the Job's name a DNS subdomain, and the exact names are in annotations.
+func TestBuildJobLabelsValidForEveryName(t *testing.T) {
+	cases := []struct{ name, tool, call string }{
+		{"plain", "echo", "hello"},
+		{"leading underscore", "_probe", "hello"},
+		{"trailing dash", "probe-", "hello"},
+		{"only punctuation", "_-_", "hello"},
+		{"64 characters", strings.Repeat("t", 64), "hello"},
+		{"64 with underscore ends", "_" + strings.Repeat("t", 62) + "_", "hello"},
+		{"long call name", "echo", strings.Repeat("c", 200)},
+		{"long call cut at a dot", "echo", strings.Repeat("c", 51) + "." + strings.Repeat("d", 100)},
+		{"long call cut at a dash", "echo", strings.Repeat("c", 51) + "-" + strings.Repeat("d", 100)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := testJobInput(nil)
+			in.Call.Spec.Tool, in.Call.Name = tc.tool, tc.call
+			for attempt := int32(1); attempt <= 10; attempt++ {
+				in.Attempt = attempt
+				job := BuildJob(in, DefaultJobOptions())
+				if errs := validation.IsDNS1123Subdomain(job.Name); len(errs) > 0 || len(job.Name) > 63 {
+					t.Fatalf("job name %q: %v", job.Name, errs)
+				}
+				for _, set := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
+					for k, v := range set {
+						if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+							t.Errorf("label %s=%q: %v", k, v, errs)
+						}
+					}
+				}
+				if job.Annotations[AnnotationTool] != tc.tool || job.Annotations[AnnotationCallName] != tc.call {
+					t.Errorf("annotations %v do not carry the exact names", job.Annotations)
+				}
+			}
+		})
+	}
+}
+
+func TestToolLabelValueKeepsValidNamesAndNeverCollides(t *testing.T) {
+	if got := ToolLabelValue("echo_2"); got != "echo_2" {
+		t.Errorf("a valid label value is kept: got %q", got)
+	}
+	seen := map[string]string{}
+	for _, tool := range []string{"_probe", "probe_", "-probe", "probe", "_probe_", strings.Repeat("a", 64), strings.Repeat("a", 63) + "b"} {
+		v := ToolLabelValue(tool)
+		if prev, ok := seen[v]; ok {
+			t.Errorf("%q and %q share the label value %q", prev, tool, v)
+		}
+		seen[v] = tool
+		if v != tool && !strings.Contains(v, ".") {
+			t.Errorf("hashed value %q has no '.', so it could equal a real tool name", v)
+		}
+	}
+	if got := ToolLabelValue("_probe"); !strings.HasPrefix(got, "probe.") {
+		t.Errorf("ToolLabelValue(_probe) = %q, want a readable prefix", got)
+	}
+}
+
+// The kubelet expands $(NAME) and $$ in env values; toolgate's values are escaped so that
+// they arrive as written, while the Tool's own env keeps Kubernetes' syntax.
+func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
+	in := testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
+		s.Body.Env = []toolgatev1alpha1.EnvVar{{Name: "GREETING", Value: "$(MODE) $$"}}
+	})
+	in.Arguments = []byte(`{"cmd":"echo $$ $(HOME) $$(X)"}`)
+	env := map[string]string{}
+	for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if got, want := env["TOOLGATE_ARGS"], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
+		t.Errorf("TOOLGATE_ARGS = %s, want %s", got, want)
+	}
+	if got := env["GREETING"]; got != "$(MODE) $$" {
+		t.Errorf("the Tool's env is the operator's, as written: got %q", got)
 	}
 }

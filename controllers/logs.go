@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,14 +20,18 @@ type PodLogReader struct {
 	Clientset kubernetes.Interface
 }
 
-// TailLog implements LogReader with bounded tailLines and limitBytes.
+// TailLog implements LogReader with bounded tailLines and limitBytes: it never holds more
+// than limitBytes of the response, whatever the server sends (pods/log may return
+// "slightly more" than limitBytes). The caller bounds its time with ctx.
 func (r PodLogReader) TailLog(ctx context.Context, namespace, pod, container string, tailLines, limitBytes int64) ([]byte, error) {
-	opts := &corev1.PodLogOptions{Container: container}
-	if tailLines > 0 {
-		opts.TailLines = &tailLines
+	if tailLines <= 0 || limitBytes <= 0 {
+		return nil, fmt.Errorf("unbounded log read (%d lines, %d bytes)", tailLines, limitBytes)
 	}
-	if limitBytes > 0 {
-		opts.LimitBytes = &limitBytes
+	opts := &corev1.PodLogOptions{Container: container, TailLines: &tailLines, LimitBytes: &limitBytes}
+	rc, err := r.Clientset.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return r.Clientset.CoreV1().Pods(namespace).GetLogs(pod, opts).DoRaw(ctx)
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, limitBytes))
 }

@@ -13,8 +13,10 @@ import (
 	"github.com/toolgate/toolgate/pipeline"
 )
 
-// registry is one namespace's view of the registrations, read from the informer cache:
-// the pipeline's resolution index plus the objects behind it and the namespace's policies.
+// registry is one namespace's view of the registrations, read through the reader it is
+// given (admission: live LISTs; post-execute: the informer cache; the CLI and gateway: the
+// caller's API access): the pipeline's resolution index plus the objects behind it and the
+// namespace's policies.
 type registry struct {
 	index    *pipeline.Index
 	tools    map[string]*v1alpha1.Tool

@@ -76,10 +76,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // phaseCounter counts non-terminal calls by phase from the cache, for the active gauge.
+// It reads the cached objects themselves (no deep copy of every call on each scrape) and
+// only reads them.
 func phaseCounter(c client.Reader) metrics.PhaseCounter {
 	return func(ctx context.Context) (map[string]int, error) {
 		calls := &v1alpha1.ToolCallList{}
-		if err := c.List(ctx, calls); err != nil {
+		if err := c.List(ctx, calls, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		counts := map[string]int{string(v1alpha1.PhaseRunning): 0, string(v1alpha1.PhaseAwaitingApproval): 0, string(v1alpha1.PhaseQueued): 0}

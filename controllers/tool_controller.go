@@ -145,7 +145,7 @@ func registeredStatus(spec *v1alpha1.ToolSpec, objName string, generation int64,
 		ResolvedName:       ToolName(spec, objName),
 	}
 	cond.ObservedGeneration = generation
-	meta.SetStatusCondition(&out.Conditions, cond)
+	setStatusCondition(&out.Conditions, cond)
 	return out
 }
 
@@ -164,8 +164,8 @@ func writeToolStatus(ctx context.Context, c client.Client, rec recorder.EventRec
 		return client.IgnoreNotFound(err)
 	}
 	cond := meta.FindStatusCondition(desired.Conditions, v1alpha1.ConditionRegistered)
-	if rec != nil && cond != nil && cond.Status == metav1.ConditionFalse {
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, cond.Reason, "Register", "%s", cond.Message)
+	if cond != nil && cond.Status == metav1.ConditionFalse {
+		emit(rec, obj, corev1.EventTypeWarning, cond.Reason, "Register", cond.Message)
 	}
 	return nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -42,7 +42,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	r.afterStatusWrite(call, outcome.events)
 	ctrl.LoggerFrom(ctx).Info("call admitted", "tool", call.Spec.Tool, "requester", call.Spec.Requester,
 		"verdict", outcome.verdict, "reason", outcome.reason, "phase", call.Status.Phase, "argumentsDigest", call.Status.ArgumentsDigest)
-	metrics.Verdicts.WithLabelValues(call.Spec.Tool, string(outcome.verdict), string(outcome.reason)).Inc()
+	metrics.Verdicts.WithLabelValues(metricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()
 	switch call.Status.Phase {
 	case v1alpha1.PhaseRunning:
 		return r.createJob(ctx, call)
@@ -117,7 +117,12 @@ func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *reso
 			// The model sees the rule's own message, never the policy's internals.
 			final.Message = ruleMsg
 		}
-		return r.refuse(call, final, now)
+		var meta map[string]string
+		if adm.Validate.Verdict == pipeline.Deny {
+			// The message lists a few violations; the count is of all of them.
+			meta = map[string]string{pipeline.MetaViolations: strconv.Itoa(len(adm.Validation.Violations) + adm.Validation.Omitted)}
+		}
+		return r.refuseWith(call, final, meta, now)
 	case pipeline.Ask:
 		window := final.ApprovalWindow
 		if window <= 0 && tool.spec.ApprovalWindow != nil {
@@ -138,12 +143,19 @@ func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *reso
 // refuse ends a call at admission: Denied for a decision against it (policy, guard,
 // subject, approval), Failed for a call that cannot run (unknown tool, bad arguments).
 func (r *ToolCallReconciler) refuse(call *v1alpha1.ToolCall, d pipeline.Decision, now time.Time) admission {
+	return r.refuseWith(call, d, nil, now)
+}
+
+// refuseWith is refuse with facts for the result's meta.
+func (r *ToolCallReconciler) refuseWith(call *v1alpha1.ToolCall, d pipeline.Decision, meta map[string]string, now time.Time) admission {
 	phase := v1alpha1.PhaseFailed
 	if deniedReasons[d.Reason] {
 		phase = v1alpha1.PhaseDenied
 		call.Status.Verdict = v1alpha1.VerdictDeny
 	}
-	r.setTerminal(call, phase, refusal(d), now)
+	res := refusal(d)
+	res.Meta = meta
+	r.setTerminal(call, phase, res, now)
 	return admission{verdict: pipeline.Deny, reason: d.Reason, events: terminalEvents(call)}
 }
 
@@ -183,11 +195,11 @@ func (r *ToolCallReconciler) setStage(call *v1alpha1.ToolCall, condType string, 
 }
 
 func (r *ToolCallReconciler) setCondition(call *v1alpha1.ToolCall, condType string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&call.Status.Conditions, metav1.Condition{
+	setStatusCondition(&call.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,
-		Message:            truncate(msg, 32768),
+		Message:            msg,
 		ObservedGeneration: call.Generation,
 		LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})
@@ -196,11 +208,4 @@ func (r *ToolCallReconciler) setCondition(call *v1alpha1.ToolCall, condType stri
 func ptrTime(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t)
 	return &mt
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

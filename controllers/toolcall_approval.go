@@ -2,9 +2,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,8 +14,9 @@ import (
 )
 
 // awaitApproval decides a parked call: the ToolCallApproval named after it, checked
-// against the arguments digest, the requester (no self-approval) and the window. Waiting
-// costs nothing: the approval's watch or RequeueAfter at the deadline wakes the call.
+// against the call's uid, the time it was parked, the arguments digest, the requester (no
+// self-approval) and the window. Waiting costs nothing: the approval's watch or
+// RequeueAfter at the deadline wakes the call.
 func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	approval := &v1alpha1.ToolCallApproval{}
 	var answer *pipeline.Approval
@@ -23,27 +24,36 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 	switch {
 	case err == nil:
 		answer = &pipeline.Approval{
+			CallUID:    approval.Spec.CallUID,
 			Decision:   pipeline.ApprovalDecision(approval.Spec.Decision),
 			ArgsDigest: approval.Spec.ArgumentsDigest,
 			Approver:   approval.Spec.Approver,
 			Reason:     approval.Spec.Reason,
 			CreatedAt:  approval.CreationTimestamp.Time,
+			ConsumedBy: approval.Status.ConsumedBy,
 		}
 	case !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
 	}
-	parked := pipeline.Parked{ArgsDigest: call.Status.ArgumentsDigest, Requester: call.Spec.Requester}
-	if call.Status.AdmittedTime != nil && call.Status.ApprovalDeadline != nil {
-		parked.ParkedAt = call.Status.AdmittedTime.Time
-		parked.Window = call.Status.ApprovalDeadline.Sub(parked.ParkedAt)
-	}
+	parked := parkedOf(call)
 	decision, wait := pipeline.DecideApproval(parked, answer, r.Clock.Now())
-	if decision.Verdict == pipeline.Ask {
-		// Still waiting; an answer that does not count (self-approval) is marked refused so
-		// that its author learns why, and the call keeps waiting for a rightful approver.
-		if answer != nil {
-			r.markConsumed(ctx, approval, decision)
+	if answer != nil {
+		if refused, ignored := pipeline.IgnoredApproval(parked, answer); ignored {
+			// An answer that does not count (another call's, a stale one, a self-approval)
+			// is marked refused so that its author learns why; the call keeps waiting for a
+			// rightful answer, or times out.
+			if err := r.markConsumed(ctx, approval, call, refused); err != nil && !apierrors.IsConflict(err) {
+				ctrl.LoggerFrom(ctx).Error(err, "could not mark the approval refused", "approval", approval.Name)
+			}
+		} else if err := r.markConsumed(ctx, approval, call, decision); err != nil {
+			// The answer is marked consumed by this call before the call moves on: a crash
+			// or a conflict between the two writes leaves it consumed by this call only,
+			// never free to answer another. Failing to mark it (it changed, or was
+			// withdrawn) retries.
+			return ctrl.Result{}, err
 		}
+	}
+	if decision.Verdict == pipeline.Ask {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
@@ -61,35 +71,58 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{}, err
 	}
 	r.afterStatusWrite(call, events)
-	if answer != nil {
-		r.markConsumed(ctx, approval, decision)
-	}
 	if call.Status.Phase == v1alpha1.PhaseRunning {
 		return r.createJob(ctx, call)
 	}
 	return ctrl.Result{}, nil
 }
 
-// markConsumed tells the approver what became of their answer (best effort: the call's
-// status is the record).
-func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha1.ToolCallApproval, d pipeline.Decision) {
-	// True: the answer decided the call (approved, or denied as asked); False: it was refused.
+// parkedOf describes the parked call for DecideApproval.
+func parkedOf(call *v1alpha1.ToolCall) pipeline.Parked {
+	parked := pipeline.Parked{
+		CallUID:       string(call.UID),
+		ArgsDigest:    call.Status.ArgumentsDigest,
+		Requester:     call.Spec.Requester,
+		CallCreatedAt: call.CreationTimestamp.Time,
+	}
+	if call.Status.AdmittedTime != nil && call.Status.ApprovalDeadline != nil {
+		parked.ParkedAt = call.Status.AdmittedTime.Time
+		parked.Window = call.Status.ApprovalDeadline.Sub(parked.ParkedAt)
+	}
+	return parked
+}
+
+// markConsumed tells the approver what became of their answer: Consumed=True (Applied)
+// when it decided the call as asked, False with the reason when it was refused. An answer
+// that decided the call records the call's uid in status.consumedBy.
+func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha1.ToolCallApproval, call *v1alpha1.ToolCall, d pipeline.Decision) error {
 	status, reason := metav1.ConditionFalse, string(d.Reason)
+	decided := false
 	switch {
 	case d.Verdict == pipeline.Allow || d.Reason == pipeline.ReasonApprovalDenied:
-		status, reason = metav1.ConditionTrue, v1alpha1.ReasonApplied
+		status, reason, decided = metav1.ConditionTrue, v1alpha1.ReasonApplied, true
 	case d.Reason == pipeline.ReasonApprovalDigestMismatch:
-		reason = v1alpha1.ReasonDigestMismatch
+		reason, decided = v1alpha1.ReasonDigestMismatch, true
 	}
-	changed := meta.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: d.Message,
+	changed := setStatusCondition(&approval.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: approvalMessage(call, d),
 		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})
+	if decided && approval.Status.ConsumedBy != string(call.UID) {
+		approval.Status.ConsumedBy, changed = string(call.UID), true
+	}
 	if !changed {
-		return
+		return nil
 	}
 	approval.Status.ObservedGeneration = approval.Generation
-	if err := r.Status().Update(ctx, approval); err != nil && !apierrors.IsConflict(err) {
-		ctrl.LoggerFrom(ctx).Error(err, "could not mark the approval consumed", "approval", approval.Name)
+	return r.Status().Update(ctx, approval)
+}
+
+// approvalMessage is the Consumed condition's message: the decision's, and for an
+// approval that does not count what the approver can do.
+func approvalMessage(call *v1alpha1.ToolCall, d pipeline.Decision) string {
+	if d.Verdict == pipeline.Ask {
+		return fmt.Sprintf("%s (delete this approval to answer call %s, uid %s, again)", d.Message, call.Name, call.UID)
 	}
+	return d.Message
 }

@@ -38,12 +38,15 @@ type CallOptions struct {
 	JobRetention time.Duration
 	// Workers is how many calls are reconciled at once (different calls only).
 	Workers int
+	// LogReadTimeout bounds one pods/log read of a result carried in the Pod log; a read
+	// that takes longer ends the attempt ResultUnreadable.
+	LogReadTimeout time.Duration
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
-		JobRetention: 10 * time.Minute, Workers: 4}
+		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -59,7 +62,8 @@ type ToolCallReconciler struct {
 	Logs      LogReader
 	Options   CallOptions
 
-	written written
+	written  written
+	refusals refusals
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch
@@ -77,6 +81,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	call := &v1alpha1.ToolCall{}
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.refusals.forget(req.NamespacedName)
 			_, err := r.tidyJobs(ctx, req.Namespace, req.Name, nil)
 			return ctrl.Result{}, err
 		}
@@ -98,10 +103,9 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
 		res.RequeueAfter = retained
 	}
-	if apierrors.IsConflict(err) {
-		// Another pass wrote first (or the cache was behind): retry from fresh state.
-		return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil
-	}
+	// A write conflict (another pass wrote first, or the cache was behind) is returned like
+	// any error: the controller requeues the call through its rate limiter (per-item
+	// exponential backoff), so a hot call cannot spin, and the retry starts from fresh state.
 	return res, err
 }
 
@@ -126,6 +130,9 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		return err
 	}
 	r.written.record(call)
+	if call.Status.Phase.IsTerminal() {
+		countTerminal(call)
+	}
 	return nil
 }
 

@@ -20,11 +20,9 @@ import (
 	"github.com/toolgate/toolgate/pipeline"
 )
 
+// Reasons of the operator's own, declared in the API with every other reason.
 const (
-	// ReasonResultUnreadable: the runner's frame could not be decoded or read from the log.
-	ReasonResultUnreadable = "ResultUnreadable"
-	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
-	ReasonOperatorError = "OperatorError"
+	ReasonOperatorError = v1alpha1.ReasonOperatorError
 )
 
 var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
@@ -151,7 +149,7 @@ func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
 // conditions, phase, completion time and duration. In memory; the caller writes.
 func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
-	apiResult, digest := toAPIResult(res)
+	apiResult, digest := toAPIResult(boundResult(res))
 	call.Status.Result = apiResult
 	call.Status.ResultDigest = digest
 	call.Status.Phase = phase
@@ -181,9 +179,6 @@ func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.T
 	res := call.Status.Result
 	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
 		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)
-	metrics.Outcomes.WithLabelValues(call.Spec.Tool, string(call.Status.Phase), res.Reason).Inc()
-	metrics.CallLatency.WithLabelValues(call.Spec.Tool, string(call.Status.Phase)).
-		Observe(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time).Seconds())
 	return nil
 }
 
@@ -198,7 +193,7 @@ func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.
 // stopJob deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are kept for the retention (tidyJobs).
 func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pipeline.Outcome) {
-	if !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
+	if job == nil || !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
 		return
 	}
 	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {

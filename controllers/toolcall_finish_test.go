@@ -111,7 +111,7 @@ func (f *finishFixture) finish(t *testing.T) (*v1alpha1.ToolCall, error) {
 	if err := f.cache.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "c"}, call); err != nil {
 		t.Fatal(err)
 	}
-	o := pipeline.Outcome{Started: true, Stdout: []byte(finishSecret), Attempt: 1}
+	o := pipeline.Outcome{Started: true, Report: &pipeline.Report{Stdout: []byte(finishSecret)}, Attempt: 1}
 	_, err := f.r.finishAttempt(ctx, call, f.job, o)
 	stored := &v1alpha1.ToolCall{}
 	if gerr := f.cache.Get(ctx, client.ObjectKeyFromObject(call), stored); gerr != nil {

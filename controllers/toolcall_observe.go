@@ -13,11 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pipeline"
 )
-
-// imageErrorsFinal are container waiting reasons that no amount of waiting will fix.
-var imageErrorsFinal = map[string]bool{"ErrImageNeverPull": true, "InvalidImageName": true}
 
 // observe reads the running attempt's outcome: from the Pod's terminated container as soon
 // as the kubelet reports it (not the Job's later condition), and from the Job for what only
@@ -52,53 +48,16 @@ func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCal
 			return ctrl.Result{}, err
 		}
 	}
-	if o, ok := r.outcome(ctx, call, job, pod); ok {
+	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
+		PastDeadline: !r.Clock.Now().Before(r.attemptDeadline(call))}
+	read := frameReaderFor(call.Status.Tool.Spec, job, pod, r.Logs, r.Options.LogReadTimeout)
+	if o, ok := attemptOutcome(ctx, view, read); ok {
+		if o.Unreadable != "" {
+			ctrl.LoggerFrom(ctx).Info("the tool's frame cannot be trusted", "job", job.Name, "error", o.Unreadable)
+		}
 		return r.finishAttempt(ctx, call, job, o)
 	}
 	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
-}
-
-// outcome decides whether the attempt has ended, and how.
-func (r *ToolCallReconciler) outcome(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job, pod *corev1.Pod) (pipeline.Outcome, bool) {
-	attempt := int(currentAttempt(call))
-	if o, ok := r.podOutcome(ctx, pod, attempt); ok {
-		return o, true
-	}
-	started := containerStarted(pod)
-	switch {
-	case !job.DeletionTimestamp.IsZero():
-		return pipeline.Outcome{TerminationReason: "JobDeleted", Started: started, Attempt: attempt}, true
-	case jobFailedReason(job) != "":
-		return pipeline.Outcome{TerminationReason: jobFailedReason(job), Started: started || pod == nil, Attempt: attempt}, true
-	case jobComplete(job):
-		// Complete without a Pod to read: the Pod was deleted before its status was seen.
-		return pipeline.Outcome{TerminationReason: "PodDeleted", Started: true, Attempt: attempt}, true
-	case !r.Clock.Now().Before(r.attemptDeadline(call)):
-		return pipeline.Outcome{TerminationReason: "DeadlineExceeded", Started: started, Attempt: attempt}, true
-	}
-	return pipeline.Outcome{}, false
-}
-
-// podOutcome reads the tool container's end, a Pod-level failure, or an image that will
-// never be pulled.
-func (r *ToolCallReconciler) podOutcome(ctx context.Context, pod *corev1.Pod, attempt int) (pipeline.Outcome, bool) {
-	if pod == nil {
-		return pipeline.Outcome{}, false
-	}
-	// A Pod the kubelet failed as a whole (its activeDeadlineSeconds, an eviction) says more
-	// than the container it killed: that one only shows exit 137.
-	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason != "" {
-		return pipeline.Outcome{TerminationReason: pod.Status.Reason, Started: containerStarted(pod), Attempt: attempt}, true
-	}
-	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
-		return r.terminatedOutcome(ctx, pod, cs.State.Terminated, attempt), true
-	}
-	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
-		if w := cs.State.Waiting; w != nil && imageErrorsFinal[w.Reason] {
-			return pipeline.Outcome{TerminationReason: w.Reason, Started: false, Attempt: attempt}, true
-		}
-	}
-	return pipeline.Outcome{}, false
 }
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
@@ -178,7 +137,7 @@ func podEnded(pod *corev1.Pod) bool {
 	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
 		return true
 	}
-	return pod.Status.Phase == corev1.PodFailed
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
 }
 
 // jobEnded reports whether the Job is finished or going away.

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // scheduleOrQueue sets an admitted call Running with its first attempt when its session's
@@ -26,7 +27,7 @@ func (r *ToolCallReconciler) scheduleOrQueue(ctx context.Context, call *v1alpha1
 	}
 	if !runnable {
 		call.Status.Phase = v1alpha1.PhaseQueued
-		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, "Queued",
+		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonQueued,
 			"waiting for earlier calls of session "+call.Spec.Session)
 		return nil
 	}
@@ -44,7 +45,7 @@ func (r *ToolCallReconciler) startAttempt(call *v1alpha1.ToolCall, attempt int32
 	if call.Status.StartTime == nil {
 		call.Status.StartTime = now
 	}
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, "Running",
+	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
 		fmt.Sprintf("attempt %d runs in Job %s", attempt, name))
 }
 
@@ -114,8 +115,15 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	if err != nil || frozen.Digest() != call.Status.ArgumentsDigest {
 		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
 	}
+	if !r.Clock.Now().Before(r.attemptDeadline(call)) {
+		return r.createTooLate(ctx, call, attempt)
+	}
+	key, err := frame.NewKey()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt}, r.Options.Job)
+		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key}, r.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,18 +132,20 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())
 	switch {
 	case err == nil:
-		metrics.JobsCreated.WithLabelValues(call.Spec.Tool).Inc()
+		r.refusals.forget(client.ObjectKeyFromObject(call))
+		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
 		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.refusals.forget(client.ObjectKeyFromObject(call))
 		if !metav1.IsControlledBy(existing, call) {
 			return r.finishInternal(ctx, call, "a Job named "+job.Name+" exists and belongs to something else")
 		}
 	default:
-		return ctrl.Result{}, err
+		return r.createRefused(ctx, call, job.Name, err)
 	}
 	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,7 +35,7 @@ func (r *ToolPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	desired := policy.Status.DeepCopy()
 	desired.ObservedGeneration = policy.Generation
-	meta.SetStatusCondition(&desired.Conditions, cond)
+	setStatusCondition(&desired.Conditions, cond)
 	if desired.ObservedGeneration == policy.Status.ObservedGeneration && conditionsEqual(desired.Conditions, policy.Status.Conditions) {
 		return ctrl.Result{}, nil
 	}
@@ -44,8 +43,8 @@ func (r *ToolPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Status().Update(ctx, policy); err != nil {
 		return ctrl.Result{}, ignoreConflictOrGone(err)
 	}
-	if cond.Status == metav1.ConditionFalse && r.Recorder != nil {
-		r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, cond.Reason, "Compile", "%s", cond.Message)
+	if cond.Status == metav1.ConditionFalse {
+		emit(r.Recorder, policy, corev1.EventTypeWarning, cond.Reason, "Compile", cond.Message)
 	}
 	return ctrl.Result{}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,7 +45,7 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	desired := scope.Status.DeepCopy()
 	desired.ObservedGeneration = scope.Generation
 	desired.Chain = chain
-	meta.SetStatusCondition(&desired.Conditions, cond)
+	setStatusCondition(&desired.Conditions, cond)
 	if desired.ObservedGeneration == scope.Status.ObservedGeneration && slices.Equal(desired.Chain, scope.Status.Chain) &&
 		conditionsEqual(desired.Conditions, scope.Status.Conditions) {
 		return ctrl.Result{}, nil
@@ -55,8 +54,8 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Status().Update(ctx, scope); err != nil {
 		return ctrl.Result{}, ignoreConflictOrGone(err)
 	}
-	if cond.Status == metav1.ConditionFalse && r.Recorder != nil {
-		r.Recorder.Eventf(scope, nil, corev1.EventTypeWarning, cond.Reason, "Resolve", "%s", cond.Message)
+	if cond.Status == metav1.ConditionFalse {
+		emit(r.Recorder, scope, corev1.EventTypeWarning, cond.Reason, "Resolve", cond.Message)
 	}
 	return ctrl.Result{}, nil
 }

@@ -111,11 +111,13 @@ create_calls() {
 has_phase() { [ "$(kc -n "$DEMO_NS" get toolcall "$1" -o jsonpath='{.status.phase}')" = "$2" ]; }
 
 # approve NAME: wait until the call is parked, then approve it as the approver user with a
-# ToolCallApproval named after it, carrying its arguments digest.
+# ToolCallApproval named after it, bound to its uid (and owned by it, so that it goes with
+# the call) and carrying its arguments digest.
 approve() {
-  local call="$1" digest
+  local call="$1" digest uid
   wait_for - "$call awaiting approval" 30 has_phase "$call" AwaitingApproval
   digest="$(kc -n "$DEMO_NS" get toolcall "$call" -o jsonpath='{.status.argumentsDigest}')"
+  uid="$(kc -n "$DEMO_NS" get toolcall "$call" -o jsonpath='{.metadata.uid}')"
   kapprover create -f - >/dev/null <<EOF
 apiVersion: toolgate.dev/v1alpha1
 kind: ToolCallApproval
@@ -124,13 +126,16 @@ metadata:
   namespace: $DEMO_NS
   labels:
     toolgate.dev/demo: "true"
+  ownerReferences:
+  - {apiVersion: toolgate.dev/v1alpha1, kind: ToolCall, name: $call, uid: $uid, controller: false, blockOwnerDeletion: false}
 spec:
+  callUID: $uid
   decision: Approve
   argumentsDigest: $digest
   approver: approver
   reason: The demo's network check, approved by hack/up.sh.
 EOF
-  log "approved $call as user approver (arguments $digest)"
+  log "approved $call (uid $uid) as user approver (arguments $digest)"
 }
 
 all_terminal() {
@@ -229,7 +234,7 @@ toolgate is up. Try:
   kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
   kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
   kubectl -n $SYSTEM_NS logs deploy/$RELEASE
-  kubectl get --raw /api/v1/namespaces/$SYSTEM_NS/services/$RELEASE-metrics:metrics/proxy/metrics | grep ^toolgate_
+  metrics (HTTPS, a token allowed to GET /metrics): see "Metrics" in docs/operations.md
   make up (again: new demo calls)   make down (stop and clean up everything)
 EOF
 }

@@ -95,7 +95,7 @@ func benchCall(b *testing.B, size int, dense bool) {
 	specs := benchPolicySpecs()
 	// The reconciler passes the Tool's raw parameters as they are: no conversion per call.
 	schemaDoc := []byte(benchSchema)
-	out := Outcome{Started: true, Attempt: 1, Stdout: []byte(`{"matches": 3, "files": ["a.go", "b.go", "c.go"]}`)}
+	out := Outcome{Started: true, Attempt: 1, Report: &Report{Stdout: []byte(`{"matches": 3, "files": ["a.go", "b.go", "c.go"]}`)}}
 	b.SetBytes(int64(len(args)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -111,17 +111,24 @@ func FuzzValidate(f *testing.F) {
 }
 
 // FuzzNormalize feeds arbitrary outcomes to Normalize: nothing may panic, the result is
-// always freezable, OK is !IsError, every error has a reason and message, and no
-// termination reason text leaks into the result except through the tool's own output.
+// always freezable, OK is !IsError, every error has a reason and message, no termination
+// reason text leaks into the result except through the tool's own output, and nothing
+// succeeds without the runner's report.
 func FuzzNormalize(f *testing.F) {
-	f.Add(0, "", []byte(`{"a":1}`), false, int64(0), "", 1, true, false)
+	f.Add(0, "", []byte(`{"a":1}`), false, int64(0), "", 1, true, false, true)
+	f.Add(0, "Completed", []byte(`{"forged":true}`), false, int64(0), "", 1, true, false, false)
 	f.Fuzz(func(t *testing.T, exit int, term string, stdout []byte, truncated bool, total int64,
-		stderr string, attempt int, started, acceptTruncated bool) {
-		o := Outcome{ExitCode: exit, TerminationReason: term, Stdout: stdout, StdoutTruncated: truncated,
-			StdoutTotalBytes: total, StderrTail: stderr, Attempt: attempt, Started: started}
+		stderr string, attempt int, started, acceptTruncated, vouched bool) {
+		o := Outcome{TerminationReason: term, Attempt: attempt, Started: started}
+		if vouched {
+			o.Report = &Report{ExitCode: exit, Stdout: stdout, StdoutTruncated: truncated, StdoutTotalBytes: total, StderrTail: stderr}
+		}
 		r := Normalize(o, NormalizeOptions{MaxOutputBytes: 4096, AcceptTruncated: acceptTruncated})
 		if r.OK == r.IsError {
 			t.Fatalf("OK %v and IsError %v", r.OK, r.IsError)
+		}
+		if r.OK && !vouched {
+			t.Fatalf("success without the runner's report: %+v", r)
 		}
 		if r.Reason == "" || (r.IsError && r.Error == "") {
 			t.Fatalf("error without reason or message: %+v", r)

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -38,6 +39,13 @@ const (
 	MetaOutputBytes = "outputBytes"
 	MetaTruncated   = "truncated"
 	MetaRedacted    = "redacted"
+	// MetaKubernetesReason is the Kubernetes reason of an ending the operator could not
+	// read (ExecutionLost, ResultUnreadable), e.g. "BackoffLimitExceeded", or the API
+	// server's reason (e.g. Forbidden, Invalid) for a Job it refused (ExecutionRejected).
+	MetaKubernetesReason = "kubernetesReason"
+	// MetaContainerExitCode is the tool container's exit code as the kubelet reported it,
+	// for such an ending: what Kubernetes saw, not what the runner vouched for.
+	MetaContainerExitCode = "containerExitCode"
 )
 
 // Termination reasons the controllers pass in Outcome.TerminationReason (kubelet and
@@ -57,29 +65,54 @@ var imageFailures = map[string]bool{
 	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
 }
 
-// Outcome is what the controller observed of one execution attempt.
+// knownTerminations are the reasons Normalize maps to a result of their own; any other
+// reason is only reported (in meta) and cannot by itself end a call well.
+var knownTerminations = map[string]bool{
+	TerminationDeadlineExceeded: true, TerminationOOMKilled: true, TerminationEvicted: true,
+	TerminationJobDeleted: true, TerminationPodDeleted: true,
+}
+
+// Outcome is what the controller observed of one execution attempt. Only a Report — the
+// runner's frame, verified against the attempt's key — carries an exit code or output:
+// without one, no outcome can be a success.
 type Outcome struct {
-	// ExitCode of the tool container (meaningful when Started and no TerminationReason).
-	ExitCode int
-	// Signal that ended the process, if known (e.g. "SIGKILL").
-	Signal string
-	// TerminationReason is the Job/Pod/container reason, e.g. "DeadlineExceeded",
-	// "OOMKilled", "Evicted", "ImagePullBackOff", "ErrImagePull", "JobDeleted",
-	// "PodDeleted"; "" or an unknown reason ("Completed", "Error") defers to ExitCode.
+	// TerminationReason is the Job, Pod or container reason, e.g. "DeadlineExceeded",
+	// "OOMKilled", "Evicted", "ImagePullBackOff", "JobDeleted", "PodDeleted", which
+	// decide the result whatever the Report says; any other ("Completed", "Error",
+	// "BackoffLimitExceeded", "NodeShutdown") defers to the Report and, without one, is
+	// reported in meta of an ExecutionLost result.
 	TerminationReason string
-	// Stdout is the result bytes the runner framed (possibly a prefix, see StdoutTruncated).
-	Stdout []byte
-	// StdoutTruncated is true when the runner kept only a prefix of the output.
-	StdoutTruncated bool
-	// StdoutTotalBytes is the full output size when known (0: len(Stdout)).
-	StdoutTotalBytes int64
-	// StderrTail is the end of the tool's stderr, for error messages.
-	StderrTail string
+	// Report is the runner's account of the body's run, from a frame whose signature the
+	// operator verified. nil: the operator holds no account it can trust.
+	Report *Report
+	// Unreadable, when set, says why a frame was present but could not be verified,
+	// bounded or decoded (for the operator's log; the result says ResultUnreadable).
+	Unreadable string
+	// ContainerExitCode is the tool container's exit code as the kubelet reported it, if
+	// it terminated. It never decides a result; it is reported when the ending is lost.
+	ContainerExitCode *int32
 	// Attempt is the 1-based attempt number.
 	Attempt int
 	// Started is true once the tool container ran. When false, the outcome is
-	// ImageNeverStarted whatever else is set (unless the Job or Pod was deleted).
+	// ImageNeverStarted for a known or empty reason (unless the Job or Pod was deleted).
 	Started bool
+}
+
+// Report is what the runner vouched for: how the body ended and what it printed.
+type Report struct {
+	// ExitCode of the body (the runner's: 128+N after signal N, 125..127 for its own).
+	ExitCode int
+	// Signal that ended the body, if any (e.g. "SIGKILL").
+	Signal string
+	// Stdout is the output the runner kept (a prefix when StdoutTruncated).
+	Stdout []byte
+	// StdoutTruncated is true when the runner kept only a prefix of the output.
+	StdoutTruncated bool
+	// StdoutTotalBytes is how much the body wrote in all; it counts only when
+	// StdoutTruncated (otherwise the output is len(Stdout) bytes).
+	StdoutTotalBytes int64
+	// StderrTail is the end of the body's stderr (or the runner's own error).
+	StderrTail string
 }
 
 // NormalizeOptions configures Normalize. Zero fields take the defaults.
@@ -110,10 +143,11 @@ type Result struct {
 
 // Normalize turns an execution outcome into a Result. Every failure shape becomes an
 // isError result with a precise reason; messages name what happened, never host
-// configuration. Termination reasons take precedence over the exit code (an OOM kill
-// also exits 137). Output is parsed as JSON when it starts with '{' or '[' and is valid
-// JSON; otherwise it is plain text. A JSON object with "isError": true is honoured as a
-// tool error.
+// configuration. Known termination reasons take precedence over the runner's report (an
+// OOM kill also exits 137); without a verified report the result is ExecutionLost or
+// ResultUnreadable, never a success, and nothing the sandbox wrote reaches it. Output
+// is parsed as JSON when it starts with '{' or '[' and is valid JSON; otherwise it is
+// plain text. A JSON object with "isError": true is honoured as a tool error.
 func Normalize(o Outcome, opts NormalizeOptions) Result {
 	if opts.MaxOutputBytes <= 0 {
 		opts.MaxOutputBytes = DefaultMaxOutputBytes
@@ -122,18 +156,49 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 	if r, msg, ok := terminated(o); ok {
 		return failed(r, msg, meta)
 	}
-	if o.ExitCode != 0 {
-		return exitFailure(o, opts, meta)
+	if o.Report == nil {
+		return lost(o, meta)
 	}
-	return output(o, opts, meta)
+	if o.Report.ExitCode != 0 {
+		return exitFailure(*o.Report, opts, meta)
+	}
+	return output(*o.Report, opts, meta)
 }
 
-// terminated maps infrastructure failures; ok is false when the exit code decides.
+// lost is the result of an ending the operator could not read: no verified frame.
+func lost(o Outcome, meta map[string]string) Result {
+	if r := reasonToken(o.TerminationReason); r != "" {
+		meta[MetaKubernetesReason] = r
+	}
+	if o.ContainerExitCode != nil {
+		meta[MetaContainerExitCode] = strconv.Itoa(int(*o.ContainerExitCode))
+	}
+	if o.Unreadable != "" {
+		return failed(ReasonResultUnreadable, "the tool's result could not be read", meta)
+	}
+	return failed(ReasonExecutionLost, "the tool's execution ended without a result", meta)
+}
+
+// reasonToken keeps a Kubernetes reason (CamelCase) as at most 64 letters and digits.
+func reasonToken(r string) string {
+	var b strings.Builder
+	for _, c := range r {
+		if b.Len() == 64 {
+			break
+		}
+		if c < 128 && (unicode.IsLetter(c) || unicode.IsDigit(c)) {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
+}
+
+// terminated maps infrastructure failures; ok is false when the runner's report decides.
 func terminated(o Outcome) (Reason, string, bool) {
 	switch r := o.TerminationReason; {
 	case r == TerminationJobDeleted || r == TerminationPodDeleted:
 		return ReasonJobDeleted, "the tool's execution was deleted before it finished", true
-	case imageFailures[r] || !o.Started:
+	case imageFailures[r] || !o.Started && (r == "" || knownTerminations[r]):
 		return ReasonImageNeverStarted, "the tool could not be started", true
 	case r == TerminationDeadlineExceeded:
 		return ReasonDeadlineExceeded, "the tool exceeded its time limit and was stopped", true
@@ -145,7 +210,7 @@ func terminated(o Outcome) (Reason, string, bool) {
 	return "", "", false
 }
 
-func exitFailure(o Outcome, opts NormalizeOptions, meta map[string]string) Result {
+func exitFailure(o Report, opts NormalizeOptions, meta map[string]string) Result {
 	meta[MetaExitCode] = strconv.Itoa(o.ExitCode)
 	summary := fmt.Sprintf("the tool exited with code %d", o.ExitCode)
 	if o.Signal != "" {
@@ -163,8 +228,11 @@ func exitFailure(o Outcome, opts NormalizeOptions, meta map[string]string) Resul
 	return r
 }
 
-func output(o Outcome, opts NormalizeOptions, meta map[string]string) Result {
-	total := max(o.StdoutTotalBytes, int64(len(o.Stdout)))
+func output(o Report, opts NormalizeOptions, meta map[string]string) Result {
+	total := int64(len(o.Stdout)) // the runner's count matters only for what it cut
+	if o.StdoutTruncated {
+		total = max(o.StdoutTotalBytes, total)
+	}
 	meta[MetaOutputBytes] = strconv.FormatInt(total, 10)
 	body := o.Stdout
 	if o.StdoutTruncated {

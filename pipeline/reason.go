@@ -65,6 +65,13 @@ const (
 	ReasonApprovalTimeout Reason = "ApprovalTimeout"
 	// ReasonSelfApproval: the approver is the requester of the call; the approval is ignored.
 	ReasonSelfApproval Reason = "SelfApproval"
+	// ReasonApprovalCallMismatch: the approval answers another call (its callUID is not the
+	// call's uid, e.g. an earlier call of the same name); it is ignored.
+	ReasonApprovalCallMismatch Reason = "ApprovalCallMismatch"
+	// ReasonApprovalStale: the approval was created before the call was parked; it is ignored.
+	ReasonApprovalStale Reason = "ApprovalStale"
+	// ReasonApprovalAlreadyConsumed: the approval already decided another call; it is ignored.
+	ReasonApprovalAlreadyConsumed Reason = "ApprovalAlreadyConsumed"
 )
 
 // Reasons of scoped resolution.
@@ -100,6 +107,19 @@ const (
 	ReasonImageNeverStarted Reason = "ImageNeverStarted"
 	// ReasonJobDeleted: the tool's Job or Pod was deleted before it finished.
 	ReasonJobDeleted Reason = "JobDeleted"
+	// ReasonExecutionRejected: Kubernetes refused to create the tool's Job (an invalid
+	// object, a quota, an admission policy or webhook, an API server that kept failing);
+	// the body never ran.
+	ReasonExecutionRejected Reason = "ExecutionRejected"
+	// ReasonExecutionLost: the attempt ended in a way the operator cannot read as "the
+	// tool container exited and here is the runner's frame": the Pod vanished, the node
+	// was lost or shut down, the Job or Pod failed for a reason without a result of its
+	// own, or the container ended without a frame. The Kubernetes reason is in meta.
+	ReasonExecutionLost Reason = "ExecutionLost"
+	// ReasonResultUnreadable: the tool container left a frame the operator could not
+	// trust: unsigned or wrongly signed (the body may have written it), malformed, larger
+	// than the call's output limit allows, or not read in time from the log.
+	ReasonResultUnreadable Reason = "ResultUnreadable"
 	// ReasonNonZeroExit: the tool exited with a non-zero code.
 	ReasonNonZeroExit Reason = "NonZeroExit"
 	// ReasonOutputNotUTF8: the tool's output is not valid UTF-8.

@@ -21,6 +21,15 @@ import (
 	"strconv"
 )
 
+// Keys of Result.Meta set outside normalisation (see also MetaAttempt and its siblings).
+const (
+	// MetaViolations is the number of schema violations of a SchemaViolation refusal, all
+	// of them, also those the message leaves out.
+	MetaViolations = "violations"
+	// MetaMessageBytes is the full size of a message that was cut to fit its field.
+	MetaMessageBytes = "messageBytes"
+)
+
 // FreezeResult returns the canonical bytes and digest of a final Result (stage 8), using
 // the same canonical JSON as the arguments. The encoded object has the members content,
 // error, isError, meta, ok and reason. It fails only when Content holds something JSON

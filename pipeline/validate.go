@@ -33,6 +33,8 @@ const (
 	// MaxViolations is the number of violations kept per validation; the rest are
 	// counted in Validation.Omitted so status stays bounded.
 	MaxViolations = 100
+	// maxPointer bounds a JSON pointer quoted in a summary (bytes).
+	maxPointer = 256
 )
 
 // schemaURL is the location under which a tool's schema is compiled. It only anchors
@@ -213,6 +215,8 @@ func summarize(v Validation) string {
 		if ptr == "" {
 			ptr = "/"
 		}
+		// A pointer names the caller's property names, which can be long.
+		ptr = boundText(ptr, maxPointer)
 		parts = append(parts, fmt.Sprintf("at %s: %s", ptr, x.Message))
 	}
 	s := strings.Join(parts, "; ")

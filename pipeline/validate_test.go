@@ -165,3 +165,60 @@ func TestCompileSchemaDraft(t *testing.T) {
 		t.Errorf("draft-07 schema applied prefixItems: %v", val)
 	}
 }
+
+// A violation quotes the caller's values; however large they are, the message stays small
+// and says how large the value was.
+func TestValidateBoundsMessagesOfLargeValues(t *testing.T) {
+	c := newTestCompiler(t)
+	s := mustSchema(t, c, `{"type":"object","additionalProperties":false,"properties":{
+		"p":{"type":"string","pattern":"^[a-z]*$"},
+		"o":{"type":"object","additionalProperties":{"type":"integer"}}}}`)
+	big := strings.Repeat("A", 100<<10)
+	longKey := strings.Repeat("k", 50<<10)
+	extra := make([]string, 0, 40)
+	for i := range 40 {
+		extra = append(extra, fmt.Sprintf(`"%s%d":1`, strings.Repeat("x", 2<<10), i))
+	}
+	tests := []struct {
+		name, args, want string
+	}{
+		{"pattern", `{"p":"` + big + `"}`, "does not match pattern '^[a-z]*$'"},
+		{"long pointer", `{"o":{"` + longKey + `":"s"}}`, "… (truncated): got string, want integer"},
+		{"additional properties", `{` + strings.Join(extra, ",") + `}`, "(and 35 more) not allowed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, val := Validate(s, mustFreeze(t, tc.args))
+			if len(val.Violations) == 0 {
+				t.Fatal("no violation")
+			}
+			for _, v := range val.Violations {
+				if len(v.Message) > maxViolationMessage {
+					t.Errorf("violation message of %d bytes", len(v.Message))
+				}
+			}
+			if len(d.Message) > 8<<10 {
+				t.Errorf("decision message of %d bytes", len(d.Message))
+			}
+			if !strings.Contains(d.Message, tc.want) {
+				t.Errorf("message %q does not contain %q", d.Message, tc.want)
+			}
+			if tc.name == "pattern" && !strings.Contains(d.Message, fmt.Sprintf("(%d bytes)", len(big))) {
+				t.Errorf("message %q does not give the value's size", d.Message)
+			}
+		})
+	}
+}
+
+func TestQuoteValue(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"short", "'short'"},
+		{`it's "x"`, `'it\'s "x"'`},
+		{strings.Repeat("é", 40), "'" + strings.Repeat("é", 32) + "'… (80 bytes)"},
+	}
+	for _, tc := range cases {
+		if got := quoteValue(tc.in); got != tc.want {
+			t.Errorf("quoteValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

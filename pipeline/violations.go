@@ -19,6 +19,9 @@ package pipeline
 import (
 	"fmt"
 	"math/big"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -28,11 +31,44 @@ import (
 
 var printer = message.NewPrinter(language.English)
 
-// violationMessage renders an error kind as a sentence. The library's own texts print
-// numbers through float64 and with digit grouping ("got ∞", "5,000"); for the numeric
-// keywords we print exact, JSON-looking numbers instead.
+// Bounds of violation messages: a message quotes the caller's values (a string that fails
+// a pattern, a property name), and a caller controls their size.
+const (
+	// maxQuotedValue is how much of a value a message quotes (bytes); longer values are
+	// cut with their full size given.
+	maxQuotedValue = 64
+	// maxViolationMessage bounds one violation's sentence (bytes).
+	maxViolationMessage = 512
+	// maxQuotedNames is how many property names a message lists.
+	maxQuotedNames = 5
+)
+
+// violationMessage renders an error kind as a sentence, at most maxViolationMessage bytes.
 func violationMessage(k jsonschema.ErrorKind) string {
+	return boundText(kindMessage(k), maxViolationMessage)
+}
+
+// kindMessage renders an error kind. The library's own texts print numbers through
+// float64 and with digit grouping ("got ∞", "5,000"); for the numeric keywords we print
+// exact, JSON-looking numbers instead. Those that quote the caller's values quote a bounded
+// prefix.
+func kindMessage(k jsonschema.ErrorKind) string {
 	switch k := k.(type) {
+	case *kind.Pattern:
+		return fmt.Sprintf("%s does not match pattern %s", quoteValue(k.Got), quoteValue(k.Want))
+	case *kind.Format:
+		if got, ok := k.Got.(string); ok {
+			msg := fmt.Sprintf("%s is not valid %s", quoteValue(got), k.Want)
+			if k.Err != nil {
+				// The error may quote the value again: bound it too.
+				msg += ": " + boundText(k.Err.Error(), maxQuotedValue*2)
+			}
+			return msg
+		}
+	case *kind.PropertyNames:
+		return "invalid propertyName " + quoteValue(k.Property)
+	case *kind.AdditionalProperties:
+		return fmt.Sprintf("additional properties %s not allowed", quoteNames(k.Properties))
 	case *kind.Minimum:
 		return ratMessage("minimum", k.Got, k.Want)
 	case *kind.Maximum:
@@ -79,4 +115,52 @@ func ratText(r *big.Rat) string {
 		return r.Num().String()
 	}
 	return normNumber(new(big.Float).SetPrec(128).SetRat(r).Text('g', 20))
+}
+
+// quoteValue quotes s as the validator does ('…'), cutting it to maxQuotedValue bytes and
+// then giving its full size.
+func quoteValue(s string) string {
+	if len(s) <= maxQuotedValue {
+		return quote(s)
+	}
+	cut := maxQuotedValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", quote(s[:cut]), len(s))
+}
+
+func quote(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	return "'" + strings.ReplaceAll(q, "'", `\'`) + "'"
+}
+
+// quoteNames lists the first maxQuotedNames names, each bounded, and counts the rest.
+func quoteNames(names []string) string {
+	parts := make([]string, 0, min(len(names), maxQuotedNames))
+	for i, n := range names {
+		if i == maxQuotedNames {
+			break
+		}
+		parts = append(parts, quoteValue(n))
+	}
+	s := strings.Join(parts, ", ")
+	if more := len(names) - len(parts); more > 0 {
+		s += fmt.Sprintf(" (and %d more)", more)
+	}
+	return s
+}
+
+// boundText cuts s to at most n bytes at a rune boundary, saying that it did.
+func boundText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "… (truncated)"
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

@@ -48,6 +48,9 @@ const (
 )
 
 // Condition reasons, for metav1.Condition.Reason and, for failures, ToolResult.Reason.
+// Every reason a controller writes (condition, result, attempt) is one of these; those of the
+// pipeline's decisions and results have the same name and value as pipeline.Reason<Name>
+// (reasons_test.go checks both).
 const (
 	// ReasonRegistered: the tool is registered under its resolved name.
 	ReasonRegistered = "Registered"
@@ -68,8 +71,6 @@ const (
 	// ReasonUnknownScope: the scope named by a Tool or ToolCall does not exist.
 	ReasonUnknownScope = "UnknownScope"
 
-	// ReasonPending: the stage has not run yet.
-	ReasonPending = "Pending"
 	// ReasonFrozen: the arguments were canonicalised and digested.
 	ReasonFrozen = "Frozen"
 	// ReasonValid: the arguments satisfy the parameters schema.
@@ -86,6 +87,8 @@ const (
 	ReasonToolNotReady = "ToolNotReady"
 	// ReasonArgumentsNotObject: the arguments could not be canonicalised as a JSON object.
 	ReasonArgumentsNotObject = "ArgumentsNotObject"
+	// ReasonArgumentsTooLarge: the canonical arguments exceed the operator's size limit.
+	ReasonArgumentsTooLarge = "ArgumentsTooLarge"
 	// ReasonSchemaViolation: the arguments violate the tool's parameters schema.
 	ReasonSchemaViolation = "SchemaViolation"
 	// ReasonPolicyAllowed: the policies allowed the call.
@@ -108,17 +111,24 @@ const (
 	ReasonApprovalTimeout = "ApprovalTimeout"
 	// ReasonSelfApproval: the approver is the requester; the approval is ignored.
 	ReasonSelfApproval = "SelfApproval"
+	// ReasonApprovalCallMismatch: (ToolCallApproval) the approval's spec.callUID is not the
+	// call's uid (it answers an earlier call of the same name, or none); it is ignored.
+	ReasonApprovalCallMismatch = "ApprovalCallMismatch"
+	// ReasonApprovalStale: (ToolCallApproval) the approval was created before the call was
+	// parked for approval; it is ignored.
+	ReasonApprovalStale = "ApprovalStale"
+	// ReasonApprovalAlreadyConsumed: (ToolCallApproval) the approval already decided another
+	// call (status.consumedBy); it is ignored.
+	ReasonApprovalAlreadyConsumed = "ApprovalAlreadyConsumed"
 	// ReasonDigestMismatch: (ToolCallApproval) the approval's digest differs from the call's.
 	ReasonDigestMismatch = "DigestMismatch"
 	// ReasonApplied: (ToolCallApproval) the approval decided the call.
 	ReasonApplied = "Applied"
 
-	// ReasonWaitingForSession: an earlier call of the same session must finish first.
-	ReasonWaitingForSession = "WaitingForSession"
-	// ReasonJobCreated: the attempt's Job exists and the body is running.
-	ReasonJobCreated = "JobCreated"
-	// ReasonRetrying: the attempt failed with a retryable reason; another attempt follows.
-	ReasonRetrying = "Retrying"
+	// ReasonQueued: (Executed=Unknown) an earlier call of the same session must finish first.
+	ReasonQueued = "Queued"
+	// ReasonRunning: (Executed=Unknown) the attempt's Job is created or about to be; the body runs.
+	ReasonRunning = "Running"
 	// ReasonDeadlineExceeded: the body ran past the tool's timeout.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	// ReasonOOMKilled: the body's container was killed for exceeding its memory limit.
@@ -129,14 +139,22 @@ const (
 	ReasonImageNeverStarted = "ImageNeverStarted"
 	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
 	ReasonJobDeleted = "JobDeleted"
+	// ReasonExecutionRejected: Kubernetes refused to create the attempt's Job (invalid, over a
+	// quota, denied by an admission policy or webhook, or failing until the attempt's
+	// deadline); the body never ran. The Executed condition carries the API server's message.
+	ReasonExecutionRejected = "ExecutionRejected"
 	// ReasonNonZeroExit: the body exited with a non-zero status.
 	ReasonNonZeroExit = "NonZeroExit"
 	// ReasonOutputNotUTF8: the body's output is not valid UTF-8.
 	ReasonOutputNotUTF8 = "OutputNotUTF8"
 	// ReasonOutputTooLarge: the body's output exceeds the sandbox's maxOutputBytes.
 	ReasonOutputTooLarge = "OutputTooLarge"
-	// ReasonOutputMalformed: the runner's framed result could not be read.
-	ReasonOutputMalformed = "OutputMalformed"
+	// ReasonOutputTruncated: the output was cut at the limit and accepted as partial text.
+	ReasonOutputTruncated = "OutputTruncated"
+	// ReasonToolError: the body itself returned {"isError": true, ...}.
+	ReasonToolError = "ToolError"
+	// ReasonOperatorError: the operator found the call in a state it cannot continue from.
+	ReasonOperatorError = "OperatorError"
 	// ReasonResultAccepted: the PostExecute policies accepted the result unchanged.
 	ReasonResultAccepted = "ResultAccepted"
 	// ReasonResultRedacted: a PostExecute rule replaced the result's content.
@@ -167,3 +185,16 @@ func RetryableReasons() []string {
 		ReasonNonZeroExit, ReasonImageNeverStarted, ReasonJobDeleted,
 	}
 }
+
+// Reasons of attempts that ended without a result the runner vouched for.
+const (
+	// ReasonExecutionLost: the attempt ended in a way the operator cannot read as "the tool
+	// container exited and here is the runner's frame" (the Pod vanished, its node was lost
+	// or shut down, the Job or Pod failed for a reason without a result of its own, the
+	// container ended without a frame); result meta kubernetesReason names the reason.
+	ReasonExecutionLost = "ExecutionLost"
+	// ReasonResultUnreadable: the tool container left a frame the operator could not trust:
+	// not signed with the attempt's key (the body may have written it), malformed, larger
+	// than the call's output limit allows, or not read from the Pod log in time.
+	ReasonResultUnreadable = "ResultUnreadable"
+)

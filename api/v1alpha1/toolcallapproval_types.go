@@ -31,8 +31,17 @@ const (
 	DecisionDeny ApprovalDecision = "Deny"
 )
 
-// ToolCallApprovalSpec is one answer to one call, bound to the exact arguments approved.
+// ToolCallApprovalSpec is one answer to one call, bound to that call's uid and to the exact
+// arguments approved.
 type ToolCallApprovalSpec struct {
+	// callUID is the metadata.uid of the ToolCall this approval answers, as the approver's
+	// client read it from the call it showed. An approval answers that one call: a later call
+	// of the same name (another uid) is not answered by it (ApprovalCallMismatch). Required.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	CallUID string `json:"callUID"`
+
 	// decision is Approve or Deny. Required.
 	// +required
 	Decision ApprovalDecision `json:"decision"`
@@ -63,7 +72,21 @@ type ToolCallApprovalStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, CallNotWaiting).
+	// consumedBy is the metadata.uid of the call this approval decided (approved or
+	// denied), written once by the controller before the call moves on. An approval
+	// consumed by one call never answers another (ApprovalAlreadyConsumed).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ConsumedBy string `json:"consumedBy,omitempty"`
+
+	// conditions: Consumed (reasons Applied, SelfApproval, DigestMismatch, ApprovalTimeout,
+	// ApprovalCallMismatch, ApprovalStale, ApprovalAlreadyConsumed). True/Applied: the answer
+	// decided the call (approved, or denied as asked). False: it was refused: SelfApproval
+	// (the call keeps waiting for another approver), DigestMismatch (another arguments digest
+	// than the call's), ApprovalTimeout (the window had closed), ApprovalCallMismatch (another
+	// call's uid), ApprovalStale (created before the call was parked), ApprovalAlreadyConsumed
+	// (it decided another call).
+	// An approval for a call that is not awaiting approval is not marked.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -71,7 +94,9 @@ type ToolCallApprovalStatus struct {
 }
 
 // ToolCallApproval answers a ToolCall awaiting approval; it has the same name as the call,
-// in the same namespace. RBAC on this resource separates approvers from agents.
+// in the same namespace, and names the call's uid in spec.callUID (the approver's client
+// also sets an ownerReference to the call, so that it is garbage-collected with it). RBAC
+// on this resource separates approvers from agents.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories=toolgate

@@ -13,17 +13,21 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/metrics/serving"
 )
 
 func main() {
-	var metricsAddr, probeAddr, cpuLimit, memLimit string
-	var leaderElect bool
+	var metricsAddr, metricsCertDir, probeAddr, cpuLimit, memLimit string
+	var leaderElect, metricsSecure, enableHTTP2 bool
 	opts := controllers.DefaultCallOptions()
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to (0 disables it)")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to authenticated, authorised clients only "+
+		"(a TokenReview and a SubjectAccessReview for GET /metrics); false serves plain HTTP to anyone")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: the HTTP/2 Rapid Reset and Stream Cancellation CVEs)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at /toolgate/runner (the operator's own image)")
@@ -31,6 +35,7 @@ func main() {
 	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
 	flag.IntVar(&opts.Workers, "toolcall-workers", opts.Workers, "ToolCalls reconciled at once")
 	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on")
+	flag.DurationVar(&opts.LogReadTimeout, "log-read-timeout", opts.LogReadTimeout, "longest pods/log read of a result carried in the Pod log (then ResultUnreadable)")
 	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
 	zapOpts := zap.Options{}
@@ -64,7 +69,7 @@ func main() {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                       serving.Options(metricsAddr, metricsSecure, enableHTTP2, metricsCertDir),
 		HealthProbeBindAddress:        probeAddr,
 		LeaderElection:                leaderElect,
 		LeaderElectionID:              "toolgate.dev",

@@ -34,9 +34,9 @@ const (
 	defaultIOGrace         = 2 * time.Second
 	// maxMaxOutput keeps the worst-case log block (about 1.6 times the kept
 	// stdout) well below the kubelet's default log rotation size (10 MiB).
-	maxMaxOutput  = 4 << 20
-	maxStderrTail = 64 << 10
-	maxErrorLen   = 1024
+	maxMaxOutput  = frame.MaxOutputLimit
+	maxStderrTail = frame.MaxStderrTail
+	maxErrorLen   = frame.MaxErrorLen
 )
 
 type config struct {
@@ -47,6 +47,7 @@ type config struct {
 	stderrTail      int
 	terminationPath string
 	marker          string
+	frameKey        []byte // signs the frame; nil: unsigned (no one will trust it)
 	ioGrace         time.Duration
 	copySelf        string
 	command         []string
@@ -66,6 +67,12 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	}
 	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
+	var err3 error
+	if k := getenv(frame.EnvFrameKey); k != "" {
+		if cfg.frameKey, err3 = frame.ParseKey(k); err3 != nil {
+			err3 = fmt.Errorf("%s: %w", frame.EnvFrameKey, err3)
+		}
+	}
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -86,7 +93,7 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, err
 	}
-	return cfg, errors.Join(err1, err2, err, cfg.check())
+	return cfg, errors.Join(err1, err2, err3, err, cfg.check())
 }
 
 func (c *config) check() error {

@@ -26,6 +26,8 @@
 //	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
 //	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
 //	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
+//	TOOLGATE_FRAME_KEY                             the attempt's frame key (base64url of 32 bytes); without it the
+//	                                               frame is unsigned, and the operator does not trust it
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
 //
 // Because the arguments travel in an environment variable (or argv), they are
@@ -39,32 +41,43 @@
 //  2. Writes the arguments to TOOLGATE_ARGS_FILE (creating its directory; the
 //     Job mounts an emptyDir there, the root filesystem being read-only). On
 //     failure: reason ArgumentsFileError, exit 125.
-//  3. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
+//  3. Makes itself non-dumpable (prctl PR_SET_DUMPABLE 0), so that the tool,
+//     which runs as the same user, can read neither /proc/1/environ nor
+//     /proc/1/mem, and starts the tool without TOOLGATE_FRAME_KEY in its
+//     environment. The key is the runner's alone.
+//  4. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
 //     arguments to its stdin, then closes it. A tool that does not read stdin
 //     does not block the runner (the write runs aside; EPIPE is ignored; it is
 //     abandoned when the tool exits). If the command is not found: reason
 //     CommandNotFound, exit 127; if it cannot be started (not executable, bad
 //     format): reason StartError, exit 126.
-//  4. Reads all of the tool's stdout, so that the tool is never blocked, keeping
+//  5. Reads all of the tool's stdout, so that the tool is never blocked, keeping
 //     the first TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
 //     "stdoutBytes"). When the cut falls inside a UTF-8 character of otherwise
 //     valid text, that partial character is dropped. The tool's stdout does not
 //     reach the container log.
-//  5. Copies the tool's stderr to its own stderr (so kubectl logs shows it),
+//  6. Copies the tool's stderr to its own stderr (so kubectl logs shows it),
 //     keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
-//  6. Forwards SIGTERM and SIGINT to the tool (the kubelet sends SIGTERM at
+//  7. Forwards SIGTERM and SIGINT to the tool (the kubelet sends SIGTERM at
 //     activeDeadlineSeconds and on deletion); one that arrives before the tool
 //     starts is forwarded when it starts, and one that arrives after the tool
-//     exited does not interrupt delivery. After the kubelet's SIGKILL (grace
-//     period over) there is no frame: the operator sees exit code 137 and no
-//     termination message.
-//  7. When the tool has exited, waits up to --io-grace for its stdout and
+//     exited does not interrupt delivery. Every other signal it can catch is
+//     caught and dropped: the tool may signal the runner (kill -HUP 1) and the
+//     runner outlives it. As PID 1 the kernel drops SIGKILL, SIGSTOP and the
+//     signals left at their default action (32, 34) when they come from inside
+//     the container. After the kubelet's SIGKILL (grace period over) there is
+//     no frame: the operator sees exit code 137 and no termination message.
+//  8. When the tool has exited, waits up to --io-grace for its stdout and
 //     stderr to reach end of file. A process the tool left running that keeps
 //     them open is cut off and reported as "outputLeftOpen".
-//  8. Delivers the frame (see package frame): the termination message, and, for
-//     a frame too large for it even compressed, the log block written to the
-//     runner's stdout in one write at the very end, after all stderr copying.
-//  9. Exits with the tool's exit code, or 128+N when signal N killed it (the
+//  9. When it is PID 1 (and only then), kills every other process of the
+//     container and reaps them, so that nothing the tool left behind can write
+//     the termination message after the runner. Then delivers the frame (see
+//     package frame), signed with the frame key: the termination message, and,
+//     for a frame too large for it even compressed, the log block written to
+//     the runner's stdout in one write at the very end, after all stderr
+//     copying.
+//  10. Exits with the tool's exit code, or 128+N when signal N killed it (the
 //     frame's "signal" names it, e.g. "SIGKILL" after an OOM kill), so that
 //     the container status stays meaningful.
 //
@@ -83,6 +96,7 @@
 //
 // The runner's own diagnostics go to stderr, prefixed "toolgate-runner: ".
 //
-// Not done: the runner does not reap orphaned processes when it runs as PID 1,
-// and forwards signals to the tool's process only, not to its process group.
+// Not done: as PID 1 the runner reaps orphaned processes only when it delivers
+// (after killing them), and forwards signals to the tool's process only, not to
+// its process group.
 package main

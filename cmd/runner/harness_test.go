@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,12 +28,21 @@ func TestMain(m *testing.M) {
 
 const testArgs = `{"path":"/tmp/x","text":"héllo\nwörld"}`
 
+// testKey is the frame key the tests give the runner, as the operator does.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+func encodedTestKey() string { return base64.RawURLEncoding.EncodeToString(testKey) }
+
 // invocation is one run of the runner: argv and the environment it gets.
 type invocation struct {
 	t    *testing.T
 	dir  string
 	env  map[string]string
 	argv []string
+	// sys sets up the runner's process: a new PID namespace (the runner is then
+	// its PID 1, as in a container), another user.
+	sys *syscall.SysProcAttr
+	exe string // the runner executable; empty: this test binary
 }
 
 func newInvocation(t *testing.T, argv ...string) *invocation {
@@ -42,11 +53,17 @@ func newInvocation(t *testing.T, argv ...string) *invocation {
 		envArgsDigest:      frame.DigestOf([]byte(testArgs)),
 		envArgsFile:        filepath.Join(dir, "toolgate", "args.json"),
 		envTerminationPath: filepath.Join(dir, "termination-log"),
+		frame.EnvFrameKey:  encodedTestKey(),
 	}}
 }
 
 func (in *invocation) command(ctx context.Context) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], in.argv...)
+	exe := in.exe
+	if exe == "" {
+		exe = os.Args[0]
+	}
+	cmd := exec.CommandContext(ctx, exe, in.argv...)
+	cmd.SysProcAttr = in.sys
 	// GOCOVERDIR keeps a -cover test binary quiet when it runs as the runner.
 	cmd.Env = []string{reexecEnv + "=1", "PATH=" + os.Getenv("PATH"), "GOCOVERDIR=" + in.coverDir()}
 	for k, v := range in.env {
@@ -97,12 +114,13 @@ func (in *invocation) outcome(cmd *exec.Cmd, stdout, stderr []byte) outcome {
 	if len(term) > frame.MaxTerminationMessage {
 		in.t.Fatalf("termination message is %d bytes", len(term))
 	}
-	f, needLog, err := frame.DecodeTermination(string(term))
+	dec := frame.Decoder{Key: testKey}
+	f, needLog, err := dec.DecodeTermination(string(term))
 	if err != nil {
 		in.t.Fatalf("DecodeTermination(%.200q): %v", term, err)
 	}
 	if needLog {
-		if f, err = frame.DecodeLog(stdout, f); err != nil {
+		if f, err = dec.DecodeLog(stdout, f); err != nil {
 			in.t.Fatalf("DecodeLog: %v", err)
 		}
 	} else if len(stdout) != 0 {

@@ -40,13 +40,19 @@ func realMain(argv []string, getenv func(string) string, stdout, stderr io.Write
 }
 
 // deliver writes the frame: the log block (if any) to stdout in one write,
-// then the termination message. It returns the runner's exit code: the
+// then the termination message, signed with the frame key. As PID 1 it first
+// kills every other process, so that nothing the tool left behind can write
+// the termination message after the runner did. It returns the runner's exit code: the
 // frame's, or ExitRunnerError when the termination message cannot be written.
 func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
 	if f.Reason != "" {
 		logf(stderr, "%s: %s", f.Reason, f.Error)
 	}
-	term, block, err := frame.Encoder{Marker: cfg.marker}.Encode(f)
+	if len(cfg.frameKey) == 0 {
+		logf(stderr, "no %s: the frame is not signed, and the operator will not trust it", frame.EnvFrameKey)
+	}
+	killOthers()
+	term, block, err := frame.Encoder{Key: cfg.frameKey, Marker: cfg.marker}.Encode(f)
 	if err != nil {
 		logf(stderr, "encoding result: %v (exit code %d)", err, f.ExitCode)
 		return frame.ExitRunnerError

@@ -16,16 +16,23 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
+// errArgumentsAltered is the digest check's failure as the model reads it.
+var errArgumentsAltered = errors.New("the arguments that reached the tool differ from the frozen arguments, so the tool was not run")
+
 // execute verifies the arguments, runs the tool and returns the frame to
 // deliver. Its ExitCode is the runner's exit code.
 func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	f := frame.Frame{ArgsDigest: frame.DigestOf(cfg.args)}
 	if cfg.argsDigest != f.ArgsDigest {
-		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError,
-			fmt.Errorf("%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest))
+		// The digests are for the Pod log (operators); the frame's error reaches the model.
+		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest)
+		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered)
 	}
 	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
 		return failed(f, frame.ReasonArgumentsFileError, frame.ExitRunnerError, err)
+	}
+	if err := protectKey(); err != nil {
+		return failed(f, frame.ReasonStartError, frame.ExitStartError, fmt.Errorf("protecting the frame key: %w", err))
 	}
 	return runTool(cfg, f, sigs, stderr)
 }
@@ -63,7 +70,7 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	out := &headWriter{limit: cfg.maxOutput}
 	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
-	cmd.Env = append(os.Environ(), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
+	cmd.Env = append(bodyEnviron(os.Environ()), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	pipes, err := newStdio(cmd)
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err)
@@ -87,6 +94,18 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	return exitStatus(f, cmd.ProcessState, waitErr)
 }
 
+// bodyEnviron is the runner's environment without the frame key: the key is
+// the runner's alone, so that the tool cannot sign a frame of its own.
+func bodyEnviron(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, frame.EnvFrameKey+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 func startFailed(f frame.Frame, err error) frame.Frame {
 	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 		return failed(f, frame.ReasonCommandNotFound, frame.ExitNotFound, err)
@@ -96,14 +115,38 @@ func startFailed(f frame.Frame, err error) frame.Frame {
 
 // catchSignals makes SIGTERM and SIGINT arrive on the returned channel, to be
 // forwarded to the tool, for the rest of the runner's life (so that a late
-// signal cannot interrupt the delivery of the frame). It also handles SIGPIPE
-// (rather than ignoring it, which the tool would inherit), so that a broken
-// stdout or stderr is an EPIPE error rather than the runner's death.
+// signal cannot interrupt the delivery of the frame). Every other signal a
+// process can catch is caught and dropped: the tool runs as the runner's user
+// and may signal it (kill -HUP 1), and the runner must outlive anything the
+// tool does to write an honest frame. That includes SIGPIPE (rather than
+// ignoring it, which the tool would inherit), so that a broken stdout or stderr
+// is an EPIPE error rather than the runner's death, and the stop signals.
+// SIGKILL and SIGSTOP cannot be caught; as PID 1 of the container the kernel
+// drops them, and every signal left at its default action (signals 32 and 34,
+// which the Go runtime keeps for itself), when they come from inside the
+// container.
 func catchSignals() <-chan os.Signal {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	signal.Notify(make(chan os.Signal, 1), droppedSignals()...) // never read: Notify drops what does not fit
 	return sigs
+}
+
+// droppedSignals are the signals the runner catches and ignores: 1..64 but
+// SIGKILL and SIGSTOP (uncatchable), SIGTERM and SIGINT (forwarded), SIGCHLD
+// and SIGURG (ignored by default; the Go runtime preempts with SIGURG) and
+// 32..34 (reserved by the C library and the Go runtime).
+func droppedSignals() []os.Signal {
+	var out []os.Signal
+	for s := syscall.Signal(1); s <= 64; s++ {
+		switch {
+		case s == syscall.SIGKILL, s == syscall.SIGSTOP, s == syscall.SIGTERM, s == syscall.SIGINT,
+			s == syscall.SIGCHLD, s == syscall.SIGURG, s >= 32 && s <= 34:
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func forwardSignals(sigs <-chan os.Signal, p *os.Process, done <-chan struct{}) {

@@ -53,6 +53,12 @@ func TestDigestMismatchDoesNotRunTool(t *testing.T) {
 	in.env[envArgsDigest] = frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))
 	o := in.run()
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch)
+	if strings.Contains(o.frame.Error, frame.DigestPrefix) || !strings.Contains(o.frame.Error, "not run") {
+		t.Errorf("the frame's error (read by the model) must say plainly what happened, without digests: %q", o.frame.Error)
+	}
+	if !strings.Contains(string(o.stderr), in.env[envArgsDigest]) {
+		t.Errorf("the Pod log should name the expected digest for operators: %q", o.stderr)
+	}
 	for _, p := range []string{mark, in.env[envArgsFile]} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists: the tool ran or the args were written", p)
@@ -113,7 +119,8 @@ func TestLargeOutputInLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := in.run()
-	ptr, needLog, err := frame.DecodeTermination(string(o.term))
+	dec := frame.Decoder{Key: testKey, MaxOutput: 4194304}
+	ptr, needLog, err := dec.DecodeTermination(string(o.term))
 	if err != nil || !needLog || ptr.StdoutBytes != int64(len(data)) || ptr.ExitCode != 0 {
 		t.Fatalf("pointer %+v needLog %v err %v", ptr, needLog, err)
 	}
@@ -127,7 +134,7 @@ func TestLargeOutputInLog(t *testing.T) {
 		t.Fatalf("stderr %q tail %q", o.stderr, o.frame.StderrTail)
 	}
 	// The block does not fit the operator's read bounds only by accident.
-	if tl, lb := ptr.LogReadBounds(); tl < ptr.LogLines || lb < int64(len(o.stdout))-1 {
+	if tl, lb := dec.LogReadBounds(ptr); tl < ptr.LogLines || lb < int64(len(o.stdout))-1 {
 		t.Fatalf("read bounds %d lines %d bytes for a %d-byte block", tl, lb, len(o.stdout))
 	}
 }

@@ -31,3 +31,15 @@ var AgentRole []byte
 //
 //go:embed approver_role.yaml
 var ApproverRole []byte
+
+// MetricsAuthRole is metrics_auth_role.yaml: the toolgate-metrics-auth ClusterRole the
+// operator needs to authenticate and authorise scrapes of its metrics endpoint.
+//
+//go:embed metrics_auth_role.yaml
+var MetricsAuthRole []byte
+
+// MetricsReaderRole is metrics_reader_role.yaml: the toolgate-metrics-reader ClusterRole a
+// scraper needs (get on /metrics).
+//
+//go:embed metrics_reader_role.yaml
+var MetricsReaderRole []byte

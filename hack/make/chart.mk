@@ -14,6 +14,8 @@ CHART_SYNC_FILES := \
 	config/rbac/role.yaml=files/rbac/role.yaml \
 	config/rbac/agent_role.yaml=files/rbac/agent_role.yaml \
 	config/rbac/approver_role.yaml=files/rbac/approver_role.yaml \
+	config/rbac/metrics_auth_role.yaml=files/rbac/metrics_auth_role.yaml \
+	config/rbac/metrics_reader_role.yaml=files/rbac/metrics_reader_role.yaml \
 	config/admission/identity-policy.yaml=files/identity-policy.yaml
 
 ##@ Helm chart

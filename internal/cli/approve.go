@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
@@ -39,8 +42,9 @@ func newDecideCommand(f *Factory, decision v1alpha1.ApprovalDecision, verb, shor
 		Long: short + `.
 
 Shows the tool, the requester, the arguments and their digest, and asks for confirmation
-(unless --yes). The answer is a ToolCallApproval named after the call, bound to the
-arguments digest shown: one answer per call, and it cannot be changed.`,
+(unless --yes). The answer is a ToolCallApproval named after the call, bound to the call
+(its uid, with an owner reference) and to the arguments digest shown: one answer per call,
+and it cannot be changed.`,
 		Example: fmt.Sprintf("  toolgate %s deploy-x7k2p --reason 'change ticket 4711'", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,9 +117,9 @@ func (o *decideOptions) confirm() error {
 }
 
 func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) error {
-	_, err := c.Decide(ctx, call.Name, o.decision, call.Status.ArgumentsDigest, o.reason)
+	_, err := c.Decide(ctx, call, o.decision, o.reason)
 	if apierrors.IsAlreadyExists(err) {
-		return Exitf(ExitFailure, "call %s already has an answer (ToolCallApproval %s); an answer cannot be changed", call.Name, call.Name)
+		return alreadyAnswered(ctx, c, call)
 	}
 	if err != nil {
 		return explain(err, apiOp{verb: "create", resource: "toolcallapprovals.toolgate.dev", namespace: c.Namespace})
@@ -126,6 +130,25 @@ func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call 
 	}
 	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, c.Identity, c.Namespace, call.Name)
 	return nil
+}
+
+// alreadyAnswered explains why the approval name is taken: by an answer to this call (it
+// cannot be changed), by one the operator refused (Consumed=False), or by one written for an
+// earlier call of the same name (another uid). The last two do not count for this call: the
+// approver deletes them and answers again.
+func alreadyAnswered(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) error {
+	existing := &v1alpha1.ToolCallApproval{}
+	if err := c.C.Get(ctx, client.ObjectKeyFromObject(call), existing); err == nil {
+		deleteIt := fmt.Sprintf("delete it (kubectl -n %s delete toolcallapproval %s) and answer again", c.Namespace, call.Name)
+		if existing.Spec.CallUID != string(call.UID) {
+			return Exitf(ExitFailure, "ToolCallApproval %s/%s answers an earlier call of the same name (uid %s), not this one (uid %s), and does not count for it; %s",
+				c.Namespace, call.Name, orNone(existing.Spec.CallUID), call.UID, deleteIt)
+		}
+		if cond := meta.FindStatusCondition(existing.Status.Conditions, v1alpha1.ConditionConsumed); cond != nil && cond.Status == metav1.ConditionFalse {
+			return Exitf(ExitFailure, "ToolCallApproval %s/%s was refused (%s: %s); %s", c.Namespace, call.Name, cond.Reason, cond.Message, deleteIt)
+		}
+	}
+	return Exitf(ExitFailure, "call %s already has an answer (ToolCallApproval %s); an answer cannot be changed", call.Name, call.Name)
 }
 
 // formatApprovalRequest is what an approver is shown before answering.

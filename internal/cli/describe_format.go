@@ -146,6 +146,11 @@ func describeApproval(call *v1alpha1.ToolCall, a *v1alpha1.ToolCallApproval) str
 	}
 	if a != nil {
 		rows = append(rows, []string{"Decision:", fmt.Sprintf("%s by %s", a.Spec.Decision, a.Spec.Approver)})
+		if a.Spec.CallUID != string(call.UID) {
+			// An earlier call of the same name left it: it does not answer this call.
+			rows = append(rows, []string{"Answers:", fmt.Sprintf("another call (uid %s), not this one (uid %s): it does not count",
+				orNone(a.Spec.CallUID), call.UID)})
+		}
 		if a.Spec.Reason != "" {
 			rows = append(rows, []string{"Reason:", a.Spec.Reason})
 		}

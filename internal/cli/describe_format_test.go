@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -103,12 +104,16 @@ Notes:
   you may not list events in namespace "agents"
 `
 	pending := newCall("echo-y")
+	replayed := describedCall()
+	replayed.Call.UID, replayed.Approval.Spec.CallUID = "new-uid", "old-uid"
 	cases := []struct {
 		name string
 		view describeView
 		want string
 	}{
 		{name: "a finished, approved call", view: describedCall(), want: full},
+		{name: "an approval left by an earlier call of the same name", view: replayed, want: strings.Replace(full,
+			"  Decision: Approve by bob\n", "  Decision: Approve by bob\n  Answers:  another call (uid old-uid), not this one (uid new-uid): it does not count\n", 1)},
 		{name: "a call the operator has not seen", view: describeView{Call: pending}, want: `Name:      echo-y
 Namespace: agents
 Tool:      echo

@@ -1,8 +1,10 @@
 // Package metrics holds every Prometheus metric toolgate exports, registered into
 // controller-runtime's registry (served on the manager's metrics endpoint).
 //
-// Labels are bounded: a tool's model-facing name (registered by platform teams), a pipeline
-// stage, a verdict, a phase and a reason from the API's fixed reason set — never a call's name.
+// Labels are bounded: a tool's model-facing name as resolved from its registration (registered
+// by platform teams; UnknownTool when a call names no registered tool), a pipeline stage, a
+// verdict, a phase and a reason from the API's fixed reason set — never a call's name nor a
+// tool name as a caller wrote it.
 package metrics
 
 import (
@@ -13,6 +15,9 @@ import (
 )
 
 const namespace = "toolgate"
+
+// UnknownTool is the tool label of a call that did not resolve to a registered tool.
+const UnknownTool = "unknown"
 
 var (
 	// StageDuration is the time one pipeline stage (or stage group) took in the operator:
@@ -39,7 +44,8 @@ var (
 		Help:      "Admission verdicts (Allow, Ask, Deny) by tool and reason.",
 	}, []string{"tool", "verdict", "reason"})
 
-	// Outcomes counts calls that reached a terminal phase.
+	// Outcomes counts calls that reached a terminal phase, every one of them: refused at
+	// admission, refused or timed out at approval, or ended after running.
 	Outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "toolcalls_total",

@@ -74,24 +74,57 @@ func generateName(tool string) string {
 	return name + "-"
 }
 
-// Decide answers a call awaiting approval: it creates the ToolCallApproval (named after
-// the call) binding decision to digest, the arguments digest the approver was shown. Pass
-// the call's status.argumentsDigest; a different one makes the approval a refusal.
-func (c *Client) Decide(ctx context.Context, callName string, decision v1alpha1.ApprovalDecision, digest, reason string) (*v1alpha1.ToolCallApproval, error) {
-	if digest == "" {
-		return nil, fmt.Errorf("call %s has no arguments digest yet: it has not been admitted", callName)
-	}
-	approval := &v1alpha1.ToolCallApproval{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: callName},
-		Spec: v1alpha1.ToolCallApprovalSpec{
-			Decision:        decision,
-			ArgumentsDigest: digest,
-			Approver:        c.Identity,
-			Reason:          reason,
-		},
+// Decide answers a call awaiting approval: it creates the ToolCallApproval built by
+// NewApproval for the call the approver was shown (pass the call as read, not a name: the
+// approval is bound to its uid and to its status.argumentsDigest).
+func (c *Client) Decide(ctx context.Context, call *v1alpha1.ToolCall, decision v1alpha1.ApprovalDecision, reason string) (*v1alpha1.ToolCallApproval, error) {
+	approval, err := NewApproval(call, decision, c.Identity, reason)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.C.Create(ctx, approval); err != nil {
 		return nil, err
 	}
 	return approval, nil
+}
+
+// NewApproval builds the answer of approver to call: named after the call, in its
+// namespace, bound to the call's uid (spec.callUID) and to the arguments digest it shows
+// (status.argumentsDigest; another digest would make the approval a refusal). It carries an
+// ownerReference to the call, so that garbage collection deletes it with the call; it is
+// neither the controller nor blocks the owner's deletion, so the approver needs no
+// permission on the call beyond reading it.
+func NewApproval(call *v1alpha1.ToolCall, decision v1alpha1.ApprovalDecision, approver, reason string) (*v1alpha1.ToolCallApproval, error) {
+	switch {
+	case call.UID == "":
+		return nil, fmt.Errorf("call %s has no uid: answer a call as read from the API server", call.Name)
+	case call.Status.ArgumentsDigest == "":
+		return nil, fmt.Errorf("call %s has no arguments digest yet: it has not been admitted", call.Name)
+	}
+	return &v1alpha1.ToolCallApproval{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       call.Namespace,
+			Name:            call.Name,
+			OwnerReferences: []metav1.OwnerReference{ApprovalOwner(call)},
+		},
+		Spec: v1alpha1.ToolCallApprovalSpec{
+			CallUID:         string(call.UID),
+			Decision:        decision,
+			ArgumentsDigest: call.Status.ArgumentsDigest,
+			Approver:        approver,
+			Reason:          reason,
+		},
+	}, nil
+}
+
+// ApprovalOwner is the ownerReference of an approval to the call it answers: garbage
+// collection deletes the approval with its call (on a real cluster). It is not the
+// controller and does not block the call's deletion: setting either would need more than
+// the approver's read access to the call.
+func ApprovalOwner(call *v1alpha1.ToolCall) metav1.OwnerReference {
+	no := false
+	return metav1.OwnerReference{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall", Name: call.Name, UID: call.UID,
+		Controller: &no, BlockOwnerDeletion: &no,
+	}
 }

@@ -12,43 +12,101 @@ import (
 	"strings"
 )
 
-// DecodeTermination decodes a container's termination message. needLog is true
-// when f is a pointer frame: the full frame is then in the container log, to be
-// read with f.LogReadBounds() and decoded with DecodeLog(logTail, f).
-func DecodeTermination(msg string) (f Frame, needLog bool, err error) {
-	s := strings.TrimSpace(msg)
+// Decoder verifies and decodes the frames of one attempt. Every size it accepts
+// is bounded by the call's own output limit: a frame, compressed or not, that
+// an honest runner with that limit could not have written is refused with
+// ErrTooLarge before it is inflated or read.
+type Decoder struct {
+	// Key is the attempt's frame key (ParseKey); without it nothing verifies.
+	Key []byte
+	// MaxOutput is the call's stdout limit in bytes, as given to the runner
+	// (<= 0: MaxOutputLimit).
+	MaxOutput int64
+}
+
+func (d Decoder) maxFrame() int64 { return MaxFrameBytes(d.MaxOutput) }
+
+// DecodeTermination verifies and decodes a container's termination message.
+// The message must be signed with d.Key (ErrUnsigned, ErrSignature otherwise);
+// the MAC is checked, in constant time, before anything is decoded or
+// decompressed. needLog is true when f is a pointer frame: the full frame is
+// then in the container log, to be read with d.LogReadBounds(f) and decoded
+// with d.DecodeLog(logTail, f).
+func (d Decoder) DecodeTermination(msg string) (f Frame, needLog bool, err error) {
+	if len(msg) > MaxTerminationMessage {
+		return Frame{}, false, fmt.Errorf("%w: termination message of %d bytes", ErrTooLarge, len(msg))
+	}
+	body, err := verify(d.Key, strings.TrimSpace(msg))
+	if err != nil {
+		return Frame{}, false, err
+	}
+	if f, err = decodeBody(body, d.maxFrame()); err != nil {
+		return Frame{}, false, err
+	}
+	if f.InLog {
+		if err := d.checkPointer(f); err != nil {
+			return Frame{}, false, err
+		}
+	}
+	return f, f.InLog, nil
+}
+
+// decodeBody decodes an unsigned termination message, inflating at most max bytes.
+func decodeBody(s string, max int64) (Frame, error) {
 	var js []byte
 	switch {
 	case strings.HasPrefix(s, CompressedPrefix):
 		gz, err := base64.StdEncoding.DecodeString(s[len(CompressedPrefix):])
 		if err != nil {
-			return Frame{}, false, fmt.Errorf("%w: base64: %w", ErrMalformed, err)
+			return Frame{}, fmt.Errorf("%w: base64: %w", ErrMalformed, err)
 		}
-		if js, err = gunzip(gz); err != nil {
-			return Frame{}, false, err
+		if js, err = gunzip(gz, max); err != nil {
+			return Frame{}, err
 		}
 	case strings.HasPrefix(s, "{"):
 		js = []byte(s)
 	default:
-		return Frame{}, false, fmt.Errorf("%w: not a result frame", ErrMalformed)
+		return Frame{}, fmt.Errorf("%w: not a result frame", ErrMalformed)
 	}
-	f, err = unmarshal(js)
-	if err != nil {
-		return Frame{}, false, err
-	}
-	return f, f.InLog, nil
+	return unmarshal(js)
 }
 
-// DecodeLog extracts the frame that pointer refers to from the end of a
-// container log: it takes the last begin/end block pair tagged with the
-// pointer's nonce, skips lines not tagged with it, verifies the SHA-256 and
-// checks that the frame agrees with the pointer's summary.
-func DecodeLog(logTail []byte, pointer Frame) (Frame, error) {
+// checkPointer refuses a pointer whose sizes the call's limit does not allow.
+func (d Decoder) checkPointer(p Frame) error {
+	if p.FrameBytes > d.maxFrame() {
+		return fmt.Errorf("%w: pointer announces a frame of %d bytes", ErrTooLarge, p.FrameBytes)
+	}
+	if maxBytes, maxLines := maxLogBlock(p.FrameBytes); p.LogBytes > maxBytes || p.LogLines > maxLines {
+		return fmt.Errorf("%w: pointer announces a log block of %d bytes, %d lines", ErrTooLarge, p.LogBytes, p.LogLines)
+	}
+	return nil
+}
+
+// LogReadBounds returns the tailLines and limitBytes with which to read the
+// container log for pointer p: what p announces, never more than the call's
+// output limit allows, plus the slack for interleaved stderr lines.
+func (d Decoder) LogReadBounds(p Frame) (tailLines, limitBytes int64) {
+	maxBytes, maxLines := maxLogBlock(min(max(p.FrameBytes, 0), d.maxFrame()))
+	return min(p.LogLines, maxLines) + LogSlackLines, min(p.LogBytes, maxBytes) + LogSlackBytes
+}
+
+// DecodeLog extracts the frame that pointer (from DecodeTermination) refers to
+// from the end of a container log: it takes the last begin/end block pair
+// tagged with the pointer's nonce, skips lines not tagged with it, verifies the
+// SHA-256 the signed pointer carries before inflating exactly the announced
+// frame size, and checks that the frame agrees with the pointer's summary.
+func (d Decoder) DecodeLog(logTail []byte, pointer Frame) (Frame, error) {
 	if !pointer.InLog {
 		return Frame{}, fmt.Errorf("%w: not a pointer frame", ErrMalformed)
 	}
 	if err := pointer.validate(); err != nil {
 		return Frame{}, err
+	}
+	if err := d.checkPointer(pointer); err != nil {
+		return Frame{}, err
+	}
+	if _, limit := d.LogReadBounds(pointer); int64(len(logTail)) > limit {
+		return Frame{}, fmt.Errorf("%w: log tail of %d bytes", ErrTooLarge, len(logTail))
 	}
 	digest, _ := parseDigest(pointer.SHA256) // validated above
 	marker := pointer.Marker
@@ -69,11 +127,11 @@ func DecodeLog(logTail []byte, pointer Frame) (Frame, error) {
 	if sum := sha256.Sum256(gz); hex.EncodeToString(sum[:]) != digest {
 		return Frame{}, ErrDigest
 	}
-	js, err := gunzip(gz)
+	js, err := gunzip(gz, pointer.FrameBytes)
 	if err != nil {
 		return Frame{}, err
 	}
-	if pointer.FrameBytes != 0 && int64(len(js)) != pointer.FrameBytes {
+	if int64(len(js)) != pointer.FrameBytes {
 		return Frame{}, fmt.Errorf("%w: frame is %d bytes, pointer says %d", ErrMalformed, len(js), pointer.FrameBytes)
 	}
 	f, err := unmarshal(js)
@@ -137,19 +195,22 @@ func unmarshal(js []byte) (Frame, error) {
 	return f, nil
 }
 
-func gunzip(gz []byte) ([]byte, error) {
+// gunzip inflates gz, refusing more than max bytes: it never holds more than
+// max+1 bytes of output (plus the reader's fixed window).
+func gunzip(gz []byte, max int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
 		return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
 	}
-	js, err := io.ReadAll(io.LimitReader(zr, MaxDecodedFrame+1))
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(zr, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: gzip: %w", ErrMalformed, err)
 	}
-	if len(js) > MaxDecodedFrame {
-		return nil, ErrTooLarge
+	if n > max {
+		return nil, fmt.Errorf("%w: inflates to more than %d bytes", ErrTooLarge, max)
 	}
-	return js, nil
+	return buf.Bytes(), nil
 }
 
 // parseDigest returns the lowercase hex of a "sha256:<64 hex>" digest.

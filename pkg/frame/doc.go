@@ -11,8 +11,9 @@
 // bumps the version, which the decoder rejects with [ErrVersion].
 //
 // The tool's stdout is carried either as "stdout" (a UTF-8 string) or, when the
-// captured bytes are not valid UTF-8, as "stdoutB64" (standard base64). At most
-// one of the two is present; neither is present when stdout was empty. Use
+// captured bytes are not valid UTF-8 or JSON escaping would make them longer
+// than base64, as "stdoutB64" (standard base64). At most one of the two is
+// present; neither is present when stdout was empty. Use
 // [Frame.SetStdout], [Frame.StdoutData] and [Frame.StdoutIsUTF8] rather than the
 // fields. "stdoutBytes" is the total number of bytes the tool wrote, which can
 // exceed the kept bytes, in which case "truncated" is true.
@@ -22,10 +23,33 @@
 // exit code in "exitCode" and, when a signal killed it, the signal name in
 // "signal" (e.g. "SIGKILL", as after an OOM kill).
 //
+// # Trust
+//
+// The tool body runs as the same user as the runner and can write the
+// termination message and the log itself, so nothing in them is believed
+// unless the runner vouched for it. The operator gives each attempt a random
+// key ([NewKey], in [EnvFrameKey]); the runner keeps it from the tool and signs
+// the termination message with HMAC-SHA256 over its exact bytes:
+//
+//	tgs1:<43 characters: base64url(HMAC-SHA256(key, BODY))>:BODY
+//
+// where BODY is one of the three forms below. A [Decoder] holding the key
+// checks the MAC, in constant time, before it decodes or decompresses anything
+// ([ErrUnsigned], [ErrSignature]). A log block needs no MAC of its own: the
+// signed pointer carries its SHA-256, checked before it is inflated.
+//
+// Every size a Decoder accepts derives from the call's own stdout limit
+// ([MaxFrameBytes]: stdout as base64 at worst, the stderr tail and error at
+// their worst JSON escaping, and the fixed fields): a termination message over
+// [MaxTerminationMessage], a frame that inflates beyond the bound, a pointer
+// announcing more, and a log tail longer than [Decoder.LogReadBounds] are
+// [ErrTooLarge], whatever the message claims.
+//
 // # Delivery
 //
-// [Encode] returns the bytes for the termination message (always) and a log
-// block (only when needed), following these rules in order:
+// [Encoder.Encode] returns the bytes for the termination message (always) and a log
+// block (only when needed), following these rules in order (the sizes leave
+// room for the signature):
 //
 //  1. The JSON frame itself, when it is at most [MaxTerminationMessage] bytes.
 //     It starts with '{'.
@@ -54,12 +78,12 @@
 // The runner writes the block in one write, after it has finished copying the
 // tool's stderr, so it is the end of the log.
 //
-// [DecodeTermination] tells the three forms apart by their first bytes and
-// reports needLog for a pointer. The operator then reads the end of the log
-// (pods/log with tailLines and limitBytes from [Frame.LogReadBounds], without
-// timestamps) and calls [DecodeLog], which takes the last matching block,
-// verifies its SHA-256 and that it agrees with the pointer.
+// [Decoder.DecodeTermination] verifies the signature, tells the three forms
+// apart by their first bytes and reports needLog for a pointer. The operator
+// then reads the end of the log (pods/log with tailLines and limitBytes from
+// [Decoder.LogReadBounds], without timestamps) and calls [Decoder.DecodeLog],
+// which takes the last matching block, verifies its SHA-256, inflates exactly
+// the announced frame size and checks that it agrees with the pointer.
 //
-// Decoding bounds what it decompresses ([MaxDecodedFrame]) and returns errors,
-// never panics, on corrupted input.
+// Decoding returns errors, never panics, on corrupted input.
 package frame

@@ -18,23 +18,37 @@ const (
 	maxMarkerLen = 64
 )
 
-// Encoder encodes frames with a custom log block marker.
+// Encoder encodes frames, signed with an attempt's key. cmd/runner and the test
+// kit's simulated kubelet both encode with it, so there is one implementation.
 type Encoder struct {
+	// Key signs the termination message (see SignedPrefix). Without one the
+	// message is unsigned, which a Decoder refuses: only for local runs.
+	Key []byte
 	// Marker names the log block's begin and end lines; empty means
 	// DefaultMarker. See ValidMarker.
 	Marker string
 }
 
-// Encode is Encoder{}.Encode: it encodes f with the default marker.
-func Encode(f Frame) (termMsg, logBlock []byte, err error) {
-	return Encoder{}.Encode(f)
-}
-
 // Encode returns the termination message for f and, when the frame does not fit
 // in the termination message even compressed, the log block to write at the very
 // end of the container log (logBlock is nil otherwise). It sets f.V to Version;
-// the pointer fields (InLog etc.) must be zero.
+// the pointer fields (InLog etc.) must be zero. The log block needs no signature
+// of its own: the signed pointer carries its SHA-256.
 func (e Encoder) Encode(f Frame) (termMsg, logBlock []byte, err error) {
+	body, logBlock, err := e.encode(f)
+	if err != nil || len(e.Key) == 0 {
+		return body, logBlock, err
+	}
+	return sign(e.Key, body), logBlock, nil
+}
+
+// encode returns the unsigned termination message, sized to leave room for the
+// signature when there is a key.
+func (e Encoder) encode(f Frame) (termMsg, logBlock []byte, err error) {
+	room := MaxTerminationMessage
+	if len(e.Key) > 0 {
+		room -= signatureLen
+	}
 	marker := e.Marker
 	if marker == "" {
 		marker = DefaultMarker
@@ -50,14 +64,14 @@ func (e Encoder) Encode(f Frame) (termMsg, logBlock []byte, err error) {
 		return nil, nil, err
 	}
 	js, err := marshal(f)
-	if err != nil || len(js) <= MaxTerminationMessage {
+	if err != nil || len(js) <= room {
 		return js, nil, err
 	}
 	gz, err := gzipBytes(js)
 	if err != nil {
 		return nil, nil, err
 	}
-	if n := len(CompressedPrefix) + base64.StdEncoding.EncodedLen(len(gz)); n <= MaxTerminationMessage {
+	if n := len(CompressedPrefix) + base64.StdEncoding.EncodedLen(len(gz)); n <= room {
 		return append([]byte(CompressedPrefix), base64.StdEncoding.EncodeToString(gz)...), nil, nil
 	}
 	sum := sha256.Sum256(gz)
@@ -67,7 +81,7 @@ func (e Encoder) Encode(f Frame) (termMsg, logBlock []byte, err error) {
 	if marker != DefaultMarker {
 		p.Marker = marker
 	}
-	termMsg, err = marshalPointer(p)
+	termMsg, err = marshalPointer(p, room)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,11 +167,11 @@ func pointer(f Frame, digest string, frameBytes, logBytes, logLines int64) Frame
 	}
 }
 
-// marshalPointer encodes p, shortening p.Error until it fits.
-func marshalPointer(p Frame) ([]byte, error) {
+// marshalPointer encodes p, shortening p.Error until it fits in room bytes.
+func marshalPointer(p Frame, room int) ([]byte, error) {
 	for {
 		js, err := marshal(p)
-		if err != nil || len(js) <= MaxTerminationMessage {
+		if err != nil || len(js) <= room {
 			return js, err
 		}
 		if p.Error == "" {

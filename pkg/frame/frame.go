@@ -4,19 +4,31 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
 // Version is the frame format version written by this package.
 const Version = 1
 
-// Size limits.
+// Size limits. Every size a decoder accepts derives from these and from the
+// call's own output limit (see MaxFrameBytes).
 const (
 	// MaxTerminationMessage is the kubelet's limit on a container's termination
 	// message, in bytes.
 	MaxTerminationMessage = 4096
-	// MaxDecodedFrame bounds the size of a decompressed frame in bytes.
-	MaxDecodedFrame = 64 << 20
+	// MaxOutputLimit is the largest stdout limit a runner accepts (bytes kept).
+	MaxOutputLimit = 4 << 20
+	// MaxStderrTail is the largest stderr tail a runner keeps, in bytes.
+	MaxStderrTail = 64 << 10
+	// MaxErrorLen bounds the runner's own error text ("error"), in bytes.
+	MaxErrorLen = 1024
+	// frameOverhead bounds everything in a JSON frame but stdout, stderrTail and
+	// error: field names, numbers, the arguments digest, signal and reason.
+	frameOverhead = 2 << 10
+	// jsonEscapeMax is the worst-case growth of a string under JSON escaping
+	// (a control character becomes \u00XX).
+	jsonEscapeMax = 6
 )
 
 // Encoding markers.
@@ -56,7 +68,13 @@ var (
 	ErrVersion   = errors.New("frame: unsupported version")
 	ErrNoBlock   = errors.New("frame: result block not found in log")
 	ErrDigest    = errors.New("frame: result block digest mismatch")
-	ErrTooLarge  = errors.New("frame: decoded frame too large")
+	ErrTooLarge  = errors.New("frame: larger than the call's output limit allows")
+	// ErrUnsigned: the termination message carries no MAC (the body may have written it).
+	ErrUnsigned = errors.New("frame: not signed by the runner")
+	// ErrSignature: the MAC does not match the attempt's key.
+	ErrSignature = errors.New("frame: signature does not match")
+	// ErrNoKey: the decoder was given no key, so it can verify nothing.
+	ErrNoKey = errors.New("frame: no frame key")
 )
 
 // Frame is the result of one run of a tool's command.
@@ -91,16 +109,39 @@ type Frame struct {
 }
 
 // SetStdout stores the kept stdout bytes in Stdout or, when they are not valid
-// UTF-8, in StdoutB64. It does not touch StdoutBytes or Truncated.
+// UTF-8 or JSON escaping would make them longer than base64 does, in StdoutB64:
+// either way the frame carries them in at most 4/3 of their size, which is what
+// lets a decoder bound a frame by the call's output limit (MaxFrameBytes). It
+// does not touch StdoutBytes or Truncated.
 func (f *Frame) SetStdout(b []byte) {
 	f.Stdout, f.StdoutB64 = "", ""
 	switch {
 	case len(b) == 0:
-	case utf8.Valid(b):
+	case utf8.Valid(b) && jsonStringLen(b) <= base64.StdEncoding.EncodedLen(len(b)):
 		f.Stdout = string(b)
 	default:
 		f.StdoutB64 = base64.StdEncoding.EncodeToString(b)
 	}
+}
+
+// jsonStringLen is an upper bound of the length of valid UTF-8 b as the inside
+// of a JSON string (encoding/json escaping, HTML escaping off).
+func jsonStringLen(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+			n += 2
+		case c < 0x20:
+			n += jsonEscapeMax
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9):
+			n += jsonEscapeMax // U+2028, U+2029 become \u2028, \u2029
+			i += 2
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // StdoutData returns the kept stdout bytes.
@@ -116,7 +157,13 @@ func (f Frame) StdoutData() ([]byte, error) {
 }
 
 // StdoutIsUTF8 reports whether the kept stdout is valid UTF-8 text.
-func (f Frame) StdoutIsUTF8() bool { return f.StdoutB64 == "" }
+func (f Frame) StdoutIsUTF8() bool {
+	if f.StdoutB64 == "" {
+		return true
+	}
+	b, err := f.StdoutData()
+	return err == nil && utf8.Valid(b)
+}
 
 // Log read slack. The runner writes the block after all of the tool's stderr,
 // but the container runtime reads stdout and stderr separately and may still
@@ -129,10 +176,29 @@ const (
 	LogSlackBytes = LogSlackLines * 16 << 10
 )
 
-// LogReadBounds returns the tailLines and limitBytes with which the operator
-// should read the container log for a pointer frame.
-func (f Frame) LogReadBounds() (tailLines, limitBytes int64) {
-	return f.LogLines + LogSlackLines, f.LogBytes + LogSlackBytes
+// MaxFrameBytes is the size of the largest JSON frame an honest runner writes
+// when it keeps at most maxOutput bytes of stdout (maxOutput <= 0 or above
+// MaxOutputLimit means MaxOutputLimit): stdout as base64 at worst (see
+// SetStdout), the stderr tail and error at their worst JSON escaping, and the
+// fixed fields. Decoders refuse anything larger, before allocating it.
+func MaxFrameBytes(maxOutput int64) int64 {
+	if maxOutput <= 0 || maxOutput > MaxOutputLimit {
+		maxOutput = MaxOutputLimit
+	}
+	return int64(base64.StdEncoding.EncodedLen(int(maxOutput))) +
+		jsonEscapeMax*(MaxStderrTail+MaxErrorLen) + frameOverhead
+}
+
+// maxLogBlock returns the largest block (bytes from its begin line, and lines)
+// that Encode writes for a JSON frame of frameBytes: gzip of incompressible
+// data grows by its stored-block headers (5 bytes per 64 KiB; n/64 is ample),
+// base64 by 4/3, and each data line adds the nonce tag.
+func maxLogBlock(frameBytes int64) (logBytes, logLines int64) {
+	gz := frameBytes + frameBytes/64 + 1024
+	b64 := (gz + 2) / 3 * 4
+	data := (b64 + logChunkLen - 1) / logChunkLen
+	marker := int64(len(beginLine(strings.Repeat("m", maxMarkerLen), strings.Repeat("0", nonceLen)))) + 1
+	return b64 + data*(nonceLen+2) + 2*marker, data + 2
 }
 
 func (f Frame) validate() error {
@@ -157,7 +223,7 @@ func (f Frame) validate() error {
 		if _, err := parseDigest(f.SHA256); err != nil {
 			return err
 		}
-		if f.LogLines < 3 || f.LogBytes <= 0 || f.FrameBytes > MaxDecodedFrame {
+		if f.LogLines < 3 || f.LogBytes <= 0 || f.FrameBytes <= 0 {
 			return fmt.Errorf("%w: bad pointer sizes", ErrMalformed)
 		}
 	}

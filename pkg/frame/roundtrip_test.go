@@ -10,6 +10,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// The tests sign with testKey and decode with the largest output limit.
+var (
+	testKey = []byte("0123456789abcdef0123456789abcdef")
+	testEnc = Encoder{Key: testKey}
+	testDec = Decoder{Key: testKey, MaxOutput: MaxOutputLimit}
+)
+
+// room is what an unsigned body may take in a signed termination message.
+var room = MaxTerminationMessage - signatureLen
+
 // kind of delivery chosen by Encode.
 const (
 	plain = "plain"
@@ -25,7 +35,7 @@ func kindOf(t *testing.T, term, block []byte) string {
 	switch {
 	case block != nil:
 		return inLog
-	case bytes.HasPrefix(term, []byte(CompressedPrefix)):
+	case bytes.HasPrefix(term[signatureLen:], []byte(CompressedPrefix)):
 		return tgz
 	default:
 		return plain
@@ -41,7 +51,7 @@ func roundTrip(t *testing.T, enc Encoder, f Frame) string {
 		t.Fatalf("Encode: %v", err)
 	}
 	kind := kindOf(t, term, block)
-	got, needLog, err := DecodeTermination(string(term))
+	got, needLog, err := testDec.DecodeTermination(string(term))
 	if err != nil {
 		t.Fatalf("DecodeTermination: %v", err)
 	}
@@ -76,7 +86,7 @@ func decodeFromLog(t *testing.T, ptr Frame, block []byte) Frame {
 		}
 	}
 	log.WriteString("late stderr\n")
-	got, err := DecodeLog(tail(log.Bytes(), ptr), ptr)
+	got, err := testDec.DecodeLog(tail(log.Bytes(), ptr), ptr)
 	if err != nil {
 		t.Fatalf("DecodeLog: %v", err)
 	}
@@ -85,7 +95,7 @@ func decodeFromLog(t *testing.T, ptr Frame, block []byte) Frame {
 
 // tail returns what pods/log returns for the pointer's read bounds.
 func tail(log []byte, ptr Frame) []byte {
-	tailLines, limitBytes := ptr.LogReadBounds()
+	tailLines, limitBytes := testDec.LogReadBounds(ptr)
 	lines := bytes.SplitAfter(log, []byte{'\n'})
 	if int64(len(lines)) > tailLines {
 		lines = lines[int64(len(lines))-tailLines:]
@@ -108,7 +118,7 @@ func baseFrame() Frame {
 }
 
 func TestRoundTripEmpty(t *testing.T) {
-	if k := roundTrip(t, Encoder{}, Frame{}); k != plain {
+	if k := roundTrip(t, Encoder{Key: testKey}, Frame{}); k != plain {
 		t.Fatalf("empty frame delivered as %s", k)
 	}
 }
@@ -135,12 +145,12 @@ func TestRoundTripTerminationBoundary(t *testing.T) {
 		fill string
 		want string
 	}{
-		{MaxTerminationMessage, strings.Repeat("a", 8192), plain},
-		{MaxTerminationMessage, random, plain},
-		{MaxTerminationMessage + 1, strings.Repeat("a", 8192), tgz},
-		{MaxTerminationMessage + 1, random, inLog},
+		{room, strings.Repeat("a", 8192), plain},
+		{room, random, plain},
+		{room + 1, strings.Repeat("a", 8192), tgz},
+		{room + 1, random, inLog},
 	} {
-		if k := roundTrip(t, Encoder{}, frameOfSize(t, tc.size, tc.fill)); k != tc.want {
+		if k := roundTrip(t, Encoder{Key: testKey}, frameOfSize(t, tc.size, tc.fill)); k != tc.want {
 			t.Errorf("frame of %d bytes delivered as %s, want %s", tc.size, k, tc.want)
 		}
 	}
@@ -152,7 +162,7 @@ func TestRoundTripCompressible100KiB(t *testing.T) {
 	f.SetStdout(out)
 	f.StdoutBytes = int64(len(out))
 	f.StderrTail = strings.Repeat("warning: x\n", 300)
-	if k := roundTrip(t, Encoder{}, f); k != tgz {
+	if k := roundTrip(t, Encoder{Key: testKey}, f); k != tgz {
 		t.Fatalf("compressible 100 KiB delivered as %s", k)
 	}
 }
@@ -163,14 +173,14 @@ func TestRoundTripIncompressible2MiB(t *testing.T) {
 	f.ExitCode, f.Signal = 137, "SIGKILL"
 	f.SetStdout(out)
 	f.StdoutBytes, f.Truncated = 5<<20, true
-	for _, enc := range []Encoder{{}, {Marker: "custom.marker_1"}} {
+	for _, enc := range []Encoder{{Key: testKey}, {Key: testKey, Marker: "custom.marker_1"}} {
 		if k := roundTrip(t, enc, f); k != inLog {
 			t.Fatalf("incompressible 2 MiB delivered as %s", k)
 		}
 	}
-	term, block, _ := Encode(f)
-	ptr, _, _ := DecodeTermination(string(term))
-	got, err := DecodeLog(block, ptr)
+	term, block, _ := testEnc.Encode(f)
+	ptr, _, _ := testDec.DecodeTermination(string(term))
+	got, err := testDec.DecodeLog(block, ptr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,15 +197,15 @@ func TestPointerErrorShortened(t *testing.T) {
 	f := baseFrame()
 	f.SetStdout(randBytes(64<<10, 3))
 	f.Reason, f.Error = ReasonStartError, strings.Repeat("é", 4000)
-	term, block, err := Encode(f)
+	term, block, err := testEnc.Encode(f)
 	if err != nil || block == nil {
 		t.Fatalf("Encode: %v (block %v)", err, block != nil)
 	}
-	ptr, _, err := DecodeTermination(string(term))
+	ptr, _, err := testDec.DecodeTermination(string(term))
 	if err != nil || len(ptr.Error) >= len(f.Error) || ptr.Reason != ReasonStartError {
 		t.Fatalf("pointer %q... (%v)", ptr.Error[:10], err)
 	}
-	if got, err := DecodeLog(block, ptr); err != nil || got.Error != f.Error {
+	if got, err := testDec.DecodeLog(block, ptr); err != nil || got.Error != f.Error {
 		t.Fatalf("full error not in log block: %v", err)
 	}
 }

@@ -34,6 +34,9 @@ import (
 // probeUser is a requester and approver no client authenticates as.
 const probeUser = "toolgatetest:nobody"
 
+// probeUID is the callUID of the probe approval (it answers no call).
+const probeUID = "00000000-0000-4000-8000-000000000000"
+
 // waitForIdentityPolicy polls, with server-side dry-run creates as the admin, until the
 // identity policy rejects a ToolCall and a ToolCallApproval that name another user. A new
 // ValidatingAdmissionPolicy and binding take effect only after the apiserver's policy
@@ -41,7 +44,7 @@ const probeUser = "toolgatetest:nobody"
 func (e *Env) waitForIdentityPolicy(ctx context.Context) error {
 	probes := []client.Object{
 		MakeToolCall("toolgatetest-probe", metav1.NamespaceDefault).Requester(probeUser).Obj(),
-		MakeToolCallApproval("toolgatetest-probe", metav1.NamespaceDefault).Approver(probeUser).Obj(),
+		MakeToolCallApproval("toolgatetest-probe", metav1.NamespaceDefault).Approver(probeUser).CallUID(probeUID).Obj(),
 	}
 	var last error
 	for _, probe := range probes {

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/agentclient"
 )
 
 func TestCRDsCoverEveryKind(t *testing.T) {
@@ -60,7 +61,7 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 		t.Fatalf("got %d objects, want a policy and a binding", len(objs))
 	}
 	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
-	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 2 {
+	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 3 {
 		t.Errorf("first object: %#v", objs[0])
 	}
 	if b, ok := objs[1].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
@@ -78,6 +79,13 @@ func TestBuilders(t *testing.T) {
 	}
 	if a := MakeToolCallApproval("c", "ns").Deny().Obj(); a.Spec.ArgumentsDigest != Digest([]byte(EmptyArguments)) || a.Spec.Decision != toolgatev1alpha1.DecisionDeny {
 		t.Errorf("approval spec: %+v", a.Spec)
+	}
+	parked := MakeToolCall("c", "ns").Obj()
+	parked.UID, parked.Status.ArgumentsDigest = "6c1d4d0e-0000-4000-8000-000000000001", Digest([]byte(`{"a":1}`))
+	if a := MakeToolCallApproval("c", "ns").For(parked).Obj(); a.Spec.CallUID != string(parked.UID) ||
+		a.Spec.ArgumentsDigest != parked.Status.ArgumentsDigest || len(a.OwnerReferences) != 1 ||
+		!cmp.Equal(a.OwnerReferences[0], agentclient.ApprovalOwner(parked)) {
+		t.Errorf("approval For(call): %+v", a)
 	}
 	ct := MakeClusterTool("echo").Timeout(time.Second).Retry(3, toolgatev1alpha1.ReasonOOMKilled).Env("A", "1").Obj()
 	want := toolgatev1alpha1.ToolSpec{

@@ -44,9 +44,27 @@ type Outcome struct {
 	Waiting string
 	// Evicted fails the Pod with reason Evicted.
 	Evicted bool
+	// PodReason fails the Pod as a whole with this reason, as the kubelet does on a
+	// graceful node shutdown ("Terminated", "NodeShutdown") or an admission failure
+	// ("UnexpectedAdmissionError"); its tool container is killed without a frame.
+	PodReason string
+	// LosePod plays a Pod that vanishes before it reports (force-deleted, its node lost):
+	// the Pod is deleted and the Job fails BackoffLimitExceeded, as the Job controller does.
+	LosePod bool
+	// Forge plays a body that wrote its own frame to the termination message (Stdout,
+	// ExitCode) and killed the runner: a well-formed frame the Job's key did not sign.
+	Forge bool
+	// Bomb delivers, in the Pod log, a well-formed frame whose stdout inflates to
+	// BombBytes, behind a pointer that announces its true size: signed with the Job's key
+	// (a runner that ignored the call's output limit) or, with Forge, unsigned.
+	Bomb bool
 	// Hold leaves the Pod running until Kubelet.Finish is called.
 	Hold bool
 }
+
+// BombBytes is the stdout an Outcome.Bomb frame inflates to (from about 16 KiB of gzip,
+// written by frame.Encoder as a runner would that ignored the limit).
+const BombBytes = 16 << 20
 
 // Kubelet plays the Job controller and the kubelet for toolgate's Jobs in envtest, which
 // has neither: for each Job it creates the Pod and writes the Pod and Job status a real
@@ -54,17 +72,24 @@ type Outcome struct {
 // in the log, which Logs serves in place of pods/log).
 type Kubelet struct {
 	client.Client
-	mu      sync.Mutex
-	scripts map[string]Outcome
-	logs    map[types.NamespacedName][]byte
-	pods    int
+	mu       sync.Mutex
+	scripts  map[string]Outcome
+	logs     map[types.NamespacedName][]byte
+	logReads map[types.NamespacedName][]LogRead
+	pods     int
 	// live reads around the manager's cache (kubelet_ttl.go), set by SetupWithManager.
 	live client.Reader
 }
 
+// LogRead is one read of a simulated Pod's log, with the bounds the reader asked for.
+type LogRead struct {
+	TailLines, LimitBytes int64
+}
+
 // NewKubelet returns a Kubelet using c (a client with toolgate's scheme).
 func NewKubelet(c client.Client) *Kubelet {
-	return &Kubelet{Client: c, scripts: map[string]Outcome{}, logs: map[types.NamespacedName][]byte{}}
+	return &Kubelet{Client: c, scripts: map[string]Outcome{}, logs: map[types.NamespacedName][]byte{},
+		logReads: map[types.NamespacedName][]LogRead{}}
 }
 
 // Script sets the outcome of every Pod of the named tool (its model-facing name).
@@ -134,13 +159,14 @@ func (k *Kubelet) Finish(ctx context.Context, namespace, jobName string, o Outco
 func (k *Kubelet) scriptFor(job *batchv1.Job) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if o, ok := k.scripts[job.Labels[controllers.LabelTool]]; ok {
+	// The annotation holds the exact tool name; the label may be a hash of it.
+	if o, ok := k.scripts[job.Annotations[controllers.AnnotationTool]]; ok {
 		return o
 	}
 	return Outcome{Echo: true}
 }
 
-func podName(job *batchv1.Job) string { return job.Name + "-sim" }
+func podName(job *batchv1.Job) string { return PodName(job.Name) }
 
 func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod, error) {
 	tmpl := job.Spec.Template
@@ -176,7 +202,9 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
 		cs.Started = ptr.To(true)
 		pod.Status.Phase = corev1.PodRunning
-	case o.DeadlineExceeded, o.Evicted:
+	case o.LosePod:
+		return k.losePod(ctx, job, pod)
+	case o.DeadlineExceeded, o.Evicted, o.PodReason != "":
 		return k.failPod(ctx, job, pod, o)
 	default:
 		term, err := k.terminate(pod, o)
@@ -202,8 +230,11 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 func (k *Kubelet) failPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o Outcome) error {
 	pod.Status.Phase = corev1.PodFailed
 	reason := "DeadlineExceeded"
-	if o.Evicted {
+	switch {
+	case o.Evicted:
 		reason = "Evicted"
+	case o.PodReason != "":
+		reason = o.PodReason
 	}
 	pod.Status.Reason = reason
 	// The kubelet kills the container (exit 137, no frame) and fails the Pod with a reason.
@@ -214,10 +245,19 @@ func (k *Kubelet) failPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 	if err := k.Status().Update(ctx, pod); err != nil {
 		return err
 	}
-	if o.Evicted {
+	if !o.DeadlineExceeded {
 		return k.endJob(ctx, job, false, "BackoffLimitExceeded")
 	}
 	return k.endJob(ctx, job, false, "DeadlineExceeded")
+}
+
+// losePod deletes the Pod at once (kubectl delete --grace-period=0 --force) and fails the
+// Job as the Job controller does when its only Pod is gone without a result.
+func (k *Kubelet) losePod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod) error {
+	if err := k.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return k.endJob(ctx, job, false, "BackoffLimitExceeded")
 }
 
 // endJob writes the terminal Job status a real Job controller writes.

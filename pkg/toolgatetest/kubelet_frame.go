@@ -14,12 +14,11 @@ import (
 )
 
 // terminate plays the runner: it frames the tool's output exactly as cmd/runner does
-// (bounded stdout, digest check, termination message or log block).
+// (bounded stdout, digest check, termination message or log block, signed with the key the
+// operator put in the Pod), or plays what Outcome says a hostile body did instead.
 func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
-	env := map[string]string{}
-	for _, e := range pod.Spec.Containers[0].Env {
-		env[e.Name] = e.Value
-	}
+	// The environment as a kubelet hands it to the runner: $(…) references expanded.
+	env := expandEnv(&pod.Spec.Containers[0])
 	args := []byte(env["TOOLGATE_ARGS"])
 	term := &corev1.ContainerStateTerminated{ExitCode: o.ExitCode, Reason: o.Reason, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
 	if term.Reason == "" {
@@ -31,9 +30,13 @@ func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateT
 	if o.NoFrame {
 		return term, nil
 	}
+	enc := frame.Encoder{}
+	if key, err := frame.ParseKey(env[frame.EnvFrameKey]); err == nil && !o.Forge {
+		enc.Key = key
+	}
 	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env["TOOLGATE_ARGS_DIGEST"], StderrTail: o.Stderr}
 	if frame.DigestOf(args) != env["TOOLGATE_ARGS_DIGEST"] {
-		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "arguments digest mismatch"
+		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "the arguments that reached the tool differ from the frozen arguments, so the tool was not run"
 		term.ExitCode, term.Reason = frame.ExitRunnerError, "Error"
 	} else {
 		stdout := o.Stdout
@@ -45,12 +48,16 @@ func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateT
 			limit = 1 << 20
 		}
 		f.StdoutBytes = int64(len(stdout))
-		if len(stdout) > limit {
+		if len(stdout) > limit && !o.Forge {
 			stdout, f.Truncated = stdout[:limit], true
 		}
 		f.SetStdout(stdout)
 	}
-	msg, logBlock, err := frame.Encode(f)
+	if o.Bomb {
+		f = frame.Frame{ArgsDigest: f.ArgsDigest, StdoutBytes: BombBytes}
+		f.SetStdout(bytes.Repeat([]byte("a"), BombBytes))
+	}
+	msg, logBlock, err := enc.Encode(f)
 	if err != nil {
 		return nil, fmt.Errorf("simulated runner frame: %w", err)
 	}
@@ -64,10 +71,12 @@ func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateT
 }
 
 // TailLog serves the logs of simulated Pods (the runner's log block) in place of pods/log;
-// pass the Kubelet as the reconcilers' LogReader.
+// pass the Kubelet as the reconcilers' LogReader. It records every read (LogReads).
 func (k *Kubelet) TailLog(_ context.Context, namespace, pod, _ string, tailLines, limitBytes int64) ([]byte, error) {
+	name := types.NamespacedName{Namespace: namespace, Name: pod}
 	k.mu.Lock()
-	data, ok := k.logs[types.NamespacedName{Namespace: namespace, Name: pod}]
+	data, ok := k.logs[name]
+	k.logReads[name] = append(k.logReads[name], LogRead{TailLines: tailLines, LimitBytes: limitBytes})
 	k.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("no log for pod %s/%s", namespace, pod)
@@ -83,3 +92,13 @@ func (k *Kubelet) TailLog(_ context.Context, namespace, pod, _ string, tailLines
 	}
 	return data, nil
 }
+
+// LogReads returns the reads of a simulated Pod's log so far.
+func (k *Kubelet) LogReads(namespace, pod string) []LogRead {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]LogRead(nil), k.logReads[types.NamespacedName{Namespace: namespace, Name: pod}]...)
+}
+
+// PodName is the name of the simulated Pod of a Job.
+func PodName(jobName string) string { return jobName + "-sim" }

@@ -24,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/agentclient"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
@@ -139,7 +141,8 @@ type ToolCallApprovalWrapper struct {
 }
 
 // MakeToolCallApproval returns an Approve by AdminUser for the digest of EmptyArguments
-// (the default arguments of MakeToolCall). Name it after the call it answers.
+// (the default arguments of MakeToolCall), bound to no call yet (spec.callUID is required:
+// set it with For or CallUID). Name it after the call it answers.
 func MakeToolCallApproval(name, ns string) *ToolCallApprovalWrapper {
 	return &ToolCallApprovalWrapper{toolgatev1alpha1.ToolCallApproval{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -163,6 +166,24 @@ func (w *ToolCallApprovalWrapper) Decision(d toolgatev1alpha1.ApprovalDecision) 
 // Deny sets spec.decision to Deny.
 func (w *ToolCallApprovalWrapper) Deny() *ToolCallApprovalWrapper {
 	return w.Decision(toolgatev1alpha1.DecisionDeny)
+}
+
+// For binds the approval to call as the approver's client does (agentclient.NewApproval):
+// spec.callUID, the call's status.argumentsDigest when it has one, and an ownerReference
+// to the call (not the controller, not blocking its deletion).
+func (w *ToolCallApprovalWrapper) For(call *toolgatev1alpha1.ToolCall) *ToolCallApprovalWrapper {
+	w.CallUID(call.UID)
+	if call.Status.ArgumentsDigest != "" {
+		w.Spec.ArgumentsDigest = call.Status.ArgumentsDigest
+	}
+	w.OwnerReferences = []metav1.OwnerReference{agentclient.ApprovalOwner(call)}
+	return w
+}
+
+// CallUID sets spec.callUID only.
+func (w *ToolCallApprovalWrapper) CallUID(uid types.UID) *ToolCallApprovalWrapper {
+	w.Spec.CallUID = string(uid)
+	return w
 }
 
 // ArgumentsDigest sets spec.argumentsDigest.

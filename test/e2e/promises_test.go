@@ -242,8 +242,7 @@ var _ = Describe("approval needs the approver role", Label("approval", "rbac"), 
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 
 		By("the agent may not create a ToolCallApproval")
-		selfApproval := toolgatetest.MakeToolCallApproval(call.Name, demoNS).
-			ArgumentsDigest(parked.Status.ArgumentsDigest).Approver("agent").Obj()
+		selfApproval := toolgatetest.MakeToolCallApproval(call.Name, demoNS).For(parked).Approver("agent").Obj()
 		err := agent.Create(ctx, selfApproval)
 		Expect(isForbidden(err)).To(BeTrue(), "agent creating an approval: %v", err)
 
@@ -255,8 +254,7 @@ var _ = Describe("approval needs the approver role", Label("approval", "rbac"), 
 		Expect(isForbidden(err)).To(BeTrue(), "agent updating status: %v", err)
 
 		By("the approver approves with the call's arguments digest")
-		approval := toolgatetest.MakeToolCallApproval(call.Name, demoNS).
-			ArgumentsDigest(parked.Status.ArgumentsDigest).Approver("approver").
+		approval := toolgatetest.MakeToolCallApproval(call.Name, demoNS).For(parked).Approver("approver").
 			Reason("e2e: approved by the approver user").Obj()
 		Expect(approver.Create(ctx, approval)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {

@@ -31,6 +31,9 @@ import (
 const (
 	requesterMessage = "spec.requester must be the authenticated user"
 	approverMessage  = "spec.approver must be the authenticated user"
+	ownerMessage     = "an ownerReference to a ToolCall must name the call this approval answers"
+	// someCallUID is the callUID of approvals that answer no call of the spec.
+	someCallUID = "6c1d4d0e-0000-4000-8000-000000000001"
 )
 
 var _ = Describe("Identity admission policy", Label("admission", "identity"), func() {
@@ -91,12 +94,45 @@ var _ = Describe("Identity admission policy", Label("admission", "identity"), fu
 	})
 
 	It("rejects a ToolCallApproval whose approver is another user", func(ctx SpecContext) {
-		err := alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("bob").Obj())
+		err := alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("bob").CallUID(someCallUID).Obj())
 		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
 	})
 
 	It("admits a ToolCallApproval whose approver is the user", func(ctx SpecContext) {
-		Expect(alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("alice").Deny().Obj())).To(Succeed())
+		Expect(alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("alice").CallUID(someCallUID).Deny().Obj())).To(Succeed())
+	})
+
+	It("admits an approval owned by the call it answers, and no other owner call", func(ctx SpecContext) {
+		call := tgt.MakeToolCall("c", ns).Requester("alice").Obj()
+		Expect(alice.Create(ctx, call)).To(Succeed())
+		other := tgt.MakeToolCall("other", ns).Requester("alice").Obj()
+		Expect(alice.Create(ctx, other)).To(Succeed())
+
+		By("an ownerReference to another call's uid")
+		a := tgt.MakeToolCallApproval("c", ns).Approver("alice").For(call).Obj()
+		a.OwnerReferences[0].UID = other.UID
+		Expect(alice.Create(ctx, a)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, admission.IdentityPolicyName, ownerMessage))
+
+		By("an ownerReference to another call's name")
+		a = tgt.MakeToolCallApproval("c", ns).Approver("alice").For(call).Obj()
+		a.OwnerReferences[0].Name = other.Name
+		Expect(alice.Create(ctx, a)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, ownerMessage))
+
+		By("an ownerReference to the call it answers")
+		a = tgt.MakeToolCallApproval("c", ns).Approver("alice").For(call).Obj()
+		Expect(alice.Create(ctx, a)).To(Succeed())
+
+		By("adding an ownerReference to another call later (as the admin)")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		ref := a.OwnerReferences[0]
+		ref.Name, ref.UID = other.Name, other.UID
+		a.OwnerReferences = append(a.OwnerReferences, ref)
+		Expect(k8sClient.Update(ctx, a)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, ownerMessage))
+
+		By("removing the ownerReference (as garbage collection does when orphaning)")
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(a), a)).To(Succeed())
+		a.OwnerReferences = nil
+		Expect(k8sClient.Update(ctx, a)).To(Succeed())
 	})
 
 	It("checks service accounts by their full user name", func(ctx SpecContext) {

@@ -24,6 +24,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	tgt "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -117,9 +119,10 @@ var _ = Describe("ToolCallApproval", Label("approval"), func() {
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 
 	It("rejects any change to the spec", func(ctx SpecContext) {
-		a := tgt.MakeToolCallApproval("c", ns).Reason("looks fine").Obj()
+		a := tgt.MakeToolCallApproval("c", ns).CallUID(someCallUID).Reason("looks fine").Obj()
 		Expect(k8sClient.Create(ctx, a)).To(Succeed())
 		for name, mutate := range map[string]func(*toolgatev1alpha1.ToolCallApprovalSpec){
+			"callUID":         func(s *toolgatev1alpha1.ToolCallApprovalSpec) { s.CallUID = "0b9e0f6a-0000-4000-8000-000000000002" },
 			"decision":        func(s *toolgatev1alpha1.ToolCallApprovalSpec) { s.Decision = toolgatev1alpha1.DecisionDeny },
 			"argumentsDigest": func(s *toolgatev1alpha1.ToolCallApprovalSpec) { s.ArgumentsDigest = tgt.Digest([]byte(`{"x":1}`)) },
 			"reason":          func(s *toolgatev1alpha1.ToolCallApprovalSpec) { s.Reason = "changed my mind" },
@@ -130,16 +133,28 @@ var _ = Describe("ToolCallApproval", Label("approval"), func() {
 		}
 	})
 
+	It("requires spec.callUID", func(ctx SpecContext) {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": toolgatev1alpha1.GroupVersion.String(), "kind": "ToolCallApproval",
+			"metadata": map[string]any{"name": "c", "namespace": ns},
+			"spec":     map[string]any{"decision": "Approve", "argumentsDigest": tgt.Digest([]byte(tgt.EmptyArguments)), "approver": tgt.AdminUser},
+		}}
+		Expect(k8sClient.Create(ctx, u)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec.callUID", "Required value"))
+	})
+
 	DescribeTable("rejects",
 		func(ctx SpecContext, w *tgt.ToolCallApprovalWrapper, substrings ...string) {
 			a := w.Obj()
 			a.Namespace = ns
 			Expect(k8sClient.Create(ctx, a)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, substrings...))
 		},
-		Entry("an unknown decision", tgt.MakeToolCallApproval("c", "").Decision("Maybe"), "spec.decision", "Unsupported value"),
-		Entry("a digest that is not sha256", tgt.MakeToolCallApproval("c", "").ArgumentsDigest("md5:abc"), "spec.argumentsDigest", "should match"),
-		Entry("an upper-case digest", tgt.MakeToolCallApproval("c", "").ArgumentsDigest("sha256:"+strings.Repeat("A", 64)),
+		Entry("an unknown decision", tgt.MakeToolCallApproval("c", "").CallUID(someCallUID).Decision("Maybe"), "spec.decision", "Unsupported value"),
+		Entry("a digest that is not sha256", tgt.MakeToolCallApproval("c", "").CallUID(someCallUID).ArgumentsDigest("md5:abc"), "spec.argumentsDigest", "should match"),
+		Entry("an upper-case digest", tgt.MakeToolCallApproval("c", "").CallUID(someCallUID).ArgumentsDigest("sha256:"+strings.Repeat("A", 64)),
 			"spec.argumentsDigest", "should match"),
+		Entry("an empty callUID: an approval answers one call", tgt.MakeToolCallApproval("c", ""), "spec.callUID", "at least 1 chars long"),
+		Entry("a callUID over 128 characters", tgt.MakeToolCallApproval("c", "").CallUID(types.UID(strings.Repeat("u", 129))),
+			"spec.callUID", "Too long"),
 	)
 })
 

@@ -45,8 +45,48 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 		Expect(out.Contents()).To(MatchJSON(`{"text": "deploy"}`))
 		approval := &v1alpha1.ToolCallApproval{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: call.Name}, approval)).To(Succeed())
-		Expect(approval.Spec).To(Equal(v1alpha1.ToolCallApprovalSpec{Decision: v1alpha1.DecisionApprove,
+		Expect(approval.Spec).To(Equal(v1alpha1.ToolCallApprovalSpec{CallUID: string(call.UID), Decision: v1alpha1.DecisionApprove,
 			ArgumentsDigest: call.Status.ArgumentsDigest, Approver: "bob", Reason: "ticket 4711"}))
+		expectOwnedBy(approval, call)
+	})
+
+	It("binds the answer to the call shown: an approval left by an earlier call of the same name is explained, deleted and answered again", func(ctx SpecContext) {
+		bindShippedRole(ctx, ns, ApproverRole, "carol")
+		carol, err := env.AddUser("carol", nil)
+		Expect(err).NotTo(HaveOccurred())
+		alice, err := env.AddUser("alice", []string{EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+		parkedAs := func() *v1alpha1.ToolCall {
+			Expect(alice.Create(ctx, MakeToolCall("again", ns).Tool("echo").Requester("alice").Args(map[string]any{"text": "deploy"}).Obj())).To(Succeed())
+			return onlyCall(ctx, ns, v1alpha1.PhaseAwaitingApproval)
+		}
+		first := parkedAs()
+		r := toolgate(ctx, "carol", ns, "", "approve", first.Name, "--yes")
+		Expect(r.Code).To(Equal(cli.ExitOK), r.ErrOut)
+		approval := &v1alpha1.ToolCallApproval{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(first), approval)).To(Succeed())
+		Expect(approval.Spec.CallUID).To(Equal(string(first.UID)))
+		expectOwnedBy(approval, first)
+		onlyCall(ctx, ns, v1alpha1.PhaseSucceeded)
+
+		By("the agent deletes the call and creates it again; the old approval is still there (no garbage collector here)")
+		Expect(alice.Delete(ctx, first)).To(Succeed())
+		Eventually(func() []v1alpha1.ToolCall { return calls(ctx, ns) }).WithContext(ctx).Should(BeEmpty())
+		again := parkedAs()
+		Expect(again.UID).NotTo(Equal(first.UID))
+
+		r = toolgate(ctx, "carol", ns, "", "approve", again.Name, "--yes")
+		Expect(r.Code).To(Equal(cli.ExitFailure))
+		Expect(r.ErrOut).To(Equal("error: ToolCallApproval " + ns + "/again answers an earlier call of the same name (uid " + string(first.UID) +
+			"), not this one (uid " + string(again.UID) + "), and does not count for it; delete it (kubectl -n " + ns +
+			" delete toolcallapproval again) and answer again\n"))
+
+		By("the approver deletes it, as the message says, and answers the new call")
+		Expect(carol.Delete(ctx, approval)).To(Succeed())
+		Eventually(func() int { return toolgate(ctx, "carol", ns, "", "approve", again.Name, "--yes").Code }).WithContext(ctx).Should(Equal(cli.ExitOK))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(again), approval)).To(Succeed())
+		Expect(approval.Spec.CallUID).To(Equal(string(again.UID)))
+		expectOwnedBy(approval, again)
 	})
 
 	It("deny --yes ends the waiting call Denied, and it exits 2", func(ctx SpecContext) {
@@ -112,6 +152,15 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 		Expect(call).To(HaveCondition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, v1alpha1.ReasonApproved))
 	})
 })
+
+// expectOwnedBy checks the approval's one ownerReference: to call, neither its controller
+// nor blocking its deletion (the approver needs no more than read access to the call).
+func expectOwnedBy(approval *v1alpha1.ToolCallApproval, call *v1alpha1.ToolCall) {
+	GinkgoHelper()
+	no := false
+	Expect(approval.OwnerReferences).To(Equal([]metav1.OwnerReference{{APIVersion: "toolgate.dev/v1alpha1", Kind: "ToolCall",
+		Name: call.Name, UID: call.UID, Controller: &no, BlockOwnerDeletion: &no}}))
+}
 
 func expectNoApproval(ctx SpecContext, ns, name string) {
 	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &v1alpha1.ToolCallApproval{})

@@ -42,7 +42,7 @@ func answer(ctx SpecContext, w *ToolCallApprovalWrapper) {
 var _ = Describe("A call that asks for approval", Label("approval"), func() {
 	It("runs once approved with the call's digest", func(ctx SpecContext) {
 		ns, call := parkedCall(ctx, time.Hour)
-		answer(ctx, MakeToolCallApproval("parked", ns).ArgumentsDigest(call.Status.ArgumentsDigest))
+		answer(ctx, MakeToolCallApproval("parked", ns).For(call))
 		done := waitTerminal(ctx, ns, "parked")
 		Expect(done).To(HavePhase(v1alpha1.PhaseSucceeded), explain(done))
 		Expect(done).To(HaveCondition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Approved"))
@@ -56,7 +56,7 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 
 	It("is Denied when the approver denies it", func(ctx SpecContext) {
 		ns, call := parkedCall(ctx, time.Hour)
-		answer(ctx, MakeToolCallApproval("parked", ns).ArgumentsDigest(call.Status.ArgumentsDigest).Deny().Reason("not today"))
+		answer(ctx, MakeToolCallApproval("parked", ns).For(call).Deny().Reason("not today"))
 		done := waitTerminal(ctx, ns, "parked")
 		Expect(done).To(HavePhase(v1alpha1.PhaseDenied), explain(done))
 		Expect(done.Status.Result.Reason).To(Equal("ApprovalDenied"))
@@ -64,8 +64,8 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 	})
 
 	It("is Denied when the approval carries another arguments digest", func(ctx SpecContext) {
-		ns, _ := parkedCall(ctx, time.Hour)
-		answer(ctx, MakeToolCallApproval("parked", ns).ArgumentsDigest(Digest([]byte(`{"text":"other"}`))))
+		ns, call := parkedCall(ctx, time.Hour)
+		answer(ctx, MakeToolCallApproval("parked", ns).For(call).ArgumentsDigest(Digest([]byte(`{"text":"other"}`))))
 		done := waitTerminal(ctx, ns, "parked")
 		Expect(done).To(HavePhase(v1alpha1.PhaseDenied), explain(done))
 		Expect(done.Status.Result.Reason).To(Equal("ApprovalDigestMismatch"))
@@ -93,7 +93,7 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 			g.Expect(k8sClient.Get(ctx, key, call)).To(Succeed())
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
 		}).WithContext(ctx).Should(Succeed())
-		answer(ctx, MakeToolCallApproval("mine", ns).ArgumentsDigest(call.Status.ArgumentsDigest))
+		answer(ctx, MakeToolCallApproval("mine", ns).For(call))
 		Eventually(func(g Gomega) {
 			a := &v1alpha1.ToolCallApproval{}
 			g.Expect(k8sClient.Get(ctx, key, a)).To(Succeed())

@@ -49,11 +49,12 @@ var _ = Describe("The test kit's TTL controller", Label("kit", "retention"), fun
 		controllerutil.AddFinalizer(pod, "test.toolgate.dev/hold")
 		Expect(k8sClient.Update(ctx, pod)).To(Succeed())
 
-		Expect(kubelet.ExpireFinishedJobs(ctx, ns, time.Now().Add(599*time.Second))).To(Succeed())
+		finished := job.Status.CompletionTime.Time
+		Expect(kubelet.ExpireFinishedJobs(ctx, ns, finished.Add(599*time.Second))).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		Expect(job.DeletionTimestamp.IsZero()).To(BeTrue(), "not due before its TTL")
 
-		Expect(kubelet.ExpireFinishedJobs(ctx, ns, time.Now().Add(601*time.Second))).To(Succeed())
+		Expect(kubelet.ExpireFinishedJobs(ctx, ns, finished.Add(600*time.Second))).To(Succeed())
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
 		Expect(pod.DeletionTimestamp.IsZero()).To(BeFalse(), "the Pod is deleted first")
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())

@@ -31,14 +31,13 @@ var _ = Describe("The shipped agent and approver roles", Label("rbac", "approval
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
 		}).WithContext(ctx).Should(Succeed())
 
-		err := agent.Create(ctx, MakeToolCallApproval("c", ns).Approver("robot").ArgumentsDigest(call.Status.ArgumentsDigest).Obj())
+		err := agent.Create(ctx, MakeToolCallApproval("c", ns).Approver("robot").For(call).Obj())
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an agent cannot approve: %v", err)
 		call.Status.Phase = v1alpha1.PhaseRunning
 		err = agent.Status().Update(ctx, call)
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an agent cannot write status: %v", err)
 
-		Expect(approver.Create(ctx, MakeToolCallApproval("c", ns).Approver("carol").
-			ArgumentsDigest(call.Status.ArgumentsDigest).Obj())).To(Succeed())
+		Expect(approver.Create(ctx, MakeToolCallApproval("c", ns).Approver("carol").For(call).Obj())).To(Succeed())
 		Expect(waitTerminal(ctx, ns, "c")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 })

@@ -39,6 +39,10 @@ var _ = BeforeSuite(func() {
 	startManager()
 })
 
+// Each spec starts with the operator's clock at the real time: the API server dates
+// approvals, and a clock an earlier spec stepped ahead would make them look stale.
+var _ = BeforeEach(func() { fakeClock.SetTime(time.Now()) })
+
 var _ = AfterSuite(func() {
 	Expect(mgr.Stop()).To(Succeed())
 	Expect(env.Stop()).To(Succeed())

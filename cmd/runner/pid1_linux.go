@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reapGrace bounds how long the runner waits for the processes it killed.
+const reapGrace = 2 * time.Second
+
+// protectKey makes the runner non-dumpable before the tool starts: a process of
+// the same user (the tool) can then neither read /proc/1/environ or /proc/1/mem
+// nor ptrace the runner, so the frame key in the runner's environment stays its
+// own. The tool itself is dumpable again after its execve, as usual.
+func protectKey() error {
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// killOthers kills every other process of the container and reaps them, when
+// (and only when) the runner is its PID 1: a process the tool left behind could
+// otherwise overwrite the termination message after the runner wrote it. Any
+// other PID means the runner is not alone in its PID namespace (a test, a
+// shared process namespace), and kill(-1) would reach processes that are not
+// the tool's: then it does nothing.
+func killOthers() {
+	if os.Getpid() != 1 {
+		return
+	}
+	deadline := time.Now().Add(reapGrace)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(-1, syscall.SIGKILL); err == syscall.ESRCH {
+			return // no other process left
+		}
+		var ws syscall.WaitStatus
+		for {
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.ECHILD {
+				break
+			}
+			if pid <= 0 {
+				time.Sleep(5 * time.Millisecond)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// imageErrorsFinal are container waiting reasons that no amount of waiting will fix.
+var imageErrorsFinal = map[string]bool{"ErrImageNeverPull": true, "InvalidImageName": true}
+
+// podReasonsKnown are the Pod-level failures whose reason says more than anything the
+// killed container left (it only shows exit 137, or a frame written after SIGTERM).
+var podReasonsKnown = map[string]bool{pipeline.TerminationDeadlineExceeded: true, pipeline.TerminationEvicted: true}
+
+// attemptView is what the operator read of one attempt: its Job, the Job's Pod (nil when
+// none was found) and whether the operator's own deadline for the attempt has passed.
+type attemptView struct {
+	Job          *batchv1.Job
+	Pod          *corev1.Pod
+	Attempt      int
+	PastDeadline bool
+}
+
+// frameReader verifies and decodes the runner's frame from a terminated tool container's
+// termination message (reading the Pod log for a pointer frame).
+type frameReader func(ctx context.Context, msg string) (frame.Frame, error)
+
+// attemptOutcome decides whether the attempt has ended, and how. It is a pure function of
+// the view but for read. Only a frame that read verified becomes a Report: any other
+// ending (no Pod, a Pod failed for a reason without a result of its own, a container that
+// ended without a frame or with one that does not verify) carries no exit code or output,
+// and Normalize makes it ExecutionLost or ResultUnreadable.
+func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipeline.Outcome, bool) {
+	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
+	if o, ok := podOutcome(ctx, v.Pod, base, read); ok {
+		return o, true
+	}
+	o := base
+	switch job := v.Job; {
+	case !job.DeletionTimestamp.IsZero():
+		o.TerminationReason = pipeline.TerminationJobDeleted
+	case jobFailedReason(job) != "":
+		// BackoffLimitExceeded with no Pod (force-deleted, its node lost), PodFailurePolicy,
+		// DeadlineExceeded before the Pod reported: only the last has a result of its own.
+		o.TerminationReason, o.Started = jobFailedReason(job), o.Started || v.Pod == nil
+	case jobComplete(job):
+		// Complete without a Pod to read: the Pod was deleted before its status was seen.
+		o.TerminationReason, o.Started = pipeline.TerminationPodDeleted, true
+	case v.PastDeadline:
+		o.TerminationReason = pipeline.TerminationDeadlineExceeded
+	default:
+		return pipeline.Outcome{}, false
+	}
+	return o, true
+}
+
+// podOutcome reads a Pod-level failure, the tool container's end, an image that will
+// never be pulled, or a Pod that ended without a tool container that did.
+func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, read frameReader) (pipeline.Outcome, bool) {
+	if pod == nil {
+		return pipeline.Outcome{}, false
+	}
+	reason := podReason(pod)
+	cs := toolContainerStatus(pod)
+	terminated := cs != nil && cs.State.Terminated != nil
+	switch {
+	case pod.Status.Phase == corev1.PodFailed && podReasonsKnown[reason]:
+		base.TerminationReason = reason
+		return base, true
+	case terminated:
+		o := terminatedOutcome(ctx, cs.State.Terminated, base, read)
+		if o.Report == nil && pod.Status.Phase == corev1.PodFailed && reason != "" && o.TerminationReason != pipeline.TerminationOOMKilled {
+			o.TerminationReason = reason // NodeShutdown says more than the container's Error
+		}
+		return o, true
+	}
+	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if w := s.State.Waiting; w != nil && imageErrorsFinal[w.Reason] {
+			base.TerminationReason, base.Started = w.Reason, false
+			return base, true
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		// Ended, but the tool container never reported terminating (rejected at admission,
+		// shut down with its node): there is nothing to read.
+		base.TerminationReason = reason
+		if reason == "" {
+			base.TerminationReason = "Pod" + string(pod.Status.Phase)
+		}
+		return base, true
+	}
+	return pipeline.Outcome{}, false
+}
+
+// terminatedOutcome turns the tool container's terminated state and the runner's frame
+// into the normaliser's input. The kubelet's reason (OOMKilled) and exit code are kept;
+// the exit code and output of the result come only from a frame that read verified.
+func terminatedOutcome(ctx context.Context, t *corev1.ContainerStateTerminated, base pipeline.Outcome, read frameReader) pipeline.Outcome {
+	o := base
+	o.Started, o.TerminationReason, o.ContainerExitCode = true, t.Reason, &t.ExitCode
+	if t.Message == "" {
+		return o // killed before the runner could write (SIGKILL, OOM kill of the container)
+	}
+	f, err := read(ctx, t.Message)
+	if err != nil {
+		o.Unreadable = err.Error()
+		return o
+	}
+	o.Report = reportOf(f)
+	return o
+}
+
+// reportOf is what a verified frame vouches for.
+func reportOf(f frame.Frame) *pipeline.Report {
+	stdout, _ := f.StdoutData() // validated by the decoder
+	r := &pipeline.Report{ExitCode: f.ExitCode, Signal: f.Signal, Stdout: stdout,
+		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail}
+	if f.Reason != "" {
+		r.StderrTail = f.Reason + ": " + f.Error
+	}
+	return r
+}
+
+// podReason is the Pod's own reason or, for a Pod a disruption ended (node lost, taint
+// eviction, preemption, graceful node shutdown), its DisruptionTarget condition's reason.
+func podReason(pod *corev1.Pod) string {
+	if pod.Status.Reason != "" {
+		return pod.Status.Reason
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
+}

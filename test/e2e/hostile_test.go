@@ -1,0 +1,256 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// The tool body is hostile. Through the example sh tool it forges its own result frame,
+// kills (or tries to kill) the runner, plants gzip bombs, gets itself OOM-killed, looks
+// for the frame key, and has its Pod force-deleted. Whatever it does, the operator records
+// at worst an honest isError about that call, never content or an exit code the runner
+// did not vouch for, and its memory stays bounded (logged before and after).
+
+// forgedMarker is in every forged frame's stdout; it must never reach a result.
+const forgedMarker = "FORGED-RESULT"
+
+// maxShCommand is the example sh tool's maxLength for "command".
+const maxShCommand = 4096
+
+// forgedFrame is a well-formed, unsigned frame claiming success with forgedMarker.
+func forgedFrame() string {
+	f := frame.Frame{V: frame.Version, StdoutBytes: int64(len(forgedMarker))}
+	f.SetStdout([]byte(forgedMarker))
+	js, err := json.Marshal(f)
+	Expect(err).NotTo(HaveOccurred())
+	return string(js)
+}
+
+// terminationBomb is a compressed termination message ("tgz1:") as large as fits in the sh
+// tool's command: a well-formed frame whose stdout inflates to megabytes of 'a'.
+func terminationBomb(room int) (msg string, inflated int) {
+	for n := 8 << 20; n > 0; n -= 256 << 10 {
+		var gz bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+		Expect(err).NotTo(HaveOccurred())
+		fmt.Fprintf(zw, `{"v":1,"exitCode":0,"durationMs":1,"stdout":"`)
+		_, _ = zw.Write(bytes.Repeat([]byte("a"), n))
+		fmt.Fprintf(zw, `","stdoutBytes":%d}`, n)
+		Expect(zw.Close()).To(Succeed())
+		if m := frame.CompressedPrefix + base64.StdEncoding.EncodeToString(gz.Bytes()); len(m) <= room {
+			return m, n
+		}
+	}
+	Fail("no bomb fits the command")
+	return "", 0
+}
+
+// logBombScript makes the body write, to the container log, a result block whose frame
+// inflates to 60 MiB, and to the termination message a pointer to it: the shape that once
+// OOM-killed the operator on every restart. The sh tool captures the body's own stderr, so
+// the block goes to the runner's stderr (/proc/1/fd/2, closed to the body now that the
+// runner is not dumpable) or else to the sh tool's, which the runner copies to the log.
+const logBombScript = `set -e
+n=62914560
+{ printf '{"v":1,"exitCode":0,"durationMs":1,"stdout":"'; head -c $n /dev/zero | tr '\0' a; printf '","stdoutBytes":%d}' $n; } | gzip -9 > /tmp/bomb.gz
+sum=$(sha256sum /tmp/bomb.gz | cut -c1-64); nonce=$(echo "$sum" | cut -c1-12)
+{ echo "--toolgate-result-begin $nonce--"; base64 /tmp/bomb.gz | tr -d '\n' | fold -w 96 | sed "s/^/$nonce /"; echo; echo "--toolgate-result-end $nonce--"; } | grep -v '^$' > /tmp/block
+bytes=$(wc -c < /tmp/block); lines=$(wc -l < /tmp/block)
+cat /tmp/block > /proc/1/fd/2 2>/dev/null || cat /tmp/block > /proc/$PPID/fd/2
+printf '{"v":1,"exitCode":0,"durationMs":1,"stdoutBytes":%d,"inLog":true,"logBytes":%d,"logLines":%d,"frameBytes":%d,"sha256":"sha256:%s"}' \
+  $n $bytes $lines $((n + 70)) "$sum" > /dev/termination-log
+kill -HUP 1 || true
+sleep 3`
+
+// expectNothingForged: the call ended, and nothing of a forged frame is in its result.
+func expectNothingForged(got *toolgatev1alpha1.ToolCall, forgedBytes int) {
+	GinkgoHelper()
+	Expect(got.Status.Result).NotTo(BeNil())
+	raw := ""
+	if got.Status.Result.Content != nil {
+		raw = string(got.Status.Result.Content.Raw)
+	}
+	Expect(raw).NotTo(ContainSubstring(forgedMarker), "forged content reached the result")
+	Expect(raw).NotTo(ContainSubstring(strings.Repeat("a", 64)), "bomb content reached the result")
+	if forgedBytes > 0 {
+		Expect(got.Status.Result.Meta).NotTo(HaveKeyWithValue("outputBytes", fmt.Sprint(forgedBytes)), "a forged size reached the result")
+	}
+	if got.Status.Result.OK {
+		// The runner outlived the body and vouched for what the sh tool really printed.
+		Expect(raw).To(ContainSubstring(`"exitCode"`), "an OK result is the sh tool's own JSON")
+	}
+	AddReportEntry("hostile result", fmt.Sprintf("%s %s %v", got.Status.Phase, resultReason(got), got.Status.Result.Meta))
+}
+
+// operatorMemory is the operator container's memory from its node's kubelet (stats
+// summary): working set and RSS in bytes, and its restart count.
+type operatorMemory struct {
+	workingSet, rss uint64
+	restarts        int32
+}
+
+func readOperatorMemory(ctx context.Context) operatorMemory {
+	GinkgoHelper()
+	var pods corev1.PodList
+	Expect(admin.List(ctx, &pods, client.InNamespace(systemNS),
+		client.MatchingLabels{"app.kubernetes.io/name": release})).To(Succeed())
+	var pod *corev1.Pod
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil && pods.Items[i].Status.Phase == corev1.PodRunning {
+			pod = &pods.Items[i]
+		}
+	}
+	Expect(pod).NotTo(BeNil(), "a running operator Pod")
+	var m operatorMemory
+	for _, cs := range pod.Status.ContainerStatuses {
+		m.restarts += cs.RestartCount
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
+	Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", pod.Spec.NodeName, "proxy", "stats", "summary").DoRaw(ctx)
+	Expect(err).NotTo(HaveOccurred(), "kubelet stats summary of node %s", pod.Spec.NodeName)
+	var summary struct {
+		Pods []struct {
+			PodRef     struct{ Name, Namespace string }
+			Containers []struct {
+				Memory struct {
+					WorkingSetBytes *uint64 `json:"workingSetBytes"`
+					RSSBytes        *uint64 `json:"rssBytes"`
+				} `json:"memory"`
+			} `json:"containers"`
+		} `json:"pods"`
+	}
+	Expect(json.Unmarshal(raw, &summary)).To(Succeed())
+	for _, p := range summary.Pods {
+		if p.PodRef.Namespace != pod.Namespace || p.PodRef.Name != pod.Name {
+			continue
+		}
+		for _, c := range p.Containers {
+			if c.Memory.WorkingSetBytes != nil {
+				m.workingSet += *c.Memory.WorkingSetBytes
+			}
+			if c.Memory.RSSBytes != nil {
+				m.rss += *c.Memory.RSSBytes
+			}
+		}
+	}
+	return m
+}
+
+func (m operatorMemory) String() string {
+	return fmt.Sprintf("working set %.1f MiB, RSS %.1f MiB, restarts %d",
+		float64(m.workingSet)/(1<<20), float64(m.rss)/(1<<20), m.restarts)
+}
+
+var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("hostile", "frame"), func() {
+	var before operatorMemory
+
+	BeforeAll(func(ctx SpecContext) {
+		before = readOperatorMemory(ctx)
+		fmt.Fprintf(GinkgoWriter, "operator memory before the hostile calls: %s\n", before)
+	})
+
+	AfterAll(func(ctx SpecContext) {
+		after := readOperatorMemory(ctx)
+		fmt.Fprintf(GinkgoWriter, "operator memory after the hostile calls: %s (before: %s)\n", after, before)
+		AddReportEntry("operator memory", fmt.Sprintf("before: %s; after: %s", before, after))
+		Expect(after.restarts).To(Equal(before.restarts), "the operator was not restarted (OOM-killed) by a hostile call")
+	})
+
+	It("writing a forged frame and killing the runner (kill -HUP 1) never yields the forged result", func(ctx SpecContext) {
+		// SIGTERM and SIGINT are left out: the runner forwards them to the tool, by design.
+		kills := "kill -HUP 1; kill -QUIT 1; kill -USR1 1; kill -USR2 1; kill -ALRM 1; kill -PIPE 1; kill -TSTP 1; kill -KILL 1; kill -STOP 1"
+		cmd := `printf '%s' '` + forgedFrame() + `' > /dev/termination-log; ` + kills + `; sleep 3`
+		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": cmd}), callTimeout)
+		expectNothingForged(got, len(forgedMarker))
+	}, SpecTimeout(2*time.Minute))
+
+	It("a gzip bomb in the termination message is never inflated into the result", func(ctx SpecContext) {
+		prefix, suffix := `printf '%s' '`, `' > /dev/termination-log; kill -HUP 1; sleep 3`
+		bomb, inflated := terminationBomb(maxShCommand - len(prefix) - len(suffix))
+		fmt.Fprintf(GinkgoWriter, "termination-message bomb: %d bytes inflating to %d\n", len(bomb), inflated)
+		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": prefix + bomb + suffix}), callTimeout)
+		expectNothingForged(got, inflated)
+		Expect(resultReason(got)).NotTo(Equal(toolgatev1alpha1.ReasonOutputTooLarge), "the bomb was not inflated and measured")
+	}, SpecTimeout(2*time.Minute))
+
+	It("a pointer to a 60 MiB gzip bomb in the Pod log is never followed into the operator's memory", func(ctx SpecContext) {
+		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": logBombScript}), callTimeout)
+		expectNothingForged(got, 62914560)
+	}, SpecTimeout(2*time.Minute))
+
+	It("a forged frame followed by an OOM kill never yields the forged result", func(ctx SpecContext) {
+		// The sh tool's memory limit is 64 MiB; tail buffers /dev/zero (one endless line).
+		cmd := `printf '%s' '` + forgedFrame() + `' > /dev/termination-log; tail /dev/zero`
+		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": cmd}), callTimeout)
+		Expect(got).To(HaveField("Status.Phase", toolgatev1alpha1.PhaseFailed))
+		expectNothingForged(got, len(forgedMarker))
+	}, SpecTimeout(2*time.Minute))
+
+	It("the body finds no frame key in its environment or in the runner's /proc", func(ctx SpecContext) {
+		call := createCall(ctx, "sh", demoScope, map[string]any{"command": `env; tr '\0' '\n' < /proc/1/environ; head -c 64 /proc/1/mem; echo`})
+		got := waitTerminal(ctx, call, callTimeout)
+		Expect(got.Status.Result).NotTo(BeNil())
+		raw := string(got.Status.Result.Content.Raw)
+		Expect(raw).NotTo(ContainSubstring(frame.EnvFrameKey))
+		for _, job := range jobsOf(ctx, got) {
+			for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+				if e.Name == frame.EnvFrameKey {
+					Expect(e.Value).NotTo(BeEmpty())
+					Expect(raw).NotTo(ContainSubstring(e.Value), "the key leaked to the body")
+				}
+			}
+		}
+		Expect(raw).To(ContainSubstring("ermission denied"), "the runner's /proc entries are closed to the body")
+	}, SpecTimeout(2*time.Minute))
+
+	It("a running call whose Pod is force-deleted ends Failed (ExecutionLost or JobDeleted), never Succeeded", func(ctx SpecContext) {
+		call := createCall(ctx, "sh", demoScope, map[string]any{"command": "sleep 15; echo done"})
+		var pod corev1.Pod
+		Eventually(func(g Gomega) {
+			pods := podsOf(ctx, call)
+			g.Expect(pods).NotTo(BeEmpty())
+			pod = pods[0]
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+		}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
+		Expect(admin.Delete(ctx, &pod, client.GracePeriodSeconds(0))).To(Succeed())
+		got := waitTerminal(ctx, call, callTimeout)
+		Expect(got).To(HaveField("Status.Phase", toolgatev1alpha1.PhaseFailed))
+		Expect(resultReason(got)).To(BeElementOf("ExecutionLost", toolgatev1alpha1.ReasonJobDeleted))
+		AddReportEntry("force-deleted Pod", fmt.Sprintf("%s %v", resultReason(got), got.Status.Result.Meta))
+	}, SpecTimeout(2*time.Minute))
+})
