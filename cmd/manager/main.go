@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"time"
@@ -20,7 +21,7 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, cpuLimit, memLimit string
+	var metricsAddr, probeAddr, cpuLimit, memLimit, storageLimit, scratchLimit string
 	var leaderElect bool
 	opts := controllers.DefaultCallOptions()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address the Prometheus metrics endpoint binds to (0 disables it)")
@@ -33,17 +34,26 @@ func main() {
 	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on")
 	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
+	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
+	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
-	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit} {
+	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit, "ephemeral-storage": storageLimit, "scratch": scratchLimit} {
 		q, err := resource.ParseQuantity(value)
+		if err == nil && q.Sign() <= 0 {
+			err = errors.New("must be positive")
+		}
 		if err != nil {
-			log.Error(err, "invalid default limit", "resource", name)
+			log.Error(err, "invalid default limit", "resource", name, "value", value)
 			os.Exit(2)
+		}
+		if name == "scratch" {
+			opts.Job.ScratchSizeLimit = q
+			continue
 		}
 		opts.Job.DefaultResources.Limits[corev1ResourceName(name)] = q
 	}
