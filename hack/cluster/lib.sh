@@ -18,6 +18,9 @@ POD_CIDR=10.244.0.0/24
 BRIDGE=tgbr0
 PAUSE_IMAGE=toolgate.local/pause:dev
 SMOKE_IMAGE=toolgate.local/smoke:dev
+# Processes (threads included) one Pod may hold: a fork bomb in a tool Pod stops there
+# instead of exhausting the machine's pid space (kernel.pid_max).
+POD_PIDS_LIMIT="${TOOLGATE_POD_PIDS_LIMIT:-256}"
 
 PKI="$STATE/pki"
 KUBECONFIGS="$STATE/kubeconfigs"
