@@ -34,11 +34,14 @@ type CallOptions struct {
 	DeadlineGrace time.Duration
 	// Workers is how many calls are reconciled at once (different calls only).
 	Workers int
+	// NetworkPolicy says how sandbox.network is made real before a Job is created.
+	NetworkPolicy NetworkPolicyOptions
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4}
+	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second, Workers: 4,
+		NetworkPolicy: DefaultNetworkPolicyOptions()}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and

@@ -127,6 +127,10 @@ const (
 	ReasonEvicted = "Evicted"
 	// ReasonImageNeverStarted: the body's image could not be pulled or its container never started.
 	ReasonImageNeverStarted = "ImageNeverStarted"
+	// ReasonNetworkIsolationMissing: the NetworkPolicies that isolate the tool's Pod as its
+	// sandbox.network requires are missing (or opened up) in the call's namespace and the
+	// operator could not, or was told not to, put them in place; no Job was created.
+	ReasonNetworkIsolationMissing = "NetworkIsolationMissing"
 	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
 	ReasonJobDeleted = "JobDeleted"
 	// ReasonNonZeroExit: the body exited with a non-zero status.

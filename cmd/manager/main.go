@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -36,6 +37,9 @@ func main() {
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
 	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
 	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
+	netpolMode, egressExcept := string(opts.NetworkPolicy.Mode), strings.Join(opts.NetworkPolicy.EgressExcept, ",")
+	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
+	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -56,6 +60,15 @@ func main() {
 			continue
 		}
 		opts.Job.DefaultResources.Limits[corev1ResourceName(name)] = q
+	}
+
+	var err error
+	if opts.NetworkPolicy.Mode, err = controllers.ParseNetworkPolicyMode(netpolMode); err == nil {
+		opts.NetworkPolicy.EgressExcept, err = controllers.ParseEgressExcept(egressExcept)
+	}
+	if err != nil {
+		log.Error(err, "invalid network policy settings")
+		os.Exit(2)
 	}
 
 	scheme := runtime.NewScheme()
