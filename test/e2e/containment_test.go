@@ -18,7 +18,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -28,7 +33,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -137,3 +145,147 @@ var _ = Describe("containment: a fork bomb", Label("containment", "pids"), Seria
 	}, SpecTimeout(4*time.Minute))
 })
 
+// ---- NetworkPolicy enforcement ------------------------------------------------------------
+
+// probeScript tries each target (host:port) with an HTTP GET and prints "<target> reached"
+// when any HTTP response came back (a connection was made), else "<target> blocked".
+// (busybox's timeout applet, not wget -T, which crashes Debian's static busybox 1.35.)
+func probeScript(timeoutSec int, targets ...string) string {
+	return fmt.Sprintf(`for t in %s; do if timeout %d wget -S -O /dev/null "http://$t/" 2>&1 | grep -q HTTP/; then echo "$t reached"; else echo "$t blocked"; fi; done`,
+		strings.Join(targets, " "), timeoutSec)
+}
+
+// probeResults parses probeScript's output into target → reached.
+func probeResults(out string) map[string]bool {
+	res := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			res[f[0]] = f[1] == "reached"
+		}
+	}
+	return res
+}
+
+// hostListener serves HTTP on the node address (this machine) until the spec ends.
+func hostListener(nodeIP string) string {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
+	Expect(err).NotTo(HaveOccurred())
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "host") }),
+		ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	DeferCleanup(func() { _ = srv.Close() })
+	return l.Addr().String()
+}
+
+// restrictedPod is a bare Pod (not toolgate's: no NetworkPolicy selects it) of the tools
+// image running busybox with args, passing Pod Security "restricted".
+func restrictedPod(name string, args ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: map[string]string{e2eLabel: "true"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65532),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "main", Image: toolImage, ImagePullPolicy: corev1.PullNever,
+				Command: append([]string{"/bin/busybox"}, args...),
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+}
+
+func createPod(ctx context.Context, pod *corev1.Pod) *corev1.Pod {
+	GinkgoHelper()
+	Expect(admin.Create(ctx, pod)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(admin.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
+	})
+	return pod
+}
+
+// targetPod runs busybox httpd on 8080 and returns its address once it serves.
+func targetPod(ctx context.Context) string {
+	GinkgoHelper()
+	pod := createPod(ctx, restrictedPod("e2e-netpol-target", "httpd", "-f", "-p", "8080", "-h", "/samples"))
+	got := &corev1.Pod{}
+	Eventually(func(g Gomega) {
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
+		g.Expect(got.Status.Phase).To(Equal(corev1.PodRunning))
+		g.Expect(got.Status.PodIP).NotTo(BeEmpty())
+	}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
+	return net.JoinHostPort(got.Status.PodIP, "8080")
+}
+
+// probeTool registers a Tool running the sh tool's body with the given network mode.
+func probeTool(ctx context.Context, name string, network toolgatev1alpha1.NetworkMode) {
+	GinkgoHelper()
+	createTool(ctx, toolgatetest.MakeTool(name, demoNS).Image(toolImage).Command("/tools/sh").
+		RunnerInImage("").Network(network).Timeout(60*time.Second).Obj())
+}
+
+// probeThroughTool runs probeScript through a tool and returns target → reached.
+func probeThroughTool(ctx context.Context, tool string, targets ...string) map[string]bool {
+	GinkgoHelper()
+	call := createCall(ctx, tool, "", map[string]any{"command": probeScript(4, targets...)})
+	got := waitTerminal(ctx, call, 2*time.Minute)
+	Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
+	var content struct {
+		Stdout string `json:"stdout"`
+	}
+	Expect(json.Unmarshal(got.Status.Result.Content.Raw, &content)).To(Succeed())
+	res := probeResults(content.Stdout)
+	AddReportEntry(tool+" probes", content.Stdout)
+	Expect(res).To(HaveLen(len(targets)), content.Stdout)
+	return res
+}
+
+// Enforcement on the local cluster: hack/cluster runs sigs.k8s.io/kube-network-policies
+// (with a guard for traffic to this machine and for Pods whose address is not yet
+// published, hack/netpol); the operator ensures toolgate's NetworkPolicies
+// (--network-policy=ensure). Every target is on this machine.
+var _ = Describe("containment: NetworkPolicy is enforced", Label("containment", "networkpolicy", "enforced"), Serial, func() {
+	var apiService, apiNode, host, pod string
+
+	BeforeEach(func(ctx SpecContext) {
+		nodeIP := os.Getenv("TOOLGATE_NODE_IP")
+		if nodeIP == "" {
+			data, err := os.ReadFile(filepath.Join(root, ".cluster", "pki", "node-ip"))
+			Expect(err).NotTo(HaveOccurred())
+			nodeIP = strings.TrimSpace(string(data))
+		}
+		apiService, apiNode = "10.0.0.1:443", net.JoinHostPort(nodeIP, "6443")
+		host = hostListener(nodeIP)
+		pod = targetPod(ctx)
+
+		By("control: a Pod no NetworkPolicy selects reaches every target")
+		// Its first packets may be dropped until its address is published (the guard):
+		// 8 s cover TCP's retransmissions.
+		control := createPod(ctx, restrictedPod("e2e-netpol-control", "sh", "-c", probeScript(8, apiService, apiNode, host, pod)))
+		Eventually(func(g Gomega) {
+			got := &corev1.Pod{}
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(control), got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal(corev1.PodSucceeded))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(poll).Should(Succeed())
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", adminCfg, "-n", demoNS, "logs", control.Name).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+		AddReportEntry("control probes", string(out))
+		Expect(probeResults(string(out))).To(Equal(map[string]bool{apiService: true, apiNode: true, host: true, pod: true}))
+	})
+
+	It("a network None tool reaches neither the API server, another Pod, nor this machine", func(ctx SpecContext) {
+		probeTool(ctx, "e2e-net-none", toolgatev1alpha1.NetworkNone)
+		// The first probe starts with the body, before the kubelet published the Pod's address.
+		res := probeThroughTool(ctx, "e2e-net-none", apiService, apiNode, pod, host)
+		Expect(res).To(Equal(map[string]bool{apiService: false, apiNode: false, pod: false, host: false}))
+	}, SpecTimeout(5*time.Minute))
+
+	It("an Egress tool reaches no cluster address: API server, node, Pods, this machine", func(ctx SpecContext) {
+		probeTool(ctx, "e2e-net-egress", toolgatev1alpha1.NetworkEgress)
+		res := probeThroughTool(ctx, "e2e-net-egress", apiService, apiNode, pod, host)
+		Expect(res).To(Equal(map[string]bool{apiService: false, apiNode: false, pod: false, host: false}))
+	}, SpecTimeout(5*time.Minute))
+})
