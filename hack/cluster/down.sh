@@ -147,13 +147,13 @@ remove_our_chains() {
 }
 
 # nft_cleanup: kube-proxy's nftables tables (should a run have used that mode), the
-# NetworkPolicy enforcer's (kube-network-policies and its guard), and the tables
+# NetworkPolicy enforcer's (should its rules ever load), and the tables
 # iptables-nft created for us, if they did not exist before `up` and no rule is left in them.
 nft_cleanup() {
   command -v nft >/dev/null || return 0
   local fam name
   while read -r _ fam name; do
-    case "$name" in kube-proxy | kube-network-policies | toolgate-netpol-guard)
+    case "$name" in kube-proxy | kube-network-policies)
       nft delete table "$fam" "$name" 2>/dev/null || true
       continue
       ;;

@@ -78,11 +78,12 @@ node_ip() {
 }
 
 # ---- processes --------------------------------------------------------------------------------
-# component_bin NAME: the binary a component runs (used to check a pid file is still ours).
+# component_bin NAME: the binary a component runs (used to check a pid file is still ours),
+# with symlinks resolved as /proc/PID/exe shows it (bin/ may be a symlink, as in a worktree).
 component_bin() {
   case "$1" in
     containerd) echo /usr/bin/containerd ;;
-    *) echo "$K8S_BIN/$1" ;;
+    *) readlink -f "$K8S_BIN/$1" 2>/dev/null || echo "$K8S_BIN/$1" ;;
   esac
 }
 

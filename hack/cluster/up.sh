@@ -94,10 +94,11 @@ EOF
     --metrics-bind-address "127.0.0.1:$NETPOL_PORT"
 }
 
-# netpol_enforcing: both tables are in place (the enforcer's appears once its caches synced).
+# netpol_enforcing: the guard chain is in place and the enforcer listens on its queue (it
+# binds the queue once its caches synced).
 netpol_enforcing() {
-  nft list table inet kube-network-policies >/dev/null 2>&1 &&
-    nft list table inet toolgate-netpol-guard >/dev/null 2>&1
+  iptables -w -t mangle -S TOOLGATE-NETPOL >/dev/null 2>&1 &&
+    awk -v q="$NETPOL_QUEUE" '$1 == q {found = 1} END {exit !found}' /proc/net/netfilter/nfnetlink_queue
 }
 
 # ---- checks -------------------------------------------------------------------------------------
@@ -206,7 +207,7 @@ cmd_up() {
   start_netpol
   wait_for kube-proxy "kube-proxy healthy" 30 http_healthy 10256
   wait_for kube-network-policies "NetworkPolicy enforcer healthy" 30 http_healthy "$NETPOL_PORT"
-  wait_for kube-network-policies "NetworkPolicy enforcer's nftables tables in place" 30 netpol_enforcing
+  wait_for kube-network-policies "NetworkPolicy enforcer bound to its queue, guard in place" 30 netpol_enforcing
   wait_for kube-scheduler "kube-scheduler healthy" 30 https_healthy 10259
   wait_for kube-controller-manager "kube-controller-manager healthy" 30 https_healthy 10257
   wait_for kubelet "node $NODE_NAME Ready" 60 node_ready

@@ -6,20 +6,22 @@
 // implementation leaves open on a single node. hack/k8s-binaries.sh copies this file into a
 // wrapper module under bin/k8s-src and builds it into bin/k8s (never part of toolgate's module).
 //
-// kube-network-policies v0.8.0 sends to its queue only packets on the POSTROUTING hook whose
-// address is in its set of Pods selected by a policy. Two gaps follow, both closed by the
-// guard table (inet toolgate-netpol-guard):
+// kube-network-policies v0.8.0 decides each new connection it receives on an NFQUEUE, and
+// sends packets there with nftables rules of its own: on the POSTROUTING hook, for the
+// addresses of Pods that a policy selects. Three gaps follow here, all closed by the guard
+// (iptables chain mangle/TOOLGATE-NETPOL, jumped to from INPUT and FORWARD for the Pod CIDR):
+//   - this kernel has no nftables queue expression (CONFIG_NFT_QUEUE is not set), so its
+//     own rules never load (it logs the failure and retries); it has the xtables NFQUEUE
+//     target, which the guard uses instead;
 //   - a Pod's connections to this machine itself (the API server at 10.0.0.1 → the node
 //     address, the kubelet, anything listening here) go through INPUT, never POSTROUTING;
-//   - a Pod's IP is in that set only once the kubelet has published it (≈ 1–2 s after the
-//     container started; NRI, which would close this, needs containerd 1.7+, not 1.6):
-//     until then its traffic was accepted.
+//   - a Pod's address is known only once the kubelet has published it (≈ 1–2 s after the
+//     container started; NRI, which would close this, needs containerd 1.7+, not 1.6).
 //
-// The guard, on the FORWARD and INPUT hooks, for new connections from the Pod CIDR: drops
-// those from an address no Pod has in this process's Pod informer yet (the same cache the
-// enforcer decides from), and queues the rest to the enforcer, which applies the
-// NetworkPolicies (a Pod no policy selects is allowed). Without the enforcer running, the
-// queue drops: fail closed.
+// For new connections from the Pod CIDR the guard queues those from addresses a Pod has in
+// this process's Pod informer (the same cache the enforcer decides from) and drops the rest;
+// the enforcer then applies the NetworkPolicies (a Pod no policy selects is allowed). With
+// no enforcer listening on the queue, the kernel drops: fail closed.
 package main
 
 import (
@@ -29,13 +31,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"sort"
+	"strings"
 	"time"
 
-	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
-	"github.com/google/nftables/expr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -47,7 +48,7 @@ import (
 	"sigs.k8s.io/kube-network-policies/pkg/networkpolicy"
 )
 
-const guardTable = "toolgate-netpol-guard"
+const guardChain = "TOOLGATE-NETPOL"
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the enforcer's identity")
@@ -55,12 +56,8 @@ func main() {
 	podCIDR := flag.String("pod-cidr", "", "IPv4 Pod CIDR the guard covers (empty: no guard)")
 	queueID := flag.Int("nfqueue-id", 100, "NFQUEUE number")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:10330", "address of /metrics and /healthz")
-	cleanup := flag.Bool("cleanup", false, "delete the nftables tables this command makes and exit")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if *cleanup {
-		os.Exit(deleteTables())
-	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer cancel()
 	if err := run(ctx, *kubeconfig, *nodeName, *podCIDR, *queueID, *metricsAddr); err != nil {
@@ -170,83 +167,33 @@ func (g *guard) loop(ctx context.Context, pods cache.Indexer) {
 	}
 }
 
-// sync replaces the guard table in one transaction.
+// sync rewrites the guard chain in one iptables-restore (the chain's rules are replaced
+// atomically) and makes sure mangle INPUT and FORWARD jump to it. The mangle table runs
+// before filter, where kube-proxy puts its accepting rules; the jumps are appended, after
+// hack/cluster's TOOLGATE-EGRESS, because a queue's accept verdict skips the rest of the
+// table's chain.
 func (g *guard) sync(ips []net.IP) error {
-	conn, err := nftables.New()
-	if err != nil {
-		return err
-	}
-	table := &nftables.Table{Name: guardTable, Family: nftables.TableFamilyINet}
-	conn.AddTable(table)
-	conn.DelTable(table)
-	conn.AddTable(table)
-	set := &nftables.Set{Table: table, Name: "known-pods-v4", KeyType: nftables.TypeIPAddr}
 	sort.Slice(ips, func(i, j int) bool { return string(ips[i]) < string(ips[j]) })
-	elems := make([]nftables.SetElement, 0, len(ips))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*mangle\n:%s - [0:0]\n", guardChain)
+	fmt.Fprintf(&b, "-A %s -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN\n", guardChain)
 	for _, ip := range ips {
-		elems = append(elems, nftables.SetElement{Key: ip})
+		fmt.Fprintf(&b, "-A %s -s %s/32 -j NFQUEUE --queue-num %d\n", guardChain, ip, g.queueID)
 	}
-	if err := conn.AddSet(set, elems); err != nil {
-		return err
+	fmt.Fprintf(&b, "-A %s -s %s -j DROP\nCOMMIT\n", guardChain, g.cidr)
+	cmd := exec.Command("iptables-restore", "-w", "--noflush")
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("iptables-restore: %v: %s", err, out)
 	}
-	for _, hook := range []struct {
-		name string
-		num  *nftables.ChainHook
-	}{{"forward", nftables.ChainHookForward}, {"input", nftables.ChainHookInput}} {
-		chain := conn.AddChain(&nftables.Chain{Name: hook.name, Table: table, Type: nftables.ChainTypeFilter,
-			Hooknum: hook.num, Priority: nftables.ChainPriorityRef(*nftables.ChainPriorityFilter - 5)})
-		for _, exprs := range g.rules(set) {
-			conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: exprs})
+	for _, hook := range []string{"INPUT", "FORWARD"} {
+		rule := []string{hook, "-s", g.cidr.String(), "-j", guardChain}
+		if exec.Command("iptables", append([]string{"-w", "-t", "mangle", "-C"}, rule...)...).Run() == nil {
+			continue
+		}
+		if out, err := exec.Command("iptables", append([]string{"-w", "-t", "mangle", "-A"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables -t mangle -A %s: %v: %s", hook, err, out)
 		}
 	}
-	return conn.Flush()
-}
-
-// rules: ct state established,related accept; ip saddr CIDR ip saddr != @known drop;
-// ip saddr CIDR queue num N.
-func (g *guard) rules(set *nftables.Set) [][]expr.Any {
-	fromPods := []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: g.cidr.Mask, Xor: []byte{0, 0, 0, 0}},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: g.cidr.IP.To4()},
-	}
-	saddr := &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4}
-	established := []expr.Any{
-		&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED), Xor: []byte{0, 0, 0, 0}},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0, 0, 0, 0}},
-		&expr.Verdict{Kind: expr.VerdictAccept},
-	}
-	unknown := append(append([]expr.Any{}, fromPods...), saddr,
-		&expr.Lookup{SourceRegister: 1, SetName: set.Name, SetID: set.ID, Invert: true},
-		&expr.Verdict{Kind: expr.VerdictDrop})
-	queue := append(append([]expr.Any{}, fromPods...), &expr.Queue{Num: g.queueID})
-	return [][]expr.Any{established, unknown, queue}
-}
-
-// deleteTables removes the guard table and kube-network-policies' own table, if present.
-func deleteTables() int {
-	conn, err := nftables.New()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	for _, t := range tables {
-		if t.Name == guardTable || t.Name == "kube-network-policies" {
-			conn.DelTable(t)
-		}
-	}
-	if err := conn.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return nil
 }
