@@ -56,8 +56,13 @@ const (
 type JobOptions struct {
 	// RunnerImage holds the runner at /toolgate/runner (the operator's own image).
 	RunnerImage string
-	// DefaultResources fill in whatever requests and limits a Tool leaves out.
+	// DefaultResources fill in whatever requests and limits a Tool leaves out; its
+	// ephemeral-storage limit bounds what a tool Pod writes to the node's disk (emptyDirs,
+	// logs, writable layer).
 	DefaultResources corev1.ResourceRequirements
+	// ScratchSizeLimit is the sizeLimit of each emptyDir of a tool Pod whose Tool sets no
+	// sandbox.scratchSizeLimit.
+	ScratchSizeLimit resource.Quantity
 	// RunAsUser is the non-root uid (and gid) tool Pods run as.
 	RunAsUser int64
 	// TerminationGracePeriodSeconds bounds how long a body gets after SIGTERM.
@@ -70,14 +75,17 @@ func DefaultJobOptions() JobOptions {
 		RunnerImage: "toolgate.local/manager:dev",
 		DefaultResources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("50m"),
-				corev1.ResourceMemory: resource.MustParse("32Mi"),
+				corev1.ResourceCPU:              resource.MustParse("50m"),
+				corev1.ResourceMemory:           resource.MustParse("32Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"),
 			},
 			Limits: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("1"),
-				corev1.ResourceMemory: resource.MustParse("256Mi"),
+				corev1.ResourceCPU:              resource.MustParse("1"),
+				corev1.ResourceMemory:           resource.MustParse("256Mi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"),
 			},
 		},
+		ScratchSizeLimit:              resource.MustParse("256Mi"),
 		RunAsUser:                     65532,
 		TerminationGracePeriodSeconds: 5,
 	}
@@ -217,20 +225,26 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		},
 		InitContainers: initContainers,
 		Containers:     []corev1.Container{tool},
-		Volumes:        volumes(in.Tool.Sandbox.Scratch),
+		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}
 }
 
 // volumes are the Pod's only writable storage: none with scratch None, so that the
-// kubelet starts the container without waiting for a volume mount.
-func volumes(scratch toolgatev1alpha1.ScratchMode) []corev1.Volume {
-	if scratch == toolgatev1alpha1.ScratchNone {
+// kubelet starts the container without waiting for a volume mount. Each emptyDir has a
+// sizeLimit (the Tool's, else the operator's): past it the kubelet evicts the Pod.
+func volumes(sandbox toolgatev1alpha1.Sandbox, defaultLimit resource.Quantity) []corev1.Volume {
+	if sandbox.Scratch == toolgatev1alpha1.ScratchNone {
 		return nil
 	}
-	return []corev1.Volume{
-		{Name: runVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	limit := defaultLimit
+	if sandbox.ScratchSizeLimit != nil && sandbox.ScratchSizeLimit.Sign() > 0 {
+		limit = *sandbox.ScratchSizeLimit
 	}
+	emptyDir := func(name string) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(limit.DeepCopy())}}}
+	}
+	return []corev1.Volume{emptyDir(runVolume), emptyDir(tmpVolume)}
 }
 
 func runnerInitContainer(opts JobOptions) corev1.Container {

@@ -41,12 +41,15 @@ type CallOptions struct {
 	// LogReadTimeout bounds one pods/log read of a result carried in the Pod log; a read
 	// that takes longer ends the attempt ResultUnreadable.
 	LogReadTimeout time.Duration
+	// NetworkPolicy says how sandbox.network is made real before a Job is created.
+	NetworkPolicy NetworkPolicyOptions
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
-		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second}
+		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second,
+		NetworkPolicy: DefaultNetworkPolicyOptions()}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and

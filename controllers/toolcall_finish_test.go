@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -75,6 +76,7 @@ func newFinishFixture(t *testing.T, call *v1alpha1.ToolCall, listErr error, poli
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(batchv1.AddToScheme(scheme))
+	utilruntime.Must(networkingv1.AddToScheme(scheme))
 	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(call).
 		WithStatusSubresource(&v1alpha1.ToolCall{}).Build()
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(policies...).

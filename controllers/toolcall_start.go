@@ -127,6 +127,12 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
 		return ctrl.Result{}, err
 	}
+	if why, err := r.ensureIsolation(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.refuseUnisolated(ctx, call, why)
+	}
 	start := r.Clock.Now()
 	err = r.Create(ctx, job)
 	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())

@@ -6,6 +6,7 @@ set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
+KNP_VERSION="${KNP_VERSION:-v0.8.0}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${K8S_BIN_DIR:-$root/bin/k8s}"
 work="$root/bin/k8s-src"
@@ -79,9 +80,29 @@ build_etcd() {
   echo "k8s-binaries: built etcd in $((SECONDS - start))s"
 }
 
+# kube-network-policies: the local cluster's NetworkPolicy enforcer. Its own main
+# (hack/netpol/main.go: kubeconfig instead of in-cluster config, plus a guard) in a wrapper
+# module requiring sigs.k8s.io/kube-network-policies.
+build_knp() {
+  local dir="$work/kube-network-policies-$KNP_VERSION" src="$root/hack/netpol/main.go" ver start=$SECONDS
+  ver="$KNP_VERSION+$(sha256sum "$src" | cut -c1-12)"
+  up_to_date kube-network-policies "$ver" && { echo "k8s-binaries: kube-network-policies $ver present"; return; }
+  mkdir -p "$dir"
+  grep -v '^//go:build ignore' "$src" >"$dir/main.go"
+  if [ ! -f "$dir/go.mod" ]; then
+    printf 'module toolgate.local/knp-build\n\ngo 1.26\n\nrequire sigs.k8s.io/kube-network-policies %s\n' "$KNP_VERSION" >"$dir/go.mod"
+  fi
+  echo "k8s-binaries: building kube-network-policies $KNP_VERSION"
+  (cd "$dir" && GOFLAGS=-mod=mod go mod tidy && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" \
+    -o "$out/kube-network-policies" .)
+  echo "$ver" >"$out/.kube-network-policies.version"
+  echo "k8s-binaries: built kube-network-policies in $((SECONDS - start))s"
+}
+
 for c in "${components[@]}"; do
   case "$c" in
     etcd) build_etcd ;;
+    kube-network-policies) build_knp ;;
     *) build_k8s "$c" ;;
   esac
 done

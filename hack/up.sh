@@ -72,6 +72,8 @@ install() {
   kc wait --for=condition=Established -f "$ROOT/config/crd/bases" --timeout=30s >/dev/null
   # The chart puts the tool NetworkPolicies into the demo namespace: it must exist first.
   kc apply -f "$EXAMPLES/namespace.yaml" >/dev/null
+  # The node address (the API server's and kubelet's) is outside the egress policy's default
+  # except ranges on this machine: add it, so that Egress tools cannot reach the cluster.
   # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
   local digest
   digest="$(sha256sum "$IMAGES_DIR/manager.tar" | cut -c1-16)"
@@ -79,6 +81,7 @@ install() {
   KUBECONFIG="$ADMIN_KUBECONFIG" "$HELM" upgrade --install "$RELEASE" "$CHART" \
     --namespace "$SYSTEM_NS" --create-namespace --skip-crds \
     -f "$CHART/ci/local-values.yaml" \
+    --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s

@@ -137,6 +137,10 @@ const (
 	ReasonEvicted = "Evicted"
 	// ReasonImageNeverStarted: the body's image could not be pulled or its container never started.
 	ReasonImageNeverStarted = "ImageNeverStarted"
+	// ReasonNetworkIsolationMissing: the NetworkPolicies that isolate the tool's Pod as its
+	// sandbox.network requires are missing (or opened up) in the call's namespace and the
+	// operator could not, or was told not to, put them in place; no Job was created.
+	ReasonNetworkIsolationMissing = "NetworkIsolationMissing"
 	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
 	ReasonJobDeleted = "JobDeleted"
 	// ReasonExecutionRejected: Kubernetes refused to create the attempt's Job (invalid, over a

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -260,6 +261,15 @@ type Sandbox struct {
 	// +optional
 	// +kubebuilder:default=EmptyDir
 	Scratch ScratchMode `json:"scratch,omitempty"`
+
+	// scratchSizeLimit is the sizeLimit of each of the Pod's emptyDirs (/tmp and the
+	// arguments volume): the kubelet evicts a Pod whose emptyDir grows past it, and the call
+	// ends isError (Evicted). Default: the operator's --default-scratch-size-limit (256Mi).
+	// The Pod as a whole (emptyDirs and logs) is bounded by the body container's
+	// ephemeral-storage limit (body.resources; default --default-ephemeral-storage-limit).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="scratchSizeLimit must be positive"
+	ScratchSizeLimit *resource.Quantity `json:"scratchSizeLimit,omitempty"`
 }
 
 // Presentation renders calls and results for people. Each field is a CEL expression over

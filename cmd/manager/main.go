@@ -3,8 +3,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,7 +22,7 @@ import (
 )
 
 func main() {
-	var metricsAddr, metricsCertDir, probeAddr, cpuLimit, memLimit string
+	var metricsAddr, metricsCertDir, probeAddr, cpuLimit, memLimit, storageLimit, scratchLimit string
 	var leaderElect, metricsSecure, enableHTTP2 bool
 	opts := controllers.DefaultCallOptions()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to (0 disables it)")
@@ -38,6 +40,11 @@ func main() {
 	flag.DurationVar(&opts.LogReadTimeout, "log-read-timeout", opts.LogReadTimeout, "longest pods/log read of a result carried in the Pod log (then ResultUnreadable)")
 	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
+	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
+	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
+	netpolMode, egressExcept := string(opts.NetworkPolicy.Mode), strings.Join(opts.NetworkPolicy.EgressExcept, ",")
+	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
+	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -54,13 +61,28 @@ func main() {
 		log.Info(notice)
 	}
 
-	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit} {
+	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit, "ephemeral-storage": storageLimit, "scratch": scratchLimit} {
 		q, err := resource.ParseQuantity(value)
+		if err == nil && q.Sign() <= 0 {
+			err = errors.New("must be positive")
+		}
 		if err != nil {
-			log.Error(err, "invalid default limit", "resource", name)
+			log.Error(err, "invalid default limit", "resource", name, "value", value)
 			os.Exit(2)
 		}
+		if name == "scratch" {
+			opts.Job.ScratchSizeLimit = q
+			continue
+		}
 		opts.Job.DefaultResources.Limits[corev1ResourceName(name)] = q
+	}
+
+	if opts.NetworkPolicy.Mode, err = controllers.ParseNetworkPolicyMode(netpolMode); err == nil {
+		opts.NetworkPolicy.EgressExcept, err = controllers.ParseEgressExcept(egressExcept)
+	}
+	if err != nil {
+		log.Error(err, "invalid network policy settings")
+		os.Exit(2)
 	}
 
 	scheme := runtime.NewScheme()

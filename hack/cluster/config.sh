@@ -103,6 +103,8 @@ evictionHard:
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 makeIPTablesUtilChains: false
+# Every Pod's cgroup gets pids.max: a fork bomb fails its forks, the node keeps its pids.
+podPidsLimit: $POD_PIDS_LIMIT
 serializeImagePulls: false
 EOF
 }

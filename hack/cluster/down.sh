@@ -146,16 +146,18 @@ remove_our_chains() {
   for line in $chains; do "$cmd" -w -t "$table" -X "$line" 2>/dev/null || true; done
 }
 
-# nft_cleanup: kube-proxy's nftables tables (should a run have used that mode), and the tables
+# nft_cleanup: kube-proxy's nftables tables (should a run have used that mode), the
+# NetworkPolicy enforcer's (should its rules ever load), and the tables
 # iptables-nft created for us, if they did not exist before `up` and no rule is left in them.
 nft_cleanup() {
   command -v nft >/dev/null || return 0
   local fam name
   while read -r _ fam name; do
-    if [ "$name" = kube-proxy ]; then
-      nft delete table "$fam" kube-proxy 2>/dev/null || true
+    case "$name" in kube-proxy | kube-network-policies)
+      nft delete table "$fam" "$name" 2>/dev/null || true
       continue
-    fi
+      ;;
+    esac
     [ -f "$HOSTREC/nft-tables" ] || continue
     grep -qxF "table $fam $name" "$HOSTREC/nft-tables" && continue
     nft_table_empty "$fam" "$name" && { nft delete table "$fam" "$name" 2>/dev/null || true; }

@@ -8,6 +8,7 @@ K8S_BIN="${K8S_BIN_DIR:-$ROOT/bin/k8s}"       # built by hack/k8s-binaries.sh
 IMAGES_DIR="$ROOT/bin/images"                 # image tarballs (and their static binaries)
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
+KNP_VERSION="${KNP_VERSION:-v0.8.0}"         # sigs.k8s.io/kube-network-policies
 NODE_NAME="${TOOLGATE_NODE_NAME:-toolgate-node}"
 APISERVER_PORT="${TOOLGATE_APISERVER_PORT:-6443}"
 ETCD_CLIENT_PORT=2379
@@ -18,6 +19,9 @@ POD_CIDR=10.244.0.0/24
 BRIDGE=tgbr0
 PAUSE_IMAGE=toolgate.local/pause:dev
 SMOKE_IMAGE=toolgate.local/smoke:dev
+# Processes (threads included) one Pod may hold: a fork bomb in a tool Pod stops there
+# instead of exhausting the machine's pid space (kernel.pid_max).
+POD_PIDS_LIMIT="${TOOLGATE_POD_PIDS_LIMIT:-256}"
 
 PKI="$STATE/pki"
 KUBECONFIGS="$STATE/kubeconfigs"
@@ -31,10 +35,14 @@ CONTAINERD_SOCK="$RUN/containerd.sock"
 API_URL="https://127.0.0.1:$APISERVER_PORT"
 
 # Components in start order; `down` stops them in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies)
+K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies)
 # nfacct: only for `down`, to delete the nfacct counters kube-proxy's rules create.
-APT_PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static openssl nfacct)
+# nftables: the nft tool, to check and clean up the NetworkPolicy enforcer's tables.
+APT_PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static openssl nfacct nftables)
+# The NetworkPolicy enforcer (hack/netpol): its NFQUEUE and its /metrics, /healthz port.
+NETPOL_QUEUE=100
+NETPOL_PORT=10330
 
 # ---- logging and timing ---------------------------------------------------------------------
 _T0="${EPOCHREALTIME/./}"
@@ -70,11 +78,12 @@ node_ip() {
 }
 
 # ---- processes --------------------------------------------------------------------------------
-# component_bin NAME: the binary a component runs (used to check a pid file is still ours).
+# component_bin NAME: the binary a component runs (used to check a pid file is still ours),
+# with symlinks resolved as /proc/PID/exe shows it (bin/ may be a symlink, as in a worktree).
 component_bin() {
   case "$1" in
     containerd) echo /usr/bin/containerd ;;
-    *) echo "$K8S_BIN/$1" ;;
+    *) readlink -f "$K8S_BIN/$1" 2>/dev/null || echo "$K8S_BIN/$1" ;;
   esac
 }
 

@@ -9,6 +9,7 @@ TOKEN_USERS=(
   "controller-manager|system:kube-controller-manager|system:masters"
   "scheduler|system:kube-scheduler|system:masters"
   "kube-proxy|system:kube-proxy|system:node-proxier"
+  "kube-network-policies|system:kube-network-policies|"
   "kubelet|system:node:$NODE_NAME|system:nodes"
   "agent|agent|"
   "approver|approver|"
@@ -42,11 +43,13 @@ make_serving_cert() {
   echo "$1" >"$PKI/node-ip"
 }
 
+# make_tokens: a token for every user that has none yet (the file is read at apiserver start).
 make_tokens() {
   local entry name user groups
-  : >"$PKI/tokens.csv"
+  touch "$PKI/tokens.csv"
   for entry in "${TOKEN_USERS[@]}"; do
     IFS='|' read -r name user groups <<<"$entry"
+    [ -z "$(token_of "$user")" ] || continue
     if [ -n "$groups" ]; then
       printf '%s,%s,%s,"%s"\n' "$(openssl rand -hex 24)" "$user" "$user" "$groups"
     else # a 4th field "" would make a group named ""
@@ -76,7 +79,7 @@ ensure_pki() {
     "/O=system:masters/CN=kube-apiserver-kubelet-client" "$(printf '%s\n' \
       "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
       "extendedKeyUsage=clientAuth")"
-  [ -f "$PKI/tokens.csv" ] || make_tokens
+  make_tokens
   chmod 600 "$PKI"/*.key "$PKI/tokens.csv"
 }
 

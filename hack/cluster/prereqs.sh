@@ -20,6 +20,8 @@ ensure_packages() {
 binary_current() {
   local want="$K8S_VERSION"
   if [ "$1" = etcd ]; then want="$ETCD_VERSION"; fi
+  # The enforcer's version names the wrapper's source too (hack/netpol/main.go).
+  if [ "$1" = kube-network-policies ]; then want="$KNP_VERSION+$(sha256sum "$ROOT/hack/netpol/main.go" | cut -c1-12)"; fi
   [ -x "$K8S_BIN/$1" ] && [ "$(cat "$K8S_BIN/.$1.version" 2>/dev/null)" = "$want" ]
 }
 
@@ -31,7 +33,7 @@ ensure_binaries() {
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   log "building ${missing[*]} (cold: several minutes)"
-  K8S_BIN_DIR="$K8S_BIN" K8S_VERSION="$K8S_VERSION" ETCD_VERSION="$ETCD_VERSION" \
+  K8S_BIN_DIR="$K8S_BIN" K8S_VERSION="$K8S_VERSION" ETCD_VERSION="$ETCD_VERSION" KNP_VERSION="$KNP_VERSION" \
     "$ROOT/hack/k8s-binaries.sh" "${missing[@]}"
   log "binaries ready"
 }

@@ -70,6 +70,37 @@ start_kube_proxy() {
     --conntrack-tcp-timeout-close-wait=0 --iptables-localhost-nodeports=false
 }
 
+# start_netpol: the NetworkPolicy enforcer (hack/netpol: kube-network-policies plus the guard
+# for traffic to this machine and for Pods whose address is not published yet). RBAC first.
+start_netpol() {
+  kc apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-network-policies"}
+rules:
+- {apiGroups: [""], resources: [pods, namespaces, nodes], verbs: [get, list, watch]}
+- {apiGroups: [networking.k8s.io], resources: [networkpolicies], verbs: [get, list, watch]}
+- {apiGroups: ["", events.k8s.io], resources: [events], verbs: [create, patch, update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-network-policies"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-network-policies"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-network-policies"}
+EOF
+  start_component kube-network-policies --kubeconfig "$KUBECONFIGS/kube-network-policies.kubeconfig" \
+    --hostname-override "$NODE_NAME" --pod-cidr "$POD_CIDR" --nfqueue-id "$NETPOL_QUEUE" \
+    --metrics-bind-address "127.0.0.1:$NETPOL_PORT"
+}
+
+# netpol_enforcing: the guard chain is in place and the enforcer listens on its queue (it
+# binds the queue once its caches synced).
+netpol_enforcing() {
+  iptables -w -t mangle -S TOOLGATE-NETPOL >/dev/null 2>&1 &&
+    awk -v q="$NETPOL_QUEUE" '$1 == q {found = 1} END {exit !found}' /proc/net/netfilter/nfnetlink_queue
+}
+
 # ---- checks -------------------------------------------------------------------------------------
 # Every probe has a timeout: a hung listener must not hang `up`.
 etcd_healthy() { curl -fsS -m 2 "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"'; }
@@ -101,7 +132,7 @@ leftovers() {
 # check_ports: fail early and clearly when another program holds one of our ports.
 check_ports() {
   local port users
-  for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10249 10250 10256 10257 10259; do
+  for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10249 10250 10256 10257 10259 "$NETPOL_PORT"; do
     users="$(ss -Hltnp "sport = :$port" 2>/dev/null || true)"
     [ -z "$users" ] || die "port $port is already in use: $users"
   done
@@ -173,7 +204,10 @@ cmd_up() {
   start_scheduler
   start_kubelet "$ip"
   start_kube_proxy
+  start_netpol
   wait_for kube-proxy "kube-proxy healthy" 30 http_healthy 10256
+  wait_for kube-network-policies "NetworkPolicy enforcer healthy" 30 http_healthy "$NETPOL_PORT"
+  wait_for kube-network-policies "NetworkPolicy enforcer bound to its queue, guard in place" 30 netpol_enforcing
   wait_for kube-scheduler "kube-scheduler healthy" 30 https_healthy 10259
   wait_for kube-controller-manager "kube-controller-manager healthy" 30 https_healthy 10257
   wait_for kubelet "node $NODE_NAME Ready" 60 node_ready

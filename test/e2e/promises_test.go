@@ -214,9 +214,7 @@ var _ = Describe("the sandbox seen from inside", Label("sandbox", "whoami"), fun
 
 var _ = Describe("tool Pod NetworkPolicies", Label("networkpolicy"), func() {
 	It("the chart's NetworkPolicies exist in toolgate-demo", func(ctx SpecContext) {
-		// Existence only: the local cluster's bridge CNI does not enforce NetworkPolicy
-		// (the approved wget call below reaches the API server), so isolation itself is
-		// not tested here.
+		// Existence here; enforcement: containment_test.go.
 		var deny, egress networkingv1.NetworkPolicy
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "toolgate-tools-deny-all"}, &deny)).To(Succeed())
 		Expect(deny.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("toolgate.dev/network", "none"))
@@ -233,7 +231,8 @@ var _ = Describe("tool Pod NetworkPolicies", Label("networkpolicy"), func() {
 var _ = Describe("approval needs the approver role", Label("approval", "rbac"), func() {
 	It("the agent cannot approve or write status; the approver approves an Ask call and it completes", func(ctx SpecContext) {
 		call := createCall(ctx, "sh", demoScope,
-			map[string]any{"command": "wget -S -O /dev/null http://10.0.0.1:443/ 2>&1 | grep -m1 HTTP/"})
+			// Names wget, so it needs approval; exits 0 whether or not the (enforced) policy blocks it.
+			map[string]any{"command": "timeout 3 wget -S -O /dev/null http://10.0.0.1:443/ 2>&1 | grep -m1 HTTP/ || echo blocked"})
 		parked := &toolgatev1alpha1.ToolCall{}
 		Eventually(func(g Gomega) {
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(call), parked)).To(Succeed())

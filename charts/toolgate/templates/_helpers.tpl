@@ -74,3 +74,8 @@ toolgate.fileObjects: the objects of a YAML file under files/ (copied from confi
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The egress-only policy's except list: networkPolicy.egress.except + .clusterCIDRs. */}}
+{{- define "toolgate.egressExcept" -}}
+{{- concat .Values.networkPolicy.egress.except .Values.networkPolicy.egress.clusterCIDRs | join "," }}
+{{- end }}

@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;create;update
+
+// ensureIsolation runs before a tool Job is created: in ensure mode it creates or repairs
+// toolgate's two NetworkPolicies in the call's namespace; in ensure and require mode it
+// then checks, from a live read, that the Pod the Job makes is isolated as its tool's
+// sandbox.network requires. It returns a non-empty refusal when the call must not run;
+// an error for a failure worth retrying.
+func (r *ToolCallReconciler) ensureIsolation(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error) {
+	opts := r.Options.NetworkPolicy
+	if opts.Mode == NetworkPolicyOff || opts.Mode == "" {
+		return "", nil
+	}
+	list := &networkingv1.NetworkPolicyList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(call.Namespace)); err != nil {
+		if apierrors.IsForbidden(err) {
+			return "the operator may not read NetworkPolicies in namespace " + call.Namespace + ": " + err.Error(), nil
+		}
+		return "", err
+	}
+	if opts.Mode == NetworkPolicyEnsure {
+		for _, want := range ToolNetworkPolicies(call.Namespace, opts.EgressExcept) {
+			if msg, err := r.ensurePolicy(ctx, list, want); msg != "" || err != nil {
+				return msg, err
+			}
+		}
+	}
+	network := call.Status.Tool.Spec.Sandbox.Network
+	if network == "" {
+		network = v1alpha1.NetworkNone
+	}
+	return isolationGap(network, podLabels, list.Items, opts.Mode == NetworkPolicyEnsure), nil
+}
+
+// ensurePolicy creates want, or puts its spec back on a policy of that name whose spec
+// differs, and records the result in list.
+func (r *ToolCallReconciler) ensurePolicy(ctx context.Context, list *networkingv1.NetworkPolicyList, want *networkingv1.NetworkPolicy) (string, error) {
+	var err error
+	i := indexOfPolicy(list.Items, want.Name)
+	switch {
+	case i < 0:
+		want.Labels = map[string]string{LabelManagedBy: ManagedByValue}
+		if err = r.Create(ctx, want); err == nil {
+			list.Items = append(list.Items, *want)
+			ctrl.LoggerFrom(ctx).Info("created NetworkPolicy", "networkPolicy", want.Name)
+		}
+	case !equality.Semantic.DeepEqual(list.Items[i].Spec, want.Spec):
+		have := list.Items[i].DeepCopy()
+		have.Spec = want.Spec
+		if err = r.Update(ctx, have); err == nil {
+			list.Items[i] = *have
+			ctrl.LoggerFrom(ctx).Info("repaired NetworkPolicy", "networkPolicy", want.Name)
+		}
+	}
+	switch {
+	case err == nil:
+		return "", nil
+	case apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return fmt.Sprintf("NetworkPolicy %s could not be written: %v", want.Name, err), nil
+	default: // a conflict, a create race, a transient error: the next pass reads again
+		return "", err
+	}
+}
+
+func indexOfPolicy(items []networkingv1.NetworkPolicy, name string) int {
+	for i := range items {
+		if items[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// refuseUnisolated ends a call whose Pod could not be isolated, before any Job exists.
+func (r *ToolCallReconciler) refuseUnisolated(ctx context.Context, call *v1alpha1.ToolCall, why string) (ctrl.Result, error) {
+	ctrl.LoggerFrom(ctx).Info("refusing a call: network isolation missing", "why", why)
+	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonNetworkIsolationMissing, why)
+	if n := len(call.Status.Attempts) - 1; n >= 0 {
+		call.Status.Attempts[n].CompletionTime = ptrTime(r.Clock.Now())
+		call.Status.Attempts[n].Reason = v1alpha1.ReasonNetworkIsolationMissing
+	}
+	msg := "the call was not run: the network isolation its tool requires is missing in this namespace"
+	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true,
+		Reason: v1alpha1.ReasonNetworkIsolationMissing, Error: msg, Content: msg}, r.Clock.Now())
+	return ctrl.Result{}, r.writeTerminal(ctx, call)
+}
