@@ -53,11 +53,16 @@ func (k *Kubelet) reader() client.Reader {
 	return k.Client
 }
 
-// Reconcile expires one Job at the real time and collects a foreground deletion.
+// Reconcile expires one Job at the real time and collects a foreground deletion. It reads
+// the Job from the cache (its watch brings every change here), so that the many Jobs with
+// neither a TTL nor a foreground deletion cost the API server nothing.
 func (t *ttlController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &batchv1.Job{}
-	if err := t.k.reader().Get(ctx, req.NamespacedName, job); err != nil {
+	if err := t.k.Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if job.Spec.TTLSecondsAfterFinished == nil && !slices.Contains(job.Finalizers, metav1.FinalizerDeleteDependents) {
+		return ctrl.Result{}, nil
 	}
 	wait, err := t.k.expire(ctx, job, time.Now())
 	if err != nil || wait > 0 {
