@@ -23,8 +23,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -150,8 +152,10 @@ func expectStillWaiting(ctx context.Context, again *toolgatev1alpha1.ToolCall) {
 		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(again), got)).To(Succeed())
 		g.Expect(got.UID).To(Equal(again.UID))
 		g.Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseAwaitingApproval))
-		g.Expect(jobsOf(ctx, again)).To(BeEmpty())
-		g.Expect(podsOf(ctx, again)).To(BeEmpty())
+		// The earlier call's Job and Pod may still be going (garbage collection is
+		// asynchronous): what must not exist is anything of the recreated call.
+		g.Expect(jobsOwnedBy(ctx, again)).To(BeEmpty())
+		g.Expect(podsOwnedBy(ctx, again)).To(BeEmpty())
 	}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(poll).Should(Succeed())
 }
 
@@ -179,6 +183,23 @@ func jobsOwnedBy(ctx context.Context, call *toolgatev1alpha1.ToolCall) []batchv1
 	for _, j := range jobsOf(ctx, call) {
 		if ref := metav1.GetControllerOf(&j); ref != nil && ref.UID == call.UID {
 			owned = append(owned, j)
+		}
+	}
+	return owned
+}
+
+// podsOwnedBy lists the Pods of the Jobs this call (by uid) controls, not those of an
+// earlier call of the same name.
+func podsOwnedBy(ctx context.Context, call *toolgatev1alpha1.ToolCall) []corev1.Pod {
+	GinkgoHelper()
+	jobs := map[types.UID]bool{}
+	for _, j := range jobsOwnedBy(ctx, call) {
+		jobs[j.UID] = true
+	}
+	var owned []corev1.Pod
+	for _, p := range podsOf(ctx, call) {
+		if ref := metav1.GetControllerOf(&p); ref != nil && jobs[ref.UID] {
+			owned = append(owned, p)
 		}
 	}
 	return owned
