@@ -17,19 +17,21 @@ import (
 // reason (same name, same value). A new reason goes into api/v1alpha1/conditions.go and, if
 // the pipeline does not decide it, here.
 var controllerReasons = map[string]string{
-	"Registered":          "Tool, ClusterTool: Registered=True",
-	"Ready":               "ToolScope, ToolPolicy: Ready=True",
-	"PresentationInvalid": "Tool, ClusterTool: Registered=False",
-	"PolicyCompileError":  "ToolPolicy: Ready=False",
-	"Resolved":            "ToolCall: Resolved=True",
-	"Queued":              "ToolCall: Executed=Unknown",
-	"Running":             "ToolCall: Executed=Unknown",
-	"Failed":              "ToolCall: Completed=True (the phase)",
-	"Denied":              "ToolCall: Completed=True (the phase)",
-	"Applied":             "ToolCallApproval: Consumed=True",
-	"DigestMismatch":      "ToolCallApproval: Consumed=False",
-	"ResultUnreadable":    "ToolCall: result, Executed=False",
-	"OperatorError":       "ToolCall: result",
+	"Registered":              "Tool, ClusterTool: Registered=True",
+	"Ready":                   "ToolScope, ToolPolicy: Ready=True",
+	"PresentationInvalid":     "Tool, ClusterTool: Registered=False",
+	"PolicyCompileError":      "ToolPolicy: Ready=False",
+	"Resolved":                "ToolCall: Resolved=True",
+	"Queued":                  "ToolCall: Executed=Unknown",
+	"Running":                 "ToolCall: Executed=Unknown",
+	"Failed":                  "ToolCall: Completed=True (the phase)",
+	"Denied":                  "ToolCall: Completed=True (the phase)",
+	"Applied":                 "ToolCallApproval: Consumed=True",
+	"DigestMismatch":          "ToolCallApproval: Consumed=False",
+	"ResultUnreadable":        "ToolCall: result, Executed=False",
+	"OperatorError":           "ToolCall: result",
+	"NetworkIsolationMissing": "ToolCall: result, Executed=False (the namespace's NetworkPolicies do not isolate the Pod)",
+	"PolicyUnavailable":       "ToolCall: ResultAccepted=Unknown (post-execute waits for its policies)",
 }
 
 // stringConsts returns the string constants declared in the non-test Go files of dir whose
