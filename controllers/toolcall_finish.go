@@ -149,7 +149,16 @@ func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
 // conditions, phase, completion time and duration. In memory; the caller writes.
 func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
-	apiResult, digest := toAPIResult(boundResult(res))
+	apiResult, digest, err := toAPIResult(boundResult(res))
+	if err != nil {
+		// A result JSON cannot hold (a NaN a policy produced, say) would leave the digest
+		// empty and the status write refused: the call would never end. End it honestly.
+		res = unrepresentable(res)
+		apiResult, digest, _ = toAPIResult(res)
+		if phase == v1alpha1.PhaseSucceeded {
+			phase = v1alpha1.PhaseFailed
+		}
+	}
 	call.Status.Result = apiResult
 	call.Status.ResultDigest = digest
 	call.Status.Phase = phase
@@ -219,18 +228,29 @@ func refusal(d pipeline.Decision) pipeline.Result {
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }
 
-func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string) {
+// toAPIResult returns the API form of a result and its digest, or an error when the result
+// cannot be represented as JSON (then neither may be written).
+func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string, error) {
 	out := &v1alpha1.ToolResult{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: string(res.Reason), Meta: res.Meta}
 	if res.Content != nil {
-		if raw, err := json.Marshal(res.Content); err == nil {
-			out.Content = &apiextensionsv1.JSON{Raw: raw}
+		raw, err := json.Marshal(res.Content)
+		if err != nil {
+			return nil, "", err
 		}
+		out.Content = &apiextensionsv1.JSON{Raw: raw}
 	}
-	digest := ""
-	if f, err := pipeline.FreezeResult(res); err == nil {
-		digest = f.Digest()
+	f, err := pipeline.FreezeResult(res)
+	if err != nil {
+		return nil, "", err
 	}
-	return out, digest
+	return out, f.Digest(), nil
+}
+
+// unrepresentable is the isError result that replaces one JSON cannot represent; it keeps
+// the attempt's meta (facts about the call) and nothing of the content.
+func unrepresentable(res pipeline.Result) pipeline.Result {
+	msg := "the call's result could not be represented as JSON"
+	return pipeline.Result{IsError: true, Reason: ReasonOperatorError, Error: msg, Content: msg, Meta: res.Meta}
 }
 
 func executedMessage(res pipeline.Result) string {

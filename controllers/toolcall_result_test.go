@@ -1,0 +1,52 @@
+package controllers
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// A result JSON cannot hold would leave resultDigest empty, and the API server refuses a
+// result without its digest: the call would never end. setTerminal ends it isError instead.
+func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
+	cases := []struct {
+		name      string
+		res       pipeline.Result
+		phase     v1alpha1.ToolCallPhase
+		wantPhase v1alpha1.ToolCallPhase
+		wantError bool
+	}{
+		{name: "plain result", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: "hi"},
+			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseSucceeded},
+		{name: "NaN content", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: map[string]any{"x": math.NaN()}},
+			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
+		{name: "unsupported type", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: make(chan int)},
+			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
+		{name: "denied stays denied", res: pipeline.Result{IsError: true, Reason: pipeline.ReasonPolicyDenied, Content: math.Inf(1)},
+			phase: v1alpha1.PhaseDenied, wantPhase: v1alpha1.PhaseDenied, wantError: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}
+			call := unitCall("c", "echo")
+			r.setTerminal(call, tc.phase, tc.res, r.Clock.Now())
+			if call.Status.Phase != tc.wantPhase {
+				t.Errorf("phase %q, want %q", call.Status.Phase, tc.wantPhase)
+			}
+			if call.Status.Result == nil || call.Status.ResultDigest == "" {
+				t.Fatalf("result %+v digest %q: a terminal call needs both", call.Status.Result, call.Status.ResultDigest)
+			}
+			if call.Status.Result.IsError != tc.wantError {
+				t.Errorf("isError %v, want %v", call.Status.Result.IsError, tc.wantError)
+			}
+			if tc.wantError && tc.res.Reason == pipeline.ReasonSucceeded && call.Status.Result.Reason != v1alpha1.ReasonOperatorError {
+				t.Errorf("reason %q, want %q", call.Status.Result.Reason, v1alpha1.ReasonOperatorError)
+			}
+		})
+	}
+}
