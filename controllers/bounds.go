@@ -2,9 +2,9 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,11 +34,7 @@ func bounded(s string, limit int) (string, bool) {
 		return s, false
 	}
 	note := fmt.Sprintf("… [truncated; %d bytes in full]", len(s))
-	cut := max(limit-len(note), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.ToValidUTF8(s[:cut], "") + note, true
+	return strings.ToValidUTF8(pipeline.UTF8Prefix(s, limit-len(note)), "") + note, true
 }
 
 // boundedText is bounded without the report.
@@ -72,9 +68,9 @@ func boundResult(res pipeline.Result) pipeline.Result {
 	if content, ok := res.Content.(string); ok && content == res.Error {
 		res.Content = msg
 	}
-	meta := make(map[string]string, len(res.Meta)+1)
-	for k, v := range res.Meta {
-		meta[k] = v
+	meta := maps.Clone(res.Meta)
+	if meta == nil {
+		meta = map[string]string{}
 	}
 	meta[pipeline.MetaMessageBytes] = strconv.Itoa(len(res.Error))
 	res.Error, res.Meta = msg, meta

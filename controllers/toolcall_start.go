@@ -111,8 +111,8 @@ func (r *ToolCallReconciler) runnable(ctx context.Context, call *v1alpha1.ToolCa
 // restart between the status write and the create): one Job per attempt, whatever happens.
 func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	attempt := currentAttempt(call)
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
-	if err != nil || frozen.Digest() != call.Status.ArgumentsDigest {
+	frozen, err := r.refreeze(call)
+	if err != nil {
 		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
 	}
 	if !r.Clock.Now().Before(r.attemptDeadline(call)) {

@@ -123,11 +123,7 @@ func quoteValue(s string) string {
 	if len(s) <= maxQuotedValue {
 		return quote(s)
 	}
-	cut := maxQuotedValue
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", quote(s[:cut]), len(s))
+	return fmt.Sprintf("%s… (%d bytes)", quote(UTF8Prefix(s, maxQuotedValue)), len(s))
 }
 
 func quote(s string) string {
@@ -158,9 +154,20 @@ func boundText(s string, n int) string {
 		return s
 	}
 	const mark = "… (truncated)"
-	cut := max(n-len(mark), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return UTF8Prefix(s, n-len(mark)) + mark
+}
+
+// UTF8Prefix is the longest prefix of s of at most n bytes that does not end inside a
+// multi-byte character ("" when n <= 0).
+func UTF8Prefix(s string, n int) string {
+	if n <= 0 {
+		return ""
 	}
-	return s[:cut] + mark
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
