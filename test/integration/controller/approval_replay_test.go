@@ -8,7 +8,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -74,7 +76,7 @@ func (r *replay) expectRefused(ctx SpecContext) {
 	Eventually(func(g Gomega) {
 		a := approvalOf(ctx, g, r.ns, "parked")
 		g.Expect(a).To(HaveCondition(v1alpha1.ConditionConsumed, metav1.ConditionFalse, v1alpha1.ReasonApprovalCallMismatch))
-		c := conditionOf(a.Status.Conditions, v1alpha1.ConditionConsumed)
+		c := ptr.Deref(meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionConsumed), metav1.Condition{})
 		g.Expect(c.Message).To(ContainSubstring("the approval answers call " + string(r.first.UID) + ", not this call (" + string(r.again.UID) + ")"))
 		g.Expect(c.Message).To(ContainSubstring("delete this approval to answer call parked"))
 		g.Expect(a.Status.ConsumedBy).To(Equal(string(r.first.UID)), "it stays consumed by the first call")
@@ -154,7 +156,7 @@ var _ = Describe("An approval answers one call, once", Label("approval", "replay
 		Eventually(func(g Gomega) {
 			a := approvalOf(ctx, g, ns, "early")
 			g.Expect(a).To(HaveCondition(v1alpha1.ConditionConsumed, metav1.ConditionFalse, v1alpha1.ReasonApprovalStale))
-			g.Expect(conditionOf(a.Status.Conditions, v1alpha1.ConditionConsumed).Message).To(ContainSubstring("before the call was parked"))
+			g.Expect(ptr.Deref(meta.FindStatusCondition(a.Status.Conditions, v1alpha1.ConditionConsumed), metav1.Condition{}).Message).To(ContainSubstring("before the call was parked"))
 			g.Expect(a.Status.ConsumedBy).To(BeEmpty())
 		}).WithContext(ctx).Should(Succeed())
 		Consistently(func(g Gomega) {
@@ -171,14 +173,7 @@ var _ = Describe("The shipped approver role", Label("rbac", "approval"), func() 
 		ns := newNamespace(ctx)
 		approver := bindShippedRole(ctx, ns, ApproverRole, "carol")
 		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
-		create(ctx, echoTool(ns).Obj(),
-			MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).VerdictRule("always", "true", v1alpha1.VerdictAsk).Obj())
-		Expect(agent.Create(ctx, MakeToolCall("c", ns).Tool("echo").Requester("robot").Args(map[string]any{"text": "x"}).Obj())).To(Succeed())
-		call := &v1alpha1.ToolCall{}
-		Eventually(func(g Gomega) {
-			g.Expect(agent.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
-			g.Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
-		}).WithContext(ctx).Should(Succeed())
+		call := parkedCallAs(ctx, ns, agent, "robot")
 
 		By("an approver answers for another call's uid: refused")
 		Expect(approver.Create(ctx, MakeToolCallApproval("c", ns).Approver("carol").CallUID("0b9e0f6a-0000-4000-8000-000000000002").
@@ -205,16 +200,6 @@ func approvalOf(ctx SpecContext, g Gomega, ns, name string) *v1alpha1.ToolCallAp
 	a := &v1alpha1.ToolCallApproval{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, a)).To(Succeed())
 	return a
-}
-
-// conditionOf returns the condition of that type (a zero condition when there is none).
-func conditionOf(conds []metav1.Condition, condType string) metav1.Condition {
-	for _, c := range conds {
-		if c.Type == condType {
-			return c
-		}
-	}
-	return metav1.Condition{}
 }
 
 // podsIn lists the Pods of the namespace (the simulated Kubelet's).

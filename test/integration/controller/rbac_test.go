@@ -22,14 +22,7 @@ var _ = Describe("The shipped agent and approver roles", Label("rbac", "approval
 		ns := newNamespace(ctx)
 		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
 		approver := bindShippedRole(ctx, ns, ApproverRole, "carol")
-		create(ctx, echoTool(ns).Obj(),
-			MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).VerdictRule("always", "true", v1alpha1.VerdictAsk).Obj())
-		Expect(agent.Create(ctx, MakeToolCall("c", ns).Tool("echo").Requester("robot").Args(map[string]any{"text": "x"}).Obj())).To(Succeed())
-		call := &v1alpha1.ToolCall{}
-		Eventually(func(g Gomega) {
-			g.Expect(agent.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
-			g.Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
-		}).WithContext(ctx).Should(Succeed())
+		call := parkedCallAs(ctx, ns, agent, "robot")
 
 		err := agent.Create(ctx, MakeToolCallApproval("c", ns).Approver("robot").For(call).Obj())
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "an agent cannot approve: %v", err)
@@ -41,3 +34,18 @@ var _ = Describe("The shipped agent and approver roles", Label("rbac", "approval
 		Expect(waitTerminal(ctx, ns, "c")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 })
+
+// parkedCallAs registers the echo tool behind an Ask policy in ns and has user (acting
+// through c) call it as "c"; it returns the call once it awaits approval.
+func parkedCallAs(ctx SpecContext, ns string, c client.Client, user string) *v1alpha1.ToolCall {
+	GinkgoHelper()
+	create(ctx, echoTool(ns).Obj(),
+		MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).VerdictRule("always", "true", v1alpha1.VerdictAsk).Obj())
+	Expect(c.Create(ctx, MakeToolCall("c", ns).Tool("echo").Requester(user).Args(map[string]any{"text": "x"}).Obj())).To(Succeed())
+	call := &v1alpha1.ToolCall{}
+	Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
+		g.Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
+	}).WithContext(ctx).Should(Succeed())
+	return call
+}
