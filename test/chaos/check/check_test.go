@@ -21,6 +21,8 @@ var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 const ns = "chaos"
 
+var succeeded = []string{v1alpha1.ReasonSucceeded}
+
 func digest(c byte) string { return "sha256:" + strings.Repeat(string(c), 64) }
 
 // call builds a ToolCall at a phase with a verdict, attempts and (terminal) result.
@@ -38,7 +40,7 @@ func call(name string, phase v1alpha1.ToolCallPhase, verdict v1alpha1.Verdict, a
 }
 
 func ok(content string) *v1alpha1.ToolResult {
-	return &v1alpha1.ToolResult{OK: true, Content: &apiextensionsv1.JSON{Raw: []byte(content)}}
+	return &v1alpha1.ToolResult{OK: true, Reason: v1alpha1.ReasonSucceeded, Content: &apiextensionsv1.JSON{Raw: []byte(content)}}
 }
 
 func failed(reason string) *v1alpha1.ToolResult {
@@ -98,8 +100,8 @@ func good() History {
 			{Reason: controllers.EventResultFrozen, Note: "ended Succeeded", Regarding: corev1Ref(retried)}, // a repeat, same note
 		},
 		Expectations: map[types.NamespacedName]Expectation{
-			{Namespace: ns, Name: "retried"}:  {Scenario: "retry", Phase: v1alpha1.PhaseSucceeded, MinAttempts: 2},
-			{Namespace: ns, Name: "approved"}: {Scenario: "approve", Phase: v1alpha1.PhaseSucceeded, Approval: Approve},
+			{Namespace: ns, Name: "retried"}:  {Scenario: "retry", Phase: v1alpha1.PhaseSucceeded, Reasons: succeeded, MinAttempts: 2},
+			{Namespace: ns, Name: "approved"}: {Scenario: "approve", Phase: v1alpha1.PhaseSucceeded, Reasons: succeeded, Approval: Approve},
 			{Namespace: ns, Name: "refused"}: {Scenario: "deny", Phase: v1alpha1.PhaseDenied, Reasons: []string{v1alpha1.ReasonApprovalDenied},
 				Approval: Deny, MustNotRun: true},
 			{Namespace: ns, Name: "denied"}: {Scenario: "policy-deny", Phase: v1alpha1.PhaseDenied, Reasons: []string{v1alpha1.ReasonPolicyDenied}, MustNotRun: true},
@@ -142,7 +144,7 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"a body started twice", RulePodStartsPerAttempt, func(h *History) { h.PodStarts = append(h.PodStarts, start(h.Calls[1], 1)) }},
 		{"more attempts than the retry policy", RuleAttempts, func(h *History) { h.Calls[0].Status.Tool.Spec.Retry.MaxAttempts = 1 }},
 		{"fewer attempts than the script needs", RuleAttempts, func(h *History) {
-			h.Expectations[types.NamespacedName{Namespace: ns, Name: "approved"}] = Expectation{Scenario: "approve", Phase: v1alpha1.PhaseSucceeded, Approval: Approve, MinAttempts: 2}
+			h.Expectations[types.NamespacedName{Namespace: ns, Name: "approved"}] = Expectation{Scenario: "approve", Phase: v1alpha1.PhaseSucceeded, Reasons: succeeded, Approval: Approve, MinAttempts: 2}
 		}},
 		{"a Job for an attempt the call never recorded", RuleAttempts, func(h *History) {
 			h.Jobs = append(h.Jobs, job(h.Calls[1], 2, "j4"))
@@ -162,6 +164,11 @@ func TestEachRuleCanFail(t *testing.T) {
 		{"a call approved by another call's approval", RuleApprovalReused, func(h *History) { h.Approvals[0].Spec.CallUID = "uid-earlier" }},
 		{"a scripted success that failed", RuleOutcome, func(h *History) {
 			h.Calls[0].Status.Phase, h.Calls[0].Status.Result = v1alpha1.PhaseFailed, failed(v1alpha1.ReasonNonZeroExit)
+			dropVersions(h, "retried")
+		}},
+		{"a scripted success without its reason", RuleOutcome, func(h *History) {
+			h.Calls[0].Status.Result = ok(`{"n":1}`)
+			h.Calls[0].Status.Result.Reason = ""
 			dropVersions(h, "retried")
 		}},
 		{"a scripted denial with another reason", RuleOutcome, func(h *History) {

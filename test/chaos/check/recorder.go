@@ -30,6 +30,10 @@ import (
 // last resourceVersion after any error (an API server restart included) and re-list when
 // that version is too old (counted in WatchGaps).
 type Recorder struct {
+	// OnCall, when set before Start, is called with every ToolCall version as it is
+	// recorded (from the watch goroutine: it must not block for long).
+	OnCall func(CallVersion)
+
 	c         client.WithWatch
 	namespace string
 
@@ -130,7 +134,7 @@ func (r *Recorder) follow(ctx context.Context, list client.ObjectList, opts []cl
 				status := apierrors.FromObject(ev.Object)
 				if apierrors.IsGone(status) || apierrors.IsResourceExpired(status) {
 					gone = true
-				} else {
+				} else if ctx.Err() == nil {
 					r.fail(fmt.Errorf("watch of %T: %w", list, status))
 				}
 				break
@@ -186,9 +190,13 @@ func (r *Recorder) onCall(typ string, obj runtime.Object, at time.Time) {
 	if !ok {
 		return
 	}
+	v := CallVersion{Type: typ, Observed: at, Call: *call.DeepCopy()}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.versions = append(r.versions, CallVersion{Type: typ, Observed: at, Call: *call.DeepCopy()})
+	r.versions = append(r.versions, v)
+	r.mu.Unlock()
+	if r.OnCall != nil {
+		r.OnCall(v)
+	}
 }
 
 func (r *Recorder) onJob(_ string, obj runtime.Object, _ time.Time) {
