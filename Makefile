@@ -82,7 +82,7 @@ build: ## Build the operator and the runner into bin/ (example tools: make image
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-integration chart-test test-e2e ## Everything CI runs, the real-cluster e2e suite included.
+test: verify test-unit test-integration chart-test test-chaos-short test-e2e ## Everything CI runs, the real-cluster e2e suite included.
 
 .PHONY: test-unit
 # The race detector is on for unit and integration tests (CGO: gcc is on every machine).

@@ -128,7 +128,10 @@ func Start(opts Options) (*Env, error) {
 		if certDir, err = os.MkdirTemp("", "toolgatetest-apiserver-"); err != nil {
 			return nil, err
 		}
-		te.ControlPlane.GetAPIServer().CertDir = certDir
+		api := te.ControlPlane.GetAPIServer()
+		// A restart is abrupt: SIGTERM, then SIGKILL after 3 s (the default 20 s is mostly
+		// kube-apiserver draining its watches).
+		api.CertDir, api.StopTimeout = certDir, 3*time.Second
 	}
 	cfg, err := te.Start()
 	if err != nil {
@@ -148,22 +151,30 @@ func removeDir(dir string) error {
 	return os.RemoveAll(dir)
 }
 
-// RestartAPIServer stops the kube-apiserver (gracefully: SIGTERM, then its stop timeout)
-// and starts it again on the same port, etcd and certificates; it returns once the new one
-// answers its health check. Needs Options.RestartableAPIServer. Clients and watches see
-// the API server go away and come back, as on a control-plane restart.
+// RestartAPIServer stops the kube-apiserver (SIGTERM, then SIGKILL after 3 s) and starts it again on the same port, etcd and certificates; it returns once
+// the new one answers its health check (a start that fails, say because the old process
+// still holds the port, is tried again, three times in all). Needs
+// Options.RestartableAPIServer. Clients and watches see the API server go away and come
+// back, as on a control-plane restart.
 func (e *Env) RestartAPIServer() error {
 	if e.certDir == "" {
 		return errors.New("RestartAPIServer needs Options.RestartableAPIServer")
 	}
 	api := e.Env.ControlPlane.GetAPIServer()
-	if err := api.Stop(); err != nil {
-		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	// A stop that timed out has killed the process: start again all the same.
+	stopErr := api.Stop()
+	var errs []error
+	for try := range 3 {
+		if try > 0 {
+			time.Sleep(time.Duration(try) * time.Second)
+		}
+		err := api.Start()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
 	}
-	if err := api.Start(); err != nil {
-		return fmt.Errorf("starting kube-apiserver again: %w", err)
-	}
-	return nil
+	return fmt.Errorf("starting kube-apiserver again (stop: %v): %w", stopErr, errors.Join(errs...))
 }
 
 func (e *Env) setup(opts Options) error {

@@ -12,11 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/controllers"
 )
@@ -153,6 +156,10 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 			return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
 		}))).
 		Named("simulated-kubelet").
+		// A kubelet reports again within a second whatever failed before (an API server
+		// away): the default per-item backoff would grow to minutes over an outage.
+		WithOptions(controller.Options{RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](
+			5*time.Millisecond, time.Second)}).
 		Complete(k)
 }
 

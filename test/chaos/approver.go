@@ -64,12 +64,13 @@ func (a *approver) answer(call *v1alpha1.ToolCall, decision check.Approval, dela
 	if decision == check.Deny {
 		w.Deny()
 	}
-	for {
+	for giveUp := time.Now().Add(time.Minute); ; {
 		err := a.c.Create(a.ctx, w.Obj())
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return
 		}
-		if a.ctx.Err() != nil || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		// A restarted API server refuses (Forbidden) until its RBAC cache has synced.
+		if a.ctx.Err() != nil || apierrors.IsInvalid(err) || time.Now().After(giveUp) {
 			a.mu.Lock()
 			a.errs = append(a.errs, err)
 			a.mu.Unlock()

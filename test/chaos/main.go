@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/toolgate/toolgate/controllers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
@@ -48,13 +50,14 @@ func main() {
 	}
 	var o options
 	flag.IntVar(&o.n, "n", 1000, "number of ToolCalls")
-	flag.Float64Var(&o.rate, "rate", 10, "calls created per second")
+	flag.Float64Var(&o.rate, "rate", 5, "calls created per second (keep it below what the machine sustains, or deadlines fire)")
+	flag.IntVar(&o.kubeletWorkers, "kubelet-workers", 4, "concurrent reconciles of the simulated kubelet (the fake cluster)")
 	flag.DurationVar(&o.killMin, "kill-min", time.Second, "shortest time between two faults")
 	flag.DurationVar(&o.killMax, "kill-max", 3*time.Second, "longest time between two faults")
 	flag.DurationVar(&o.faultTail, "fault-tail", 5*time.Second, "faults go on this long after the last call was created")
 	flag.DurationVar(&o.bound, "bound", 2*time.Minute, "every call must be terminal this long after the last fault")
 	flag.DurationVar(&o.approvalWindow, "approval-window", 5*time.Second, "approval window of the calls nobody answers")
-	flag.DurationVar(&o.deadlineGrace, "deadline-grace", 5*time.Second, "the operator's --deadline-grace (the hang scenario ends at timeout + grace)")
+	flag.DurationVar(&o.deadlineGrace, "deadline-grace", controllers.DefaultCallOptions().DeadlineGrace, "the operator's --deadline-grace (default as shipped; the hang scenario ends at its 2 s timeout + grace)")
 	flag.BoolVar(&o.restartAPIServer, "restart-apiserver", false, "restart the API server too (every -apiserver-every-th fault)")
 	flag.IntVar(&o.apiServerEvery, "apiserver-every", 3, "with -restart-apiserver, every how many faults the API server restarts")
 	flag.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock; the report prints it)")
@@ -63,7 +66,8 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "log the harness's controllers (kubelet) at info level")
 	flag.StringVar(&o.keep, "operator-log", "", "write the operator processes' logs here (default: a temporary file, removed)")
 	flag.Parse()
-	level := zapcore.ErrorLevel
+	// The simulated kubelet's retried conflicts are noise here: its logs only with -v.
+	level := zapcore.FatalLevel
 	if o.verbose {
 		level = zapcore.InfoLevel
 	}

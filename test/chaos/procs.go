@@ -28,26 +28,38 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
-// operator runs the operator role as a child process of this binary and kills it.
+// operator runs the operator role as a child process of this binary and kills it. Like
+// the kubelet restarting a crashed container, it starts a process that exits by itself
+// (cmd/manager exits when the API server is away at start-up) again after a second, and
+// counts it.
 type operator struct {
 	exe, kubeconfig string
 	args            []string
 	logPath         string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	runs int
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	runs    int
+	crashes int
+	stopped bool
 }
 
-// start starts a new operator process (KUBECONFIG in its environment, as cmd/manager
-// reads it through ctrl.GetConfig); its output goes to the operator log.
+// start starts a new operator process.
 func (o *operator) start() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.launch()
+}
+
+// launch starts a process (KUBECONFIG in its environment, as cmd/manager reads it through
+// ctrl.GetConfig), its output appended to the operator log. o.mu is held.
+func (o *operator) launch() error {
 	log, err := os.OpenFile(o.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
+	defer func() { _ = log.Close() }() // the child holds its own descriptor
 	o.runs++
 	_, _ = fmt.Fprintf(log, "=== operator process %d starts at %s\n", o.runs, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(o.exe, append([]string{"operator"}, o.args...)...)
@@ -55,37 +67,64 @@ func (o *operator) start() error {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		_ = log.Close()
 		return err
 	}
-	_ = log.Close() // the child holds its own descriptor
-	o.cmd = cmd
+	done := make(chan struct{})
+	o.cmd, o.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+		o.exited(cmd)
+	}()
 	return nil
 }
 
-// kill sends SIGKILL to the running operator process and reaps it: nothing shuts down
-// cleanly, no deferred function, no graceful shutdown of the manager runs.
-func (o *operator) kill() error {
+// exited restarts a process that ended without being killed.
+func (o *operator) exited(cmd *exec.Cmd) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cmd == nil {
-		return nil
-	}
-	err := o.cmd.Process.Signal(syscall.SIGKILL)
-	_ = o.cmd.Wait()
-	if o.cmd.ProcessState != nil && !o.cmd.ProcessState.Exited() {
-		err = nil // killed by the signal, as meant
-	}
-	exited := o.cmd.ProcessState != nil && o.cmd.ProcessState.Exited()
-	code := 0
-	if exited {
-		code = o.cmd.ProcessState.ExitCode()
+	if o.cmd != cmd {
+		o.mu.Unlock()
+		return // killed on purpose
 	}
 	o.cmd = nil
-	if exited {
-		return fmt.Errorf("the operator process had exited by itself (code %d) before the kill: see %s", code, o.logPath)
+	o.crashes++
+	o.mu.Unlock()
+	time.Sleep(time.Second)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cmd == nil && !o.stopped {
+		if err := o.launch(); err != nil {
+			progress("restarting the operator process: " + err.Error())
+		}
 	}
-	return err
+}
+
+// kill sends SIGKILL to the running operator process and waits until it is gone: nothing
+// shuts down cleanly, no deferred function, no graceful shutdown of the manager runs.
+func (o *operator) kill() {
+	o.mu.Lock()
+	cmd, done := o.cmd, o.done
+	o.cmd = nil
+	o.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-done
+}
+
+// shutdown kills the operator for good.
+func (o *operator) shutdown() {
+	o.mu.Lock()
+	o.stopped = true
+	o.mu.Unlock()
+	o.kill()
+}
+
+func (o *operator) figures() (runs, crashes int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.runs, o.crashes
 }
 
 // faults kills and restarts the operator (and, when asked, restarts the API server) at
@@ -124,10 +163,13 @@ func (f *faults) run(ctx context.Context) {
 // fault is one fault: every apiServerEvery-th an API server restart (the operator is
 // killed with it), otherwise an operator kill; the operator is started again at once.
 func (f *faults) fault(n int) {
-	err := f.op.kill()
+	f.op.kill()
+	var err error
 	apiServer := f.apiServerEvery > 0 && n%f.apiServerEvery == 0
-	if apiServer && err == nil {
-		err = f.env.RestartAPIServer()
+	if apiServer {
+		if err = f.env.RestartAPIServer(); err != nil {
+			progress("restarting the API server: " + err.Error())
+		}
 	}
 	at := time.Now()
 	if serr := f.op.start(); err == nil {

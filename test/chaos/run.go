@@ -16,9 +16,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers"
 	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/chaos/check"
 )
@@ -32,6 +36,7 @@ type result struct {
 	Kills            int           `json:"kills"`
 	APIServerRestart int           `json:"apiServerRestarts"`
 	OperatorRuns     int           `json:"operatorProcesses"`
+	OperatorCrashes  int           `json:"operatorExits"`
 	Wall             time.Duration `json:"wallNanos"`
 	FaultWindow      time.Duration `json:"faultWindowNanos"`
 	LoadBefore       string        `json:"loadBefore"`
@@ -43,8 +48,8 @@ type result struct {
 
 // Print writes the run's shape, then the checker's table.
 func (r *result) Print(w io.Writer) {
-	_, _ = fmt.Fprintf(w, "chaos: N=%d, seed %d, %.0f calls/s, faults every %s: %d operator kills (SIGKILL), %d API server restarts, %d operator processes\n",
-		r.N, r.Seed, r.Rate, r.KillEvery, r.Kills, r.APIServerRestart, r.OperatorRuns)
+	_, _ = fmt.Fprintf(w, "chaos: N=%d, seed %d, %.0f calls/s, faults every %s: %d operator kills (SIGKILL), %d API server restarts, %d operator processes (%d exited by themselves)\n",
+		r.N, r.Seed, r.Rate, r.KillEvery, r.Kills, r.APIServerRestart, r.OperatorRuns, r.OperatorCrashes)
 	_, _ = fmt.Fprintf(w, "wall %s (faults during the first %s); %d CPUs, load average before %s, after %s\n\n",
 		r.Wall.Round(100*time.Millisecond), r.FaultWindow.Round(100*time.Millisecond), r.CPUs, r.LoadBefore, r.LoadAfter)
 	r.Check.Print(w)
@@ -78,11 +83,11 @@ func run(o options) (res *result, err error) {
 	}
 
 	k := tg.NewKubelet(nil)
-	sim, err := env.StartKubelet(k)
+	stopKubelet, err := startKubelet(env, k, o.kubeletWorkers)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, sim.Stop()) }()
+	defer func() { err = errors.Join(err, stopKubelet()) }()
 	logsURL, stopLogs, err := serveLogs(k)
 	if err != nil {
 		return nil, err
@@ -97,7 +102,7 @@ func run(o options) (res *result, err error) {
 	if err := op.start(); err != nil {
 		return nil, err
 	}
-	defer func() { _ = op.kill() }()
+	defer op.shutdown()
 	if err := setupTools(ctx, env.Client, k, ns.Name, o.approvalWindow); err != nil {
 		return nil, err
 	}
@@ -140,13 +145,14 @@ func run(o options) (res *result, err error) {
 	waitTerminal(ctx, env.Client, ns.Name, o.n, last.Add(o.bound))
 	time.Sleep(time.Second) // the watch delivers the last versions
 
-	h, herr := rec.History(ctx)
-	stopRec()
+	stopRec() // the final lists come after the last watched version
 	ap.wg.Wait()
+	h, herr := rec.History(ctx)
 	h.PodStarts = podStarts(k.PodStarts())
 	h.Expectations, h.LastFault, h.TerminalBound = script, last, o.bound
 	res.Check = check.Check(h)
-	res.Kills, res.APIServerRestart, res.OperatorRuns = kills, apiRestarts, op.runs
+	res.Kills, res.APIServerRestart = kills, apiRestarts
+	res.OperatorRuns, res.OperatorCrashes = op.figures()
 	res.Wall, res.LoadAfter = time.Since(start), loadAverage()
 	for _, e := range append(append(append(ferrs, herr), rec.Errors()...), ap.errs...) {
 		if e != nil {
@@ -177,6 +183,33 @@ func newOperator(env *tg.Env, dir, logsURL string, o options) (*operator, error)
 	return &operator{exe: exe, kubeconfig: kubeconfig, args: args, logPath: filepath.Join(dir, "operator.log")}, nil
 }
 
+// startKubelet runs the simulated kubelet in a manager of its own in this process (as
+// Env.StartKubelet does) with workers concurrent reconciles: the fake cluster must not be
+// the bottleneck.
+func startKubelet(env *tg.Env, k *tg.Kubelet, workers int) (func() error, error) {
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: env.Scheme, Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{MaxConcurrentReconciles: workers},
+	})
+	if err != nil {
+		return nil, err
+	}
+	k.Client = mgr.GetClient()
+	if err := k.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		return nil, errors.Join(errors.New("the simulated kubelet's cache did not sync"), <-done)
+	}
+	return func() error { cancel(); return <-done }, nil
+}
+
 // serveLogs serves the simulated kubelet's Pod logs on a loopback port.
 func serveLogs(k *tg.Kubelet) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -197,12 +230,13 @@ func createCalls(ctx context.Context, c client.Client, ns string, calls []planne
 		if i > 0 {
 			<-tick.C
 		}
-		for {
+		for giveUp := time.Now().Add(2 * time.Minute); ; {
 			err := c.Create(ctx, pc.object(ns, i))
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				break
 			}
-			if ctx.Err() != nil || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// A restarted API server refuses (Forbidden) until its RBAC cache has synced.
+			if ctx.Err() != nil || apierrors.IsInvalid(err) || time.Now().After(giveUp) {
 				return fmt.Errorf("creating %s: %w", pc.name, err)
 			}
 			time.Sleep(check.Retry)

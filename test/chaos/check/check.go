@@ -269,9 +269,18 @@ func (c *checker) history() {
 	}
 	state := map[string]*seen{}
 	versions := append([]CallVersion(nil), c.h.Versions...)
+	newest := map[string]uint64{}
+	for _, v := range versions {
+		id := callID(v.Call.Namespace, v.Call.Name, v.Call.UID)
+		newest[id] = max(newest[id], resourceVersion(v.Call.ResourceVersion))
+	}
 	for i := range c.h.Calls {
-		// The final listing is the last version of every call.
-		versions = append(versions, CallVersion{Type: "LISTED", Call: c.h.Calls[i]})
+		// The final listing is one more version of every call, unless the watch already
+		// delivered a newer one (a list served from a cache a little behind the watch).
+		call := c.h.Calls[i]
+		if rv := resourceVersion(call.ResourceVersion); rv == 0 || rv >= newest[callID(call.Namespace, call.Name, call.UID)] {
+			versions = append(versions, CallVersion{Type: "LISTED", Call: call})
+		}
 	}
 	for _, v := range versions {
 		call := &v.Call

@@ -183,6 +183,9 @@ func TestEachRuleCanFail(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := good()
+			for i := range h.Calls {
+				h.Calls[i].ResourceVersion = "100" // the final listing is the newest version
+			}
 			tc.break_(&h)
 			rep := Check(h)
 			if rep.ViolationsByRule[tc.rule] == 0 {
@@ -199,6 +202,19 @@ func TestEachRuleCanFail(t *testing.T) {
 				t.Errorf("the printed report does not list the violation:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// A final listing older than a version the watch delivered is not a change back.
+func TestAStaleFinalListingIsNotAChange(t *testing.T) {
+	h := good()
+	stale := h.Versions[0].Call // retried, Running, resourceVersion 10
+	h.Calls[0] = stale
+	h.Calls[0].Status = h.Versions[6].Call.Status
+	h.Calls[0].Status.Phase, h.Calls[0].Status.Result, h.Calls[0].Status.ResultDigest = v1alpha1.PhaseRunning, nil, ""
+	rep := Check(h)
+	if rep.ViolationsByRule[RuleResultChanged] != 0 {
+		t.Errorf("a stale listing counted as a change: %+v", rep.Violations)
 	}
 }
 

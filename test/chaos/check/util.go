@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,13 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
+
+// resourceVersion reads a resourceVersion as the number etcd makes it (0 when it is not
+// one: resourceVersions are opaque to clients, so an unreadable one is not compared).
+func resourceVersion(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
+	return n
+}
 
 // name renders a call id (uid or namespace/name) as namespace/name when the call is known.
 func (c *checker) name(id string) string {
