@@ -38,6 +38,7 @@ type options struct {
 	timeout          time.Duration
 	jsonOut, verbose bool
 	keep             string
+	kubeletWorkers   int
 }
 
 func main() {
