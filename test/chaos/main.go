@@ -39,6 +39,7 @@ type options struct {
 	jsonOut, verbose bool
 	keep             string
 	kubeletWorkers   int
+	jsonFile         string
 }
 
 func main() {
@@ -63,7 +64,8 @@ func main() {
 	flag.IntVar(&o.apiServerEvery, "apiserver-every", 3, "with -restart-apiserver, every how many faults the API server restarts")
 	flag.Uint64Var(&o.seed, "seed", 0, "random seed (0: from the clock; the report prints it)")
 	flag.DurationVar(&o.timeout, "timeout", 20*time.Minute, "global timeout")
-	flag.BoolVar(&o.jsonOut, "json", false, "print the report as JSON")
+	flag.BoolVar(&o.jsonOut, "json", false, "print the report as JSON instead of the table")
+	flag.StringVar(&o.jsonFile, "json-file", "", "also write the report as JSON to this file")
 	flag.BoolVar(&o.verbose, "v", false, "log the harness's controllers (kubelet) at info level")
 	flag.StringVar(&o.keep, "operator-log", "", "write the operator processes' logs here (default: a temporary file, removed)")
 	flag.Parse()
@@ -85,10 +87,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
+	data, _ := json.MarshalIndent(res, "", "  ")
+	if o.jsonFile != "" {
+		if err := os.WriteFile(o.jsonFile, append(data, '\n'), 0o644); err != nil {
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}
 	if o.jsonOut {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		_, _ = os.Stdout.Write(append(data, '\n'))
 	} else {
 		res.Print(os.Stdout)
 	}
