@@ -174,7 +174,7 @@ func (e *Env) RestartAPIServer() error {
 		}
 		errs = append(errs, err)
 	}
-	return fmt.Errorf("starting kube-apiserver again (stop: %v): %w", stopErr, errors.Join(errs...))
+	return fmt.Errorf("starting kube-apiserver again: %w", errors.Join(append([]error{stopErr}, errs...)...))
 }
 
 func (e *Env) setup(opts Options) error {

@@ -19,10 +19,10 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-
-	"github.com/toolgate/toolgate/controllers"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/toolgate/toolgate/controllers"
 )
 
 type options struct {
