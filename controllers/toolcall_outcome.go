@@ -42,7 +42,10 @@ func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipel
 	}
 	o := base
 	switch job := v.Job; {
-	case !job.DeletionTimestamp.IsZero():
+	case !job.DeletionTimestamp.IsZero() && !v.PastDeadline:
+		// Past the deadline a Job being deleted is the operator's own stop (stopJob deletes
+		// it before the status write that records DeadlineExceeded): a restart between the
+		// two must not turn the deadline into JobDeleted (and retry it as such).
 		o.TerminationReason = pipeline.TerminationJobDeleted
 	case jobFailedReason(job) != "":
 		// BackoffLimitExceeded with no Pod (force-deleted, its node lost), PodFailurePolicy,

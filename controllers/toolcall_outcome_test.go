@@ -299,6 +299,13 @@ func TestAttemptOutcome(t *testing.T) {
 			want: &wantResult{reason: pipeline.ReasonJobDeleted}},
 		{name: "operator deadline", job: jobWith(), pod: podWith(corev1.PodRunning, "", running()), pastDeadline: true,
 			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		// The operator deletes the Job at its deadline before it writes the outcome; a restart
+		// in between finds the Job being deleted (found by the chaos harness, test/chaos).
+		{name: "operator deadline, Job deleted before the status write", job: deletingJob(), pod: podWith(corev1.PodRunning, "", running()),
+			pastDeadline: true, want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		{name: "operator deadline, never started, Job deleted before the status write", job: deletingJob(),
+			pod: podWith(corev1.PodPending, "", waiting("ImagePullBackOff")), pastDeadline: true,
+			want: &wantResult{reason: pipeline.ReasonImageNeverStarted}},
 		{name: "Job without a frame key", job: func() *batchv1.Job {
 			j := jobWith()
 			j.Spec.Template.Spec.Containers[0].Env = nil

@@ -77,6 +77,11 @@ type Options struct {
 	// SetupTimeout bounds installing the policies and waiting until they take effect.
 	// Default 30s.
 	SetupTimeout time.Duration
+
+	// RestartableAPIServer keeps the API server's certificates in a directory of the Env's
+	// own (removed by Stop), so that Env.RestartAPIServer can stop and start it again on
+	// the same port and etcd with the same serving certificate: clients keep working.
+	RestartableAPIServer bool
 }
 
 // Env is a running kube-apiserver and etcd with toolgate's CRDs (and, unless skipped, its
@@ -90,6 +95,9 @@ type Env struct {
 	Scheme *k8sruntime.Scheme
 	// Env is the underlying envtest environment.
 	Env *envtest.Environment
+
+	// certDir is the API server's certificate directory with RestartableAPIServer.
+	certDir string
 }
 
 // Start starts kube-apiserver and etcd, installs the embedded CRDs (waiting until they are
@@ -115,15 +123,47 @@ func Start(opts Options) (*Env, error) {
 		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds},
 		AttachControlPlaneOutput: opts.AttachControlPlaneOutput,
 	}
+	certDir := ""
+	if opts.RestartableAPIServer {
+		if certDir, err = os.MkdirTemp("", "toolgatetest-apiserver-"); err != nil {
+			return nil, err
+		}
+		te.ControlPlane.GetAPIServer().CertDir = certDir
+	}
 	cfg, err := te.Start()
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), te.Stop())
+		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), te.Stop(), removeDir(certDir))
 	}
-	e := &Env{Config: cfg, Scheme: scheme, Env: te}
+	e := &Env{Config: cfg, Scheme: scheme, Env: te, certDir: certDir}
 	if err := e.setup(opts); err != nil {
 		return nil, errors.Join(err, te.Stop())
 	}
 	return e, nil
+}
+
+func removeDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	return os.RemoveAll(dir)
+}
+
+// RestartAPIServer stops the kube-apiserver (gracefully: SIGTERM, then its stop timeout)
+// and starts it again on the same port, etcd and certificates; it returns once the new one
+// answers its health check. Needs Options.RestartableAPIServer. Clients and watches see
+// the API server go away and come back, as on a control-plane restart.
+func (e *Env) RestartAPIServer() error {
+	if e.certDir == "" {
+		return errors.New("RestartAPIServer needs Options.RestartableAPIServer")
+	}
+	api := e.Env.ControlPlane.GetAPIServer()
+	if err := api.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
 }
 
 func (e *Env) setup(opts Options) error {
@@ -160,7 +200,7 @@ func (e *Env) Stop() error {
 	if e == nil || e.Env == nil {
 		return nil
 	}
-	return e.Env.Stop()
+	return errors.Join(e.Env.Stop(), removeDir(e.certDir))
 }
 
 // UserConfig provisions a user (a client certificate with CN=name, O=groups) and returns

@@ -3,7 +3,9 @@ package toolgatetest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +62,10 @@ type Outcome struct {
 	Bomb bool
 	// Hold leaves the Pod running until Kubelet.Finish is called.
 	Hold bool
+	// After keeps the Pod running (its container started) that long before the outcome
+	// plays: a body that takes time, during which the operator may be away. It counts from
+	// the Job's status.startTime (whole seconds), so a Kubelet that restarts still plays it.
+	After time.Duration
 }
 
 // BombBytes is the stdout an Outcome.Bomb frame inflates to (from about 16 KiB of gzip,
@@ -74,6 +80,8 @@ type Kubelet struct {
 	client.Client
 	mu       sync.Mutex
 	scripts  map[string]Outcome
+	attempts map[string][]Outcome
+	starts   []PodStart
 	logs     map[types.NamespacedName][]byte
 	logReads map[types.NamespacedName][]LogRead
 	pods     int
@@ -86,10 +94,23 @@ type LogRead struct {
 	TailLines, LimitBytes int64
 }
 
+// PodStart is one Pod the Kubelet created for a Job: one start of a tool body.
+type PodStart struct {
+	Namespace, Pod, Job string
+	JobUID              types.UID
+	// Call is the call's name (the Job's toolgate.dev/call-name annotation), CallUID the
+	// Job's controller (the call).
+	Call    string
+	CallUID types.UID
+	// Attempt is the Job's toolgate.dev/attempt label.
+	Attempt int
+	At      time.Time
+}
+
 // NewKubelet returns a Kubelet using c (a client with toolgate's scheme).
 func NewKubelet(c client.Client) *Kubelet {
-	return &Kubelet{Client: c, scripts: map[string]Outcome{}, logs: map[types.NamespacedName][]byte{},
-		logReads: map[types.NamespacedName][]LogRead{}}
+	return &Kubelet{Client: c, scripts: map[string]Outcome{}, attempts: map[string][]Outcome{},
+		logs: map[types.NamespacedName][]byte{}, logReads: map[types.NamespacedName][]LogRead{}}
 }
 
 // Script sets the outcome of every Pod of the named tool (its model-facing name).
@@ -99,11 +120,26 @@ func (k *Kubelet) Script(tool string, o Outcome) {
 	k.scripts[tool] = o
 }
 
+// ScriptAttempts sets the outcome of each attempt of the named tool's calls: attempt i
+// plays outcomes[i-1], and attempts past the last play the last. It wins over Script.
+func (k *Kubelet) ScriptAttempts(tool string, outcomes ...Outcome) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.attempts[tool] = append([]Outcome(nil), outcomes...)
+}
+
 // PodsStarted counts the Pods the Kubelet created (one per Job attempt).
 func (k *Kubelet) PodsStarted() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.pods
+}
+
+// PodStarts returns every Pod the Kubelet created so far, in order.
+func (k *Kubelet) PodStarts() []PodStart {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]PodStart(nil), k.starts...)
 }
 
 // SetupWithManager runs the Kubelet as a controller of toolgate's Jobs, with the TTL
@@ -126,8 +162,12 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err := k.Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil {
+	if !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	o := k.scriptFor(job)
+	if job.Status.StartTime != nil {
+		return k.playAfter(ctx, job, o)
 	}
 	pod, err := k.createPod(ctx, job)
 	if err != nil {
@@ -139,7 +179,40 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err := k.Status().Update(ctx, job); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, k.play(ctx, job, pod, k.scriptFor(job))
+	if o.After > 0 && !o.Hold {
+		if err := k.play(ctx, job, pod, Outcome{Hold: true}); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: o.After}, nil
+	}
+	return ctrl.Result{}, k.play(ctx, job, pod, o)
+}
+
+// playAfter plays an Outcome.After once its time has come, for a Job whose Pod runs.
+func (k *Kubelet) playAfter(ctx context.Context, job *batchv1.Job, o Outcome) (ctrl.Result, error) {
+	if o.After <= 0 || o.Hold || jobFinished(job) {
+		return ctrl.Result{}, nil
+	}
+	if wait := time.Until(job.Status.StartTime.Add(o.After)); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	pod := &corev1.Pod{}
+	if err := k.Get(ctx, types.NamespacedName{Namespace: job.Namespace, Name: podName(job)}, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pod.DeletionTimestamp.IsZero() || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, k.play(ctx, job, pod, o)
+}
+
+func jobFinished(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // Finish ends a held Pod (Outcome.Hold) of the named Job with o.
@@ -160,7 +233,12 @@ func (k *Kubelet) scriptFor(job *batchv1.Job) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// The annotation holds the exact tool name; the label may be a hash of it.
-	if o, ok := k.scripts[job.Annotations[controllers.AnnotationTool]]; ok {
+	tool := job.Annotations[controllers.AnnotationTool]
+	if list := k.attempts[tool]; len(list) > 0 {
+		attempt, _ := strconv.Atoi(job.Labels[controllers.LabelAttempt])
+		return list[min(max(attempt, 1), len(list))-1]
+	}
+	if o, ok := k.scripts[tool]; ok {
 		return o
 	}
 	return Outcome{Echo: true}
@@ -184,8 +262,15 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 		return pod, k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
 	}
 	if err == nil {
+		start := PodStart{Namespace: pod.Namespace, Pod: pod.Name, Job: job.Name, JobUID: job.UID,
+			Call: job.Annotations[controllers.AnnotationCallName], At: time.Now()}
+		start.Attempt, _ = strconv.Atoi(job.Labels[controllers.LabelAttempt])
+		if owner := metav1.GetControllerOf(job); owner != nil {
+			start.CallUID = owner.UID
+		}
 		k.mu.Lock()
 		k.pods++
+		k.starts = append(k.starts, start)
 		k.mu.Unlock()
 	}
 	return pod, err

@@ -1,0 +1,405 @@
+package check
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers"
+)
+
+// Rules, one per promise. A Violation names the rule it breaks.
+const (
+	// RuleLost: a call the script made is not among the calls listed at the end.
+	RuleLost = "lost"
+	// RuleNotTerminal: a call is not Succeeded, Failed or Denied at the end.
+	RuleNotTerminal = "not-terminal"
+	// RuleTerminalLate: a call was first seen terminal later than TerminalBound after the
+	// last fault.
+	RuleTerminalLate = "terminal-late"
+	// RuleJobsPerAttempt: an attempt had more than one Job (two UIDs).
+	RuleJobsPerAttempt = "jobs-per-attempt"
+	// RulePodStartsPerAttempt: an attempt's body started more than once.
+	RulePodStartsPerAttempt = "pod-starts-per-attempt"
+	// RuleAttempts: more attempts than the retry policy allows, fewer than the script
+	// needs, or a Job or Pod for an attempt the call never recorded.
+	RuleAttempts = "attempts"
+	// RuleResultChanged: a result, its digest or a terminal phase changed after it was
+	// first written (from the watch history and the terminal Events).
+	RuleResultChanged = "result-changed"
+	// RuleVerdictAfterDeny: a version after one with verdict Deny has another verdict.
+	RuleVerdictAfterDeny = "verdict-after-deny"
+	// RuleApprovalReused: an approval decided a call it does not name, or a call was
+	// decided by an approval that is not bound to and consumed by it.
+	RuleApprovalReused = "approval-reused"
+	// RuleOutcome: the call ended in another phase or reason than its script says.
+	RuleOutcome = "outcome"
+	// RuleRanWhenDenied: a Job or Pod start exists for a call that must not run (denied).
+	RuleRanWhenDenied = "ran-when-denied"
+)
+
+// Rules lists every rule, in report order.
+func Rules() []string {
+	return []string{RuleLost, RuleNotTerminal, RuleTerminalLate, RuleJobsPerAttempt, RulePodStartsPerAttempt,
+		RuleAttempts, RuleResultChanged, RuleVerdictAfterDeny, RuleApprovalReused, RuleOutcome, RuleRanWhenDenied}
+}
+
+// Violation is one broken promise.
+type Violation struct {
+	Rule string `json:"rule"`
+	// Call is namespace/name of the call concerned (empty for an approval on its own).
+	Call   string `json:"call,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// attemptKey identifies one attempt of one call: the call's uid when known, else its
+// namespace/name.
+type attemptKey struct {
+	call    string
+	attempt int
+}
+
+func callID(ns, name string, uid types.UID) string {
+	if uid != "" {
+		return string(uid)
+	}
+	return ns + "/" + name
+}
+
+// checker accumulates a Report.
+type checker struct {
+	h   History
+	rep *Report
+	// byUID maps a call uid to its namespace/name, for messages.
+	names map[string]string
+}
+
+func (c *checker) fail(rule, call, format string, args ...any) {
+	c.rep.Violations = append(c.rep.Violations, Violation{Rule: rule, Call: call, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Check reads the history and reports every violation and the run's figures.
+func Check(h History) Report {
+	c := &checker{h: h, rep: &Report{Outcomes: map[string]int{}, Scenarios: map[string]int{}}, names: map[string]string{}}
+	for i := range h.Calls {
+		call := &h.Calls[i]
+		c.names[string(call.UID)] = call.Namespace + "/" + call.Name
+	}
+	c.rep.Versions, c.rep.WatchGaps, c.rep.Events = len(h.Versions), h.WatchGaps, len(h.Events)
+	c.terminal()
+	c.timeToTerminal()
+	c.perAttempt()
+	c.history()
+	c.terminalEvents()
+	c.approvals()
+	c.outcomes()
+	sort.SliceStable(c.rep.Violations, func(i, j int) bool {
+		return slices.Index(Rules(), c.rep.Violations[i].Rule) < slices.Index(Rules(), c.rep.Violations[j].Rule)
+	})
+	c.rep.ViolationsByRule = map[string]int{}
+	for _, v := range c.rep.Violations {
+		c.rep.ViolationsByRule[v.Rule]++
+	}
+	return *c.rep
+}
+
+// terminal: every scripted call exists and every call is terminal.
+func (c *checker) terminal() {
+	listed := map[types.NamespacedName]bool{}
+	for i := range c.h.Calls {
+		call := &c.h.Calls[i]
+		listed[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}] = true
+		c.rep.Calls++
+		if call.Status.Phase.IsTerminal() {
+			c.rep.Terminal++
+		} else {
+			c.fail(RuleNotTerminal, call.Namespace+"/"+call.Name, "phase %q at the end (%s)", call.Status.Phase, lastCondition(call))
+		}
+	}
+	for _, key := range sortedKeys(c.h.Expectations) {
+		if !listed[key] {
+			c.rep.Calls++
+			c.fail(RuleLost, key.String(), "the script made this call and it is not listed at the end")
+		}
+	}
+}
+
+// timeToTerminal: when each call was first seen terminal, relative to the last fault.
+func (c *checker) timeToTerminal() {
+	first := map[string]time.Time{}
+	for _, v := range c.h.Versions {
+		id := callID(v.Call.Namespace, v.Call.Name, v.Call.UID)
+		if _, ok := first[id]; !ok && v.Call.Status.Phase.IsTerminal() {
+			first[id] = v.Observed
+		}
+	}
+	if c.h.LastFault.IsZero() {
+		return
+	}
+	for i := range c.h.Calls {
+		call := &c.h.Calls[i]
+		at, ok := first[callID(call.Namespace, call.Name, call.UID)]
+		if !ok {
+			continue
+		}
+		d := at.Sub(c.h.LastFault)
+		if d <= 0 {
+			continue
+		}
+		c.rep.TerminalAfterLastFault++
+		if d > c.rep.MaxTimeToTerminal {
+			c.rep.MaxTimeToTerminal, c.rep.SlowestAfterLastFault = d, call.Namespace+"/"+call.Name
+		}
+		if c.h.TerminalBound > 0 && d > c.h.TerminalBound {
+			c.fail(RuleTerminalLate, call.Namespace+"/"+call.Name, "first seen terminal %s after the last fault (bound %s)",
+				d.Round(time.Millisecond), c.h.TerminalBound)
+		}
+	}
+}
+
+// perAttempt: Jobs and Pod starts per attempt, attempts per call.
+func (c *checker) perAttempt() {
+	jobs := map[attemptKey]map[types.UID]bool{}
+	for _, j := range c.h.Jobs {
+		k := attemptKey{callID(j.Namespace, j.Call, j.CallUID), j.Attempt}
+		if jobs[k] == nil {
+			jobs[k] = map[types.UID]bool{}
+		}
+		jobs[k][j.UID] = true
+	}
+	starts := map[attemptKey]int{}
+	for _, p := range c.h.PodStarts {
+		starts[attemptKey{callID(p.Namespace, p.Call, p.CallUID), p.Attempt}]++
+	}
+	c.rep.Jobs, c.rep.PodStarts = len(c.h.Jobs), len(c.h.PodStarts)
+	for _, k := range sortedAttempts(jobs) {
+		n := len(jobs[k])
+		c.rep.MaxJobsPerAttempt = max(c.rep.MaxJobsPerAttempt, n)
+		if n > 1 {
+			c.fail(RuleJobsPerAttempt, c.name(k.call), "attempt %d had %d Jobs", k.attempt, n)
+		}
+	}
+	for _, k := range sortedAttempts(starts) {
+		n := starts[k]
+		c.rep.MaxPodStartsPerAttempt = max(c.rep.MaxPodStartsPerAttempt, n)
+		if n > 1 {
+			c.fail(RulePodStartsPerAttempt, c.name(k.call), "attempt %d's body started %d times", k.attempt, n)
+		}
+	}
+	for i := range c.h.Calls {
+		c.attempts(&c.h.Calls[i], jobs, starts)
+	}
+}
+
+// attempts checks one call's attempts against its retry policy and its Jobs and Pods.
+func (c *checker) attempts(call *v1alpha1.ToolCall, jobs map[attemptKey]map[types.UID]bool, starts map[attemptKey]int) {
+	name := call.Namespace + "/" + call.Name
+	exp := c.h.Expectations[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}]
+	limit := exp.MaxAttempts
+	if limit == 0 && call.Status.Tool != nil && call.Status.Tool.Spec != nil {
+		limit = int(call.Status.Tool.Spec.Retry.MaxAttempts)
+	}
+	if limit == 0 {
+		limit = 1
+	}
+	n := len(call.Status.Attempts)
+	c.rep.Attempts += n
+	c.rep.MaxAttemptsPerCall = max(c.rep.MaxAttemptsPerCall, n)
+	if n > limit {
+		c.fail(RuleAttempts, name, "%d attempts, the retry policy allows %d", n, limit)
+	}
+	if call.Status.Phase.IsTerminal() && n < exp.MinAttempts {
+		c.fail(RuleAttempts, name, "%d attempts, the script needs at least %d", n, exp.MinAttempts)
+	}
+	recorded := map[int]bool{}
+	for _, a := range call.Status.Attempts {
+		recorded[int(a.Attempt)] = true
+	}
+	ids := map[string]bool{callID(call.Namespace, call.Name, call.UID): true, call.Namespace + "/" + call.Name: true}
+	if exp.MustNotRun || call.Status.Phase == v1alpha1.PhaseDenied {
+		c.ranWhenDenied(call, ids, jobs, starts)
+		return
+	}
+	for _, k := range sortedAttempts(jobs) {
+		if ids[k.call] && !recorded[k.attempt] {
+			c.fail(RuleAttempts, name, "a Job of attempt %d, which the call never recorded (attempts %d)", k.attempt, n)
+		}
+	}
+	for _, k := range sortedAttempts(starts) {
+		if ids[k.call] && !recorded[k.attempt] {
+			c.fail(RuleAttempts, name, "a Pod start of attempt %d, which the call never recorded (attempts %d)", k.attempt, n)
+		}
+	}
+}
+
+// ranWhenDenied: a call that must not run (denied) has no Job and no Pod start.
+func (c *checker) ranWhenDenied(call *v1alpha1.ToolCall, ids map[string]bool, jobs map[attemptKey]map[types.UID]bool, starts map[attemptKey]int) {
+	ran := 0
+	for k, uids := range jobs {
+		if ids[k.call] {
+			ran += len(uids)
+		}
+	}
+	for k, s := range starts {
+		if ids[k.call] {
+			ran += s
+		}
+	}
+	if ran > 0 {
+		c.fail(RuleRanWhenDenied, call.Namespace+"/"+call.Name, "phase %s (the script: it must not run) but %d Jobs and Pod starts", call.Status.Phase, ran)
+	}
+}
+
+// history walks the watch history of each call: a written result, digest or terminal phase
+// never changes, and a Deny verdict stays Deny.
+func (c *checker) history() {
+	type seen struct {
+		result   *v1alpha1.ToolResult
+		digest   string
+		terminal v1alpha1.ToolCallPhase
+		denied   bool
+		reported map[string]bool
+	}
+	state := map[string]*seen{}
+	versions := append([]CallVersion(nil), c.h.Versions...)
+	for i := range c.h.Calls {
+		// The final listing is the last version of every call.
+		versions = append(versions, CallVersion{Type: "LISTED", Call: c.h.Calls[i]})
+	}
+	for _, v := range versions {
+		call := &v.Call
+		id := callID(call.Namespace, call.Name, call.UID)
+		name := call.Namespace + "/" + call.Name
+		s := state[id]
+		if s == nil {
+			s = &seen{reported: map[string]bool{}}
+			state[id] = s
+		}
+		fail := func(rule, format string, args ...any) {
+			if key := rule + format; !s.reported[key] {
+				s.reported[key] = true
+				c.fail(rule, name, format+" (resourceVersion %s)", append(args, call.ResourceVersion)...)
+			}
+		}
+		st := &call.Status
+		if v.Type == "DELETED" {
+			continue
+		}
+		if s.result != nil && (st.Result == nil || !equality.Semantic.DeepEqual(*s.result, *st.Result)) {
+			fail(RuleResultChanged, "the result changed after it was written: %s → %s", describe(s.result), describe(st.Result))
+		}
+		if s.digest != "" && st.ResultDigest != s.digest {
+			fail(RuleResultChanged, "resultDigest changed from %s to %q", s.digest, st.ResultDigest)
+		}
+		if s.terminal != "" && st.Phase != s.terminal {
+			fail(RuleResultChanged, "phase changed from terminal %s to %q", s.terminal, st.Phase)
+		}
+		if s.denied && st.Verdict != v1alpha1.VerdictDeny {
+			fail(RuleVerdictAfterDeny, "verdict %q after Deny", st.Verdict)
+		}
+		if s.result == nil && st.Result != nil {
+			s.result = st.Result.DeepCopy()
+		}
+		if s.digest == "" {
+			s.digest = st.ResultDigest
+		}
+		if s.terminal == "" && st.Phase.IsTerminal() {
+			s.terminal = st.Phase
+		}
+		s.denied = s.denied || st.Verdict == v1alpha1.VerdictDeny
+	}
+}
+
+// terminalEvents: the operator emits one terminal event (ResultFrozen or Denied) per
+// result it freezes; two that differ mean two results were frozen for one call.
+func (c *checker) terminalEvents() {
+	notes := map[types.UID]map[string]bool{}
+	for i := range c.h.Events {
+		e := &c.h.Events[i]
+		if e.Reason != controllers.EventResultFrozen && e.Reason != controllers.EventDenied {
+			continue
+		}
+		uid := e.Regarding.UID
+		if notes[uid] == nil {
+			notes[uid] = map[string]bool{}
+		}
+		notes[uid][e.Note] = true
+	}
+	for uid, set := range notes {
+		if len(set) > 1 {
+			c.fail(RuleResultChanged, c.name(string(uid)), "%d different terminal events: %s", len(set), strings.Join(sortedSet(set), " | "))
+		}
+	}
+}
+
+// approvals: an approval decides only the call it names; a call decided by an approval
+// has one bound to it and consumed by it.
+func (c *checker) approvals() {
+	byName := map[types.NamespacedName][]*v1alpha1.ToolCallApproval{}
+	for i := range c.h.Approvals {
+		a := &c.h.Approvals[i]
+		key := types.NamespacedName{Namespace: a.Namespace, Name: a.Name}
+		byName[key] = append(byName[key], a)
+		if a.Status.ConsumedBy != "" && a.Status.ConsumedBy != a.Spec.CallUID {
+			c.fail(RuleApprovalReused, c.name(a.Status.ConsumedBy), "approval %s/%s (for call uid %s) decided call uid %s",
+				a.Namespace, a.Name, a.Spec.CallUID, a.Status.ConsumedBy)
+		}
+	}
+	for i := range c.h.Calls {
+		call := &c.h.Calls[i]
+		adm := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted)
+		if adm == nil || !decidedByApproval(adm.Reason) {
+			continue
+		}
+		c.rep.ApprovalDecisions++
+		bound := false
+		for _, a := range byName[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}] {
+			bound = bound || (a.Spec.CallUID == string(call.UID) && a.Status.ConsumedBy == string(call.UID))
+		}
+		if !bound {
+			c.fail(RuleApprovalReused, call.Namespace+"/"+call.Name, "decided by an approval (Admitted %s) but no approval names uid %s and is consumed by it",
+				adm.Reason, call.UID)
+		}
+	}
+}
+
+func decidedByApproval(reason string) bool {
+	return reason == v1alpha1.ReasonApproved || reason == v1alpha1.ReasonApprovalDenied || reason == v1alpha1.ReasonApprovalDigestMismatch
+}
+
+// outcomes: each scripted call ended as its script says.
+func (c *checker) outcomes() {
+	for i := range c.h.Calls {
+		call := &c.h.Calls[i]
+		reason := ""
+		if call.Status.Result != nil {
+			reason = call.Status.Result.Reason
+		}
+		c.rep.Outcomes[outcomeKey(call.Status.Phase, reason)]++
+		exp, ok := c.h.Expectations[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}]
+		if !ok {
+			continue
+		}
+		c.rep.Scenarios[exp.Scenario]++
+		if !call.Status.Phase.IsTerminal() {
+			continue // reported as not terminal
+		}
+		wantReason := slices.Contains(exp.Reasons, reason) || (len(exp.Reasons) == 0 && reason == "")
+		if call.Status.Phase != exp.Phase || !wantReason {
+			c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ended %s, the script says %s",
+				exp.Scenario, outcomeKey(call.Status.Phase, reason), expected(exp))
+		}
+		if exp.Approval == Approve && call.Status.Phase != v1alpha1.PhaseDenied {
+			if adm := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); adm == nil || adm.Reason != v1alpha1.ReasonApproved {
+				c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ran without being Approved (Admitted %s)", exp.Scenario, conditionReason(adm))
+			}
+		}
+	}
+}

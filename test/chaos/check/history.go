@@ -1,0 +1,122 @@
+// Package check reads the whole history of a chaos run against toolgate — every ToolCall
+// version the API server served, the Jobs and Pod starts of every attempt, the Events and
+// the ToolCallApprovals — and checks the operator's promises against it: every call ends,
+// at most one Job and one Pod start per attempt, no more attempts than the retry policy,
+// a result never changes once written, a Deny is final, an approval answers one call, and
+// every call ends the way its script says it must.
+//
+// It knows nothing of how the history was made: the envtest harness (test/chaos) and the
+// real-cluster run fill the same History (Recorder watches ToolCalls, Jobs and Pods of any
+// cluster) and call Check.
+package check
+
+import (
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// History is everything a run left behind, read after the last fault.
+type History struct {
+	// Calls are the ToolCalls as finally listed.
+	Calls []v1alpha1.ToolCall
+	// Versions is the watch history of ToolCalls: every version the API server served
+	// (ADDED, MODIFIED, DELETED), in the order received. Recorder fills it.
+	Versions []CallVersion
+	// WatchGaps counts the times the ToolCall watch had to re-list (its resourceVersion
+	// was too old): versions between the two may be missing, which weakens (never fails)
+	// the result and verdict checks.
+	WatchGaps int
+	// Jobs are the tool Jobs ever seen (each UID once), deleted ones included.
+	Jobs []JobRecord
+	// PodStarts are the tool Pods started, per call and attempt: the simulated kubelet's
+	// own record in envtest, the Pods seen on a real cluster.
+	PodStarts []PodStart
+	// Events are the events.k8s.io Events of the run's namespaces.
+	Events []eventsv1.Event
+	// Approvals are the ToolCallApprovals as finally listed.
+	Approvals []v1alpha1.ToolCallApproval
+	// Expectations say, per call (namespace/name), how the script says it must end. A
+	// call without one is checked only against the rules that need no script.
+	Expectations map[types.NamespacedName]Expectation
+	// LastFault is when the last fault (operator kill, API server restart) ended; zero
+	// when none. Time to terminal is measured from it.
+	LastFault time.Time
+	// TerminalBound, when positive, is how long after LastFault every call must have been
+	// seen terminal.
+	TerminalBound time.Duration
+}
+
+// CallVersion is one ToolCall version as a watch delivered it.
+type CallVersion struct {
+	// Type is the watch event type: ADDED, MODIFIED or DELETED (a re-list reports ADDED).
+	Type string `json:"type"`
+	// Observed is when the harness received it (its own clock).
+	Observed time.Time `json:"observed"`
+	// Call is the object as served.
+	Call v1alpha1.ToolCall `json:"call"`
+}
+
+// JobRecord is one tool Job the run saw.
+type JobRecord struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Call is the call's name (annotation toolgate.dev/call-name), CallUID its controller
+	// owner's uid.
+	Call    string    `json:"call"`
+	CallUID types.UID `json:"callUID"`
+	// Attempt is the label toolgate.dev/attempt (0 when absent or not a number).
+	Attempt int       `json:"attempt"`
+	Created time.Time `json:"created"`
+}
+
+// PodStart is one start of a tool Pod: the body ran (or began to) once more.
+type PodStart struct {
+	Namespace string    `json:"namespace"`
+	Pod       string    `json:"pod"`
+	PodUID    types.UID `json:"podUID,omitempty"`
+	Job       string    `json:"job"`
+	JobUID    types.UID `json:"jobUID,omitempty"`
+	Call      string    `json:"call"`
+	CallUID   types.UID `json:"callUID"`
+	Attempt   int       `json:"attempt"`
+	At        time.Time `json:"at"`
+}
+
+// Approval says how the harness answered a call that must wait for approval.
+type Approval string
+
+const (
+	// NoApproval: the call never asks (its policy allows or denies outright).
+	NoApproval Approval = ""
+	// Approve: an approver approves it.
+	Approve Approval = "Approve"
+	// Deny: an approver denies it.
+	Deny Approval = "Deny"
+	// Unanswered: nobody answers; the window closes.
+	Unanswered Approval = "Unanswered"
+)
+
+// Expectation is what the script says of one call.
+type Expectation struct {
+	// Scenario names the kind of call, for the report ("unsafe-session", "approve", …).
+	Scenario string `json:"scenario"`
+	// Phase is the terminal phase the call must end in.
+	Phase v1alpha1.ToolCallPhase `json:"phase"`
+	// Reasons are the result reasons allowed (any of them); empty requires an empty
+	// reason (a success).
+	Reasons []string `json:"reasons,omitempty"`
+	// MaxAttempts is the tool's retry.maxAttempts (0 reads it from the call's snapshot).
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// MinAttempts is the fewest attempts the call must have made (a scripted retry that
+	// ends in success took at least two).
+	MinAttempts int `json:"minAttempts,omitempty"`
+	// MustNotRun says no Job may exist and no Pod may start for the call (a denial).
+	MustNotRun bool `json:"mustNotRun,omitempty"`
+	// Approval is how the harness answered it.
+	Approval Approval `json:"approval,omitempty"`
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/chaos/check"
+)
+
+// result is the harness's report: the run's shape and the checker's report.
+type result struct {
+	N                int           `json:"n"`
+	Seed             uint64        `json:"seed"`
+	Rate             float64       `json:"rate"`
+	KillEvery        string        `json:"killEvery"`
+	Kills            int           `json:"kills"`
+	APIServerRestart int           `json:"apiServerRestarts"`
+	OperatorRuns     int           `json:"operatorProcesses"`
+	Wall             time.Duration `json:"wallNanos"`
+	FaultWindow      time.Duration `json:"faultWindowNanos"`
+	LoadBefore       string        `json:"loadBefore"`
+	LoadAfter        string        `json:"loadAfter"`
+	CPUs             int           `json:"cpus"`
+	Errors           []string      `json:"errors,omitempty"`
+	Check            check.Report  `json:"check"`
+}
+
+// Print writes the run's shape, then the checker's table.
+func (r *result) Print(w io.Writer) {
+	_, _ = fmt.Fprintf(w, "chaos: N=%d, seed %d, %.0f calls/s, faults every %s: %d operator kills (SIGKILL), %d API server restarts, %d operator processes\n",
+		r.N, r.Seed, r.Rate, r.KillEvery, r.Kills, r.APIServerRestart, r.OperatorRuns)
+	_, _ = fmt.Fprintf(w, "wall %s (faults during the first %s); %d CPUs, load average before %s, after %s\n\n",
+		r.Wall.Round(100*time.Millisecond), r.FaultWindow.Round(100*time.Millisecond), r.CPUs, r.LoadBefore, r.LoadAfter)
+	r.Check.Print(w)
+	for _, e := range r.Errors {
+		_, _ = fmt.Fprintln(w, "harness error:", e)
+	}
+}
+
+func run(o options) (res *result, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(o.seed, 0x70016a7e))
+	res = &result{N: o.n, Seed: o.seed, Rate: o.rate, KillEvery: fmt.Sprintf("%s–%s", o.killMin, o.killMax),
+		LoadBefore: loadAverage(), CPUs: runtime.NumCPU()}
+
+	progress("starting envtest")
+	env, err := tg.Start(tg.Options{RestartableAPIServer: o.restartAPIServer})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	dir, err := os.MkdirTemp("", "toolgate-chaos-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	ns, err := env.CreateNamespace(ctx, "chaos")
+	if err != nil {
+		return nil, err
+	}
+
+	k := tg.NewKubelet(nil)
+	sim, err := env.StartKubelet(k)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, sim.Stop()) }()
+	logsURL, stopLogs, err := serveLogs(k)
+	if err != nil {
+		return nil, err
+	}
+	defer stopLogs()
+
+	op, err := newOperator(env, dir, logsURL, o)
+	if err != nil {
+		return nil, err
+	}
+	progress("starting the operator process")
+	if err := op.start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = op.kill() }()
+	if err := setupTools(ctx, env.Client, k, ns.Name, o.approvalWindow); err != nil {
+		return nil, err
+	}
+
+	calls := plan(o.n, rng)
+	script := expectations(ns.Name, calls)
+	approverClient, err := env.AddUser("approver", []string{tg.EditorsGroup})
+	if err != nil {
+		return nil, err
+	}
+	ap := &approver{c: approverClient, ctx: ctx, script: script, maxDelay: 1500 * time.Millisecond,
+		rng: rand.New(rand.NewPCG(o.seed, 1)), answered: map[types.UID]bool{}}
+	rec, err := check.NewRecorder(env.Config, ns.Name)
+	if err != nil {
+		return nil, err
+	}
+	rec.OnCall = ap.onCall
+	recCtx, stopRec := context.WithCancel(ctx)
+	defer stopRec()
+	if err := rec.Start(recCtx); err != nil {
+		return nil, err
+	}
+
+	f := &faults{op: op, env: env, minGap: o.killMin, maxGap: o.killMax, rng: rand.New(rand.NewPCG(o.seed, 2))}
+	if o.restartAPIServer {
+		f.apiServerEvery = o.apiServerEvery
+	}
+	faultStart := time.Now()
+	f.run(ctx)
+	progress(fmt.Sprintf("creating %d calls at %.0f/s while the operator is killed every %s–%s", o.n, o.rate, o.killMin, o.killMax))
+	if err := createCalls(ctx, env.Client, ns.Name, calls, o.rate); err != nil {
+		f.stop()
+		return nil, err
+	}
+	time.Sleep(o.faultTail) // the faults go on for a while after the last call
+	f.stop()
+	res.FaultWindow = time.Since(faultStart)
+	kills, apiRestarts, last, ferrs := f.figures()
+	progress(fmt.Sprintf("faults stopped after %d kills; waiting up to %s for every call to end", kills, o.bound))
+	waitTerminal(ctx, env.Client, ns.Name, o.n, last.Add(o.bound))
+	time.Sleep(time.Second) // the watch delivers the last versions
+
+	h, herr := rec.History(ctx)
+	stopRec()
+	ap.wg.Wait()
+	h.PodStarts = podStarts(k.PodStarts())
+	h.Expectations, h.LastFault, h.TerminalBound = script, last, o.bound
+	res.Check = check.Check(h)
+	res.Kills, res.APIServerRestart, res.OperatorRuns = kills, apiRestarts, op.runs
+	res.Wall, res.LoadAfter = time.Since(start), loadAverage()
+	for _, e := range append(append(append(ferrs, herr), rec.Errors()...), ap.errs...) {
+		if e != nil {
+			res.Errors = append(res.Errors, e.Error())
+		}
+	}
+	if o.keep != "" {
+		if err := copyFile(op.logPath, o.keep); err != nil {
+			res.Errors = append(res.Errors, err.Error())
+		}
+	}
+	return res, nil
+}
+
+func newOperator(env *tg.Env, dir, logsURL string, o options) (*operator, error) {
+	exe, err := executable()
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+		return nil, err
+	}
+	args := []string{"-logs", logsURL, "-deadline-grace", o.deadlineGrace.String()}
+	if o.verbose {
+		args = append(args, "-v")
+	}
+	return &operator{exe: exe, kubeconfig: kubeconfig, args: args, logPath: filepath.Join(dir, "operator.log")}, nil
+}
+
+// serveLogs serves the simulated kubelet's Pod logs on a loopback port.
+func serveLogs(k *tg.Kubelet) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: logServer(k), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// createCalls creates the calls in order at rate, each retried until the API server takes
+// it (an AlreadyExists after a lost answer counts as taken).
+func createCalls(ctx context.Context, c client.Client, ns string, calls []plannedCall, rate float64) error {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for i, pc := range calls {
+		if i > 0 {
+			<-tick.C
+		}
+		for {
+			err := c.Create(ctx, pc.object(ns, i))
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				break
+			}
+			if ctx.Err() != nil || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+				return fmt.Errorf("creating %s: %w", pc.name, err)
+			}
+			time.Sleep(check.Retry)
+		}
+	}
+	return nil
+}
+
+// waitTerminal polls until n calls are terminal or the deadline passes.
+func waitTerminal(ctx context.Context, c client.Client, ns string, n int, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for ctx.Err() == nil {
+		calls := &v1alpha1.ToolCallList{}
+		if err := c.List(ctx, calls, client.InNamespace(ns)); err == nil {
+			done := 0
+			for i := range calls.Items {
+				if calls.Items[i].Status.Phase.IsTerminal() {
+					done++
+				}
+			}
+			if done == n {
+				progress("every call is terminal")
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	progress("the bound passed with calls not terminal")
+}
+
+func podStarts(in []tg.PodStart) []check.PodStart {
+	out := make([]check.PodStart, 0, len(in))
+	for _, p := range in {
+		out = append(out, check.PodStart{Namespace: p.Namespace, Pod: p.Pod, Job: p.Job, JobUID: p.JobUID,
+			Call: p.Call, CallUID: p.CallUID, Attempt: p.Attempt, At: p.At})
+	}
+	return out
+}
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}

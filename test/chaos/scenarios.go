@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/chaos/check"
+)
+
+// scenario is one kind of call in the mix: its tool (and how the simulated kubelet plays
+// it), whether it belongs to a session, how the approver answers, and the expectation the
+// checker holds it to.
+type scenario struct {
+	name    string
+	weight  int
+	tool    string
+	session bool
+	expect  check.Expectation
+}
+
+// largeResult is the stdout of the "large" tool: far over the termination message's
+// 4 KiB, so the runner's frame points into the Pod log, which the operator process reads
+// from the harness over HTTP.
+var largeResult = []byte(`{"rows":"` + string(bytes.Repeat([]byte("x"), 96<<10)) + `"}`)
+
+func expect(phase v1alpha1.ToolCallPhase, reasons ...string) check.Expectation {
+	return check.Expectation{Phase: phase, Reasons: reasons}
+}
+
+// scenarios is the mix. Weights are per 100 calls.
+func scenarios() []scenario {
+	denied := func(reason string, a check.Approval) check.Expectation {
+		e := expect(v1alpha1.PhaseDenied, reason)
+		e.MustNotRun, e.Approval = true, a
+		return e
+	}
+	approved := expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+	approved.Approval = check.Approve
+	retried := expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+	retried.MinAttempts, retried.MaxAttempts = 2, 3
+	evicted := expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+	evicted.MinAttempts, evicted.MaxAttempts = 2, 2
+	exhausted := expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)
+	exhausted.MinAttempts, exhausted.MaxAttempts = 2, 2
+	return []scenario{
+		{name: "safe-session", weight: 14, tool: "lookup", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "unsafe-session", weight: 14, tool: "write", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "slow", weight: 8, tool: "slow", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "approve", weight: 10, tool: "deploy", expect: approved},
+		{name: "deny", weight: 6, tool: "deploy", expect: denied(v1alpha1.ReasonApprovalDenied, check.Deny)},
+		{name: "unanswered", weight: 5, tool: "gated", expect: denied(v1alpha1.ReasonApprovalTimeout, check.Unanswered)},
+		{name: "policy-deny", weight: 5, tool: "rm", expect: denied(v1alpha1.ReasonPolicyDenied, check.NoApproval)},
+		{name: "retry-succeeds", weight: 8, tool: "flaky", expect: retried},
+		{name: "evicted-retried", weight: 4, tool: "evicted", expect: evicted},
+		{name: "retry-exhausted", weight: 5, tool: "broken", expect: exhausted},
+		{name: "fail", weight: 5, tool: "fail", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)},
+		{name: "timeout", weight: 5, tool: "timeout", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded)},
+		{name: "hang", weight: 2, tool: "hang", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded)},
+		{name: "large", weight: 5, tool: "large", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "too-large", weight: 4, tool: "toolarge", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonOutputTooLarge)},
+	}
+}
+
+// tools are the Tools the scenarios call, and how the kubelet plays them.
+func setupTools(ctx context.Context, c client.Client, k *tg.Kubelet, ns string, window time.Duration) error {
+	echo := func(name string) *tg.ToolWrapper {
+		return tg.MakeTool(name, ns).Image("example/" + name + ":1").Command("/" + name).Timeout(20 * time.Second).
+			Parameters(map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}})
+	}
+	exit1 := tg.Outcome{ExitCode: 1, Stderr: "simulated failure"}
+	ok := tg.Outcome{Echo: true, After: 500 * time.Millisecond}
+	objs := []client.Object{
+		echo("lookup").ConcurrencySafe(true).ReadOnly(true).Obj(),
+		echo("write").Obj(),
+		echo("slow").Obj(),
+		echo("deploy").ApprovalWindow(10 * time.Minute).Obj(),
+		echo("gated").ApprovalWindow(window).Obj(),
+		echo("rm").Obj(),
+		echo("flaky").Retry(3, v1alpha1.ReasonNonZeroExit).Obj(),
+		echo("evicted").Retry(2, v1alpha1.ReasonEvicted).Obj(),
+		echo("broken").Retry(2, v1alpha1.ReasonNonZeroExit).Obj(),
+		echo("fail").Obj(),
+		echo("timeout").Obj(),
+		tg.MakeTool("hang", ns).Image("example/hang:1").Command("/hang").Timeout(2 * time.Second).Obj(),
+		echo("large").Obj(),
+		echo("toolarge").MaxOutputBytes(1024).Obj(),
+		tg.MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).Tools("deploy", "gated").
+			VerdictRule("a-person-decides", "true", v1alpha1.VerdictAsk).Obj(),
+		tg.MakeToolPolicy("no-rm", ns).Stage(v1alpha1.StagePreExecute).Tools("rm").
+			VerdictRule("never", "true", v1alpha1.VerdictDeny).Obj(),
+	}
+	k.Script("lookup", tg.Outcome{Echo: true})
+	k.Script("write", ok)
+	k.Script("slow", tg.Outcome{Echo: true, After: 2 * time.Second})
+	k.Script("deploy", tg.Outcome{Echo: true})
+	k.ScriptAttempts("flaky", exit1, tg.Outcome{Echo: true, After: time.Second})
+	k.ScriptAttempts("evicted", tg.Outcome{Evicted: true, After: time.Second}, tg.Outcome{Echo: true})
+	k.Script("broken", tg.Outcome{ExitCode: 1, Stderr: "always fails", After: 500 * time.Millisecond})
+	k.Script("fail", tg.Outcome{ExitCode: 3, Stderr: "simulated failure", After: time.Second})
+	k.Script("timeout", tg.Outcome{DeadlineExceeded: true, After: time.Second})
+	k.Script("hang", tg.Outcome{Hold: true})
+	k.Script("large", tg.Outcome{Stdout: largeResult, After: 500 * time.Millisecond})
+	k.Script("toolarge", tg.Outcome{Stdout: bytes.Repeat([]byte("y"), 4096)})
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return waitRegistered(ctx, c, ns, len(objs)-2)
+}
+
+// waitRegistered waits until the operator has registered n Tools.
+func waitRegistered(ctx context.Context, c client.Client, ns string, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		tools := &v1alpha1.ToolList{}
+		registered := 0
+		if err := c.List(ctx, tools, client.InNamespace(ns)); err == nil {
+			for i := range tools.Items {
+				if meta.IsStatusConditionTrue(tools.Items[i].Status.Conditions, v1alpha1.ConditionRegistered) {
+					registered++
+				}
+			}
+		}
+		if registered == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d Tools registered within a minute", registered, n)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// plannedCall is one call of the run.
+type plannedCall struct {
+	name, session string
+	s             scenario
+}
+
+// plan draws n calls from the mix with rng: sessions group up to 6 consecutive session
+// calls (safe and unsafe mixed).
+func plan(n int, rng *rand.Rand) []plannedCall {
+	mix := scenarios()
+	total := 0
+	for _, s := range mix {
+		total += s.weight
+	}
+	calls := make([]plannedCall, 0, n)
+	session, inSession := 0, 0
+	for i := range n {
+		pick := rng.IntN(total)
+		var s scenario
+		for _, s = range mix {
+			if pick < s.weight {
+				break
+			}
+			pick -= s.weight
+		}
+		c := plannedCall{name: fmt.Sprintf("c%05d-%s", i, s.name), s: s}
+		if s.session {
+			if inSession == 0 {
+				session++
+				inSession = 2 + rng.IntN(5)
+			}
+			c.session = fmt.Sprintf("session-%d", session)
+			inSession--
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+func (p plannedCall) object(ns string, i int) *v1alpha1.ToolCall {
+	w := tg.MakeToolCall(p.name, ns).Tool(p.s.tool).Requester(tg.AdminUser).Args(map[string]any{"n": i})
+	if p.session != "" {
+		w.Session(p.session)
+	}
+	return w.Obj()
+}
+
+func expectations(ns string, calls []plannedCall) map[types.NamespacedName]check.Expectation {
+	out := make(map[types.NamespacedName]check.Expectation, len(calls))
+	for _, c := range calls {
+		e := c.s.expect
+		e.Scenario = c.s.name
+		out[types.NamespacedName{Namespace: ns, Name: c.name}] = e
+	}
+	return out
+}
