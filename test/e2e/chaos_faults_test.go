@@ -57,9 +57,14 @@ type fault struct {
 	Err      error
 }
 
+// takeover is how long the operator was without a leader: from the fault (for the API
+// server restart: from the API server ready again) to the next leader seen; -1 if none.
 func (f fault) takeover() time.Duration {
 	if f.Takeover.IsZero() {
 		return -1
+	}
+	if f.Kind == faultAPIServer {
+		return f.Takeover.Sub(f.Done)
 	}
 	return f.Takeover.Sub(f.At)
 }

@@ -18,17 +18,13 @@ package e2e
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -38,18 +34,20 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
-	"github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/chaos/check"
 )
 
-// The real-cluster chaos run records what the cluster did through informers of its own
-// (a separate connection from the operator's): every version of the run's ToolCalls, the
-// tool Jobs and Pods of its calls (before the operator's tidyJobs deletes them after
-// --job-retention), their Events and ToolCallApprovals, and the leader-election Lease.
-// Informers relist after the API server restarts, so an object that came and went while the
-// API server was away is seen at most in its last state: a Job or Pod created and deleted
-// inside the outage would be missed (tool Jobs live for --job-retention, minutes, so none
-// is); the final LIST (recorder.finalSweep) adds whatever the watch missed.
+// The real-cluster chaos run records what the cluster did on connections of its own (not
+// the operator's). The shared check.Recorder watches ToolCalls (every version), tool Jobs
+// and tool Pods, resuming from the last resourceVersion after the API server restarts
+// (and re-listing, counted as a watch gap, when that version is too old). Pod starts come
+// from an informer of our own instead of its "every Pod is a start": on a real cluster a
+// Pod counts as a start only once its tool container was seen running or terminated with
+// a startedAt (a Pod deleted at its deadline before its container ran did not run the
+// body). An informer on the operator's leader-election Lease gives the takeover times.
+// Tool Jobs and Pods live for --job-retention (5 min on the local cluster) after their
+// attempt ended, longer than any call of the run takes, and the final listing adds
+// whatever a watch missed.
 
 // seenPod is one tool Pod and whether its tool container ever started.
 type seenPod struct {
@@ -76,73 +74,50 @@ type leaseSeen struct {
 
 type recorder struct {
 	prefix string // every call of the run has this name prefix
+	shared *check.Recorder
 
-	mu        sync.Mutex
-	versions  []check.CallVersion
-	jobs      map[types.UID]*check.JobRecord
-	pods      map[types.UID]*seenPod
-	events    map[types.UID]*eventsv1.Event
-	approvals map[string]*toolgatev1alpha1.ToolCallApproval
-	leases    []leaseSeen
-	// gaps counts watch errors that force a re-list (410 Gone: the resourceVersion is too
-	// old, as after an API server restart); versions in between may be missing.
-	gaps int
-	// last is the last version seen of each call (for the approver and the progress line).
+	mu     sync.Mutex
+	pods   map[types.UID]*seenPod
+	leases []leaseSeen
+	// last is the last version seen of each call (for the approver and progress lines).
 	last map[string]*toolgatev1alpha1.ToolCall
 }
 
 func newRecorder(prefix string) *recorder {
-	return &recorder{
-		prefix: prefix, jobs: map[types.UID]*check.JobRecord{}, pods: map[types.UID]*seenPod{},
-		events: map[types.UID]*eventsv1.Event{}, approvals: map[string]*toolgatev1alpha1.ToolCallApproval{},
-		last: map[string]*toolgatev1alpha1.ToolCall{},
-	}
+	return &recorder{prefix: prefix, pods: map[types.UID]*seenPod{}, last: map[string]*toolgatev1alpha1.ToolCall{}}
 }
 
-// start runs the informers until ctx ends; it returns once they have synced.
+// start starts the shared Recorder and the Pod and Lease informers until ctx ends; it
+// returns once they have listed.
 func (r *recorder) start(ctx context.Context, cfg *rest.Config) error {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100
+	shared, err := check.NewRecorder(cfg, demoNS)
+	if err != nil {
+		return err
+	}
+	shared.OnCall = r.onCall
+	r.shared = shared
+	if err := shared.Start(ctx); err != nil {
+		return err
+	}
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:            toolgatetest.NewScheme(),
+		Scheme:            check.Scheme(),
 		DefaultNamespaces: map[string]cache.Config{demoNS: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{systemNS: {}}},
-		},
-		DefaultWatchErrorHandler: func(ctx context.Context, rf *toolscache.Reflector, err error) {
-			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				r.mu.Lock()
-				r.gaps++
-				r.mu.Unlock()
-			}
-			toolscache.DefaultWatchErrorHandler(ctx, rf, err)
 		},
 	})
 	if err != nil {
 		return err
 	}
-	handlers := map[client.Object]func(kind string, obj any){
-		&toolgatev1alpha1.ToolCall{}:         r.onCall,
-		&batchv1.Job{}:                       r.onJob,
-		&corev1.Pod{}:                        r.onPod,
-		&eventsv1.Event{}:                    r.onEvent,
-		&toolgatev1alpha1.ToolCallApproval{}: r.onApproval,
-		&coordinationv1.Lease{}:              r.onLease,
-	}
-	for obj, fn := range handlers {
+	for obj, fn := range map[client.Object]func(obj any){&corev1.Pod{}: r.onPod, &coordinationv1.Lease{}: r.onLease} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return err
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { fn("ADDED", obj) },
-			UpdateFunc: func(_, obj any) { fn("MODIFIED", obj) },
-			DeleteFunc: func(obj any) {
-				if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				fn("DELETED", obj)
-			},
+			AddFunc: fn, UpdateFunc: func(_, obj any) { fn(obj) },
 		}); err != nil {
 			return err
 		}
@@ -156,57 +131,21 @@ func (r *recorder) start(ctx context.Context, cfg *rest.Config) error {
 
 func (r *recorder) ours(name string) bool { return strings.HasPrefix(name, r.prefix) }
 
-func (r *recorder) onCall(kind string, obj any) {
-	call, ok := obj.(*toolgatev1alpha1.ToolCall)
-	if !ok || !r.ours(call.Name) {
+func (r *recorder) onCall(v check.CallVersion) {
+	if !r.ours(v.Call.Name) || v.Type == "DELETED" {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.versions = append(r.versions, check.CallVersion{Type: kind, Observed: time.Now(), Call: *call.DeepCopy()})
-	if kind != "DELETED" {
-		r.last[call.Name] = call.DeepCopy()
-	}
+	r.last[v.Call.Name] = v.Call.DeepCopy()
 }
 
-// callAttempt reads a tool Job's or Pod's call and attempt from what the operator put on it.
-func callAttempt(labels, annotations map[string]string) (string, int) {
-	call := annotations[controllers.AnnotationCallName]
-	if call == "" {
-		call = labels[controllers.LabelCall]
-	}
-	n, _ := strconv.Atoi(labels[controllers.LabelAttempt])
-	return call, n
-}
-
-func (r *recorder) onJob(_ string, obj any) {
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		return
-	}
-	call, attempt := callAttempt(job.Labels, job.Annotations)
-	if !r.ours(call) {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, seen := r.jobs[job.UID]; seen {
-		return
-	}
-	rec := &check.JobRecord{Namespace: job.Namespace, Name: job.Name, UID: job.UID, Call: call,
-		Attempt: attempt, Created: job.CreationTimestamp.Time}
-	if owner := metav1.GetControllerOf(job); owner != nil {
-		rec.CallUID = owner.UID
-	}
-	r.jobs[job.UID] = rec
-}
-
-func (r *recorder) onPod(_ string, obj any) {
+func (r *recorder) onPod(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	call, attempt := callAttempt(pod.Labels, pod.Annotations)
+	call := pod.Annotations[controllers.AnnotationCallName]
 	if !r.ours(call) {
 		return
 	}
@@ -214,9 +153,10 @@ func (r *recorder) onPod(_ string, obj any) {
 	defer r.mu.Unlock()
 	p := r.pods[pod.UID]
 	if p == nil {
-		p = &seenPod{UID: pod.UID, Name: pod.Name, Job: pod.Labels["job-name"], Call: call, Attempt: attempt}
+		p = &seenPod{UID: pod.UID, Name: pod.Name, Call: call}
+		p.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
 		if owner := metav1.GetControllerOf(pod); owner != nil {
-			p.JobUID = owner.UID
+			p.Job, p.JobUID = owner.Name, owner.UID
 		}
 		r.pods[pod.UID] = p
 	}
@@ -240,27 +180,7 @@ func (r *recorder) onPod(_ string, obj any) {
 	}
 }
 
-func (r *recorder) onEvent(_ string, obj any) {
-	ev, ok := obj.(*eventsv1.Event)
-	if !ok || !r.ours(ev.Regarding.Name) {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events[ev.UID] = ev.DeepCopy()
-}
-
-func (r *recorder) onApproval(kind string, obj any) {
-	a, ok := obj.(*toolgatev1alpha1.ToolCallApproval)
-	if !ok || !r.ours(a.Name) || kind == "DELETED" {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.approvals[a.Name] = a.DeepCopy()
-}
-
-func (r *recorder) onLease(_ string, obj any) {
+func (r *recorder) onLease(obj any) {
 	l, ok := obj.(*coordinationv1.Lease)
 	if !ok || l.Name != "toolgate.dev" {
 		return
@@ -326,68 +246,67 @@ func (r *recorder) terminalCount() int {
 	return n
 }
 
-// history is what the run left behind, for check.Check: the calls, Jobs, Pods and
-// approvals as listed now (what the watch missed is added), the watch history, the Pod
-// starts and the Events.
+// history is what the run left behind, for check.Check: the shared Recorder's history
+// (the calls, approvals and Events as listed now, the ToolCall versions and Jobs watched)
+// kept to the run's calls, with the Pod starts seen by our informer and a final Pod list.
 func (r *recorder) history(ctx context.Context, c client.Client) (check.History, error) {
-	var calls toolgatev1alpha1.ToolCallList
-	if err := c.List(ctx, &calls, client.InNamespace(demoNS)); err != nil {
-		return check.History{}, err
-	}
-	var jobs batchv1.JobList
-	managed := client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}
-	if err := c.List(ctx, &jobs, client.InNamespace(demoNS), managed); err != nil {
-		return check.History{}, err
-	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(demoNS), managed); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(demoNS),
+		client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}); err != nil {
 		return check.History{}, err
-	}
-	var approvals toolgatev1alpha1.ToolCallApprovalList
-	if err := c.List(ctx, &approvals, client.InNamespace(demoNS)); err != nil {
-		return check.History{}, err
-	}
-	for i := range jobs.Items {
-		r.onJob("LISTED", &jobs.Items[i])
 	}
 	for i := range pods.Items {
-		r.onPod("LISTED", &pods.Items[i])
+		r.onPod(&pods.Items[i])
 	}
-	for i := range approvals.Items {
-		r.onApproval("LISTED", &approvals.Items[i])
+	all, err := r.shared.History(ctx)
+	if err != nil {
+		return check.History{}, err
 	}
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := check.History{Versions: slices.Clone(r.versions), WatchGaps: r.gaps}
-	for _, call := range calls.Items {
+	h := check.History{WatchGaps: all.WatchGaps}
+	for _, call := range all.Calls {
 		if r.ours(call.Name) {
 			h.Calls = append(h.Calls, call)
 		}
 	}
-	callOfJob := map[types.UID]types.UID{}
-	for _, j := range r.jobs {
-		h.Jobs = append(h.Jobs, *j)
-		callOfJob[j.UID] = j.CallUID
+	for _, v := range all.Versions {
+		if r.ours(v.Call.Name) {
+			h.Versions = append(h.Versions, v)
+		}
 	}
+	callOfJob := map[types.UID]types.UID{}
+	for _, j := range all.Jobs {
+		if r.ours(j.Call) {
+			h.Jobs = append(h.Jobs, j)
+			callOfJob[j.UID] = j.CallUID
+		}
+	}
+	for _, a := range all.Approvals {
+		if r.ours(a.Name) {
+			h.Approvals = append(h.Approvals, a)
+		}
+	}
+	for _, e := range all.Events {
+		if r.ours(e.Regarding.Name) {
+			h.Events = append(h.Events, e)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, p := range r.pods {
 		if !p.Started {
 			continue
 		}
 		// A container restart (restartPolicy Never: none) would be one more start.
-		for i := int32(0); i <= p.Restarts; i++ {
+		for range p.Restarts + 1 {
 			h.PodStarts = append(h.PodStarts, check.PodStart{Namespace: demoNS, Pod: p.Name, PodUID: p.UID,
 				Job: p.Job, JobUID: p.JobUID, Call: p.Call, CallUID: callOfJob[p.JobUID], Attempt: p.Attempt, At: p.StartedAt})
 		}
 	}
-	for _, e := range r.events {
-		h.Events = append(h.Events, *e)
-	}
-	for _, a := range r.approvals {
-		h.Approvals = append(h.Approvals, *a)
-	}
 	return h, nil
 }
+
+// watchErrors are the shared Recorder's watch errors (other than the API server away).
+func (r *recorder) watchErrors() []error { return r.shared.Errors() }
 
 // podStats are figures the checker does not report: Pods seen, Pods whose tool container
 // never started (a Pod killed at its deadline before its container ran, an image error).

@@ -162,6 +162,9 @@ var _ = Describe("chaos on the real cluster", Label("chaos", "disruptive"), Seri
 		}
 		hist.LastFault, hist.TerminalBound = lastFault, settings.Bound
 		report := check.Check(hist)
+		if errs := rec.watchErrors(); len(errs) > 0 {
+			AddReportEntry("chaos recorder watch errors", fmt.Sprint(errs))
+		}
 		var table strings.Builder
 		report.Print(&table)
 		figures := chaosFiguresOf(settings, faults, report, wall, rec)
