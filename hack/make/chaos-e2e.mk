@@ -9,7 +9,7 @@
 CHAOS_E2E_CALLS ?= 200
 CHAOS_E2E_RATE ?= 2
 CHAOS_E2E_FAULT_EVERY ?= 5s
-CHAOS_E2E_REPORT ?= $(ROOT)/bin/chaos-e2e-report.json
+CHAOS_E2E_REPORT ?= $(ROOT)/.cluster/chaos-e2e/report.json
 
 ##@ E2E
 

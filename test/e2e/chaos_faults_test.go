@@ -124,7 +124,7 @@ func killOperatorContainer(ctx context.Context) error {
 			out, err := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io",
 				"tasks", "kill", "-s", "SIGKILL", id).CombinedOutput()
 			if err != nil {
-				return fmt.Errorf("ctr tasks kill %s: %v: %s", id, err, out)
+				return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
 			}
 			killed++
 		}
@@ -156,7 +156,7 @@ func inject(ctx context.Context, rec *recorder, kind faultKind) fault {
 		var out string
 		out, f.Err = restartAPIServer(ctx)
 		if f.Err != nil {
-			f.Err = fmt.Errorf("%v: %s", f.Err, out)
+			f.Err = fmt.Errorf("%w: %s", f.Err, out)
 		}
 		f.Holder = "" // the leader may keep its lease: any renewal after it counts
 	}

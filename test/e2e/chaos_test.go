@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,15 +56,24 @@ type chaosSettings struct {
 	Every time.Duration // CHAOS_E2E_FAULT_EVERY, leadership time between faults (default 5s)
 	Wave  int           // CHAOS_E2E_WAVE, calls per fault beyond the planned faults (default 12)
 	Seed  uint64        // CHAOS_E2E_SEED (default: random, reported)
-	// Report, when set, is a file the figures and the checker's report go to (JSON).
-	Report string // CHAOS_E2E_REPORT
+	// Report is a file the figures and the checker's report go to (JSON), OperatorLog the
+	// file every operator container's log goes to (default: .cluster/chaos-e2e/).
+	Report      string // CHAOS_E2E_REPORT
+	OperatorLog string // CHAOS_E2E_OPERATOR_LOG
 	// Bound is how long after the last fault every call must be terminal.
 	Bound time.Duration // CHAOS_E2E_BOUND (default 3m)
 }
 
 func chaosSettingsFromEnv() chaosSettings {
 	s := chaosSettings{Calls: 48, Rate: 1.5, Every: 5 * time.Second, Wave: 12, Seed: rand.Uint64(),
-		Report: os.Getenv("CHAOS_E2E_REPORT"), Bound: 3 * time.Minute}
+		Report: os.Getenv("CHAOS_E2E_REPORT"), OperatorLog: os.Getenv("CHAOS_E2E_OPERATOR_LOG"), Bound: 3 * time.Minute}
+	dir := filepath.Join(root, ".cluster", "chaos-e2e")
+	if s.Report == "" {
+		s.Report = filepath.Join(dir, "report.json")
+	}
+	if s.OperatorLog == "" {
+		s.OperatorLog = filepath.Join(dir, "operator.log")
+	}
 	if v, err := strconv.Atoi(os.Getenv("CHAOS_E2E_CALLS")); err == nil && v > 0 {
 		s.Calls = v
 	}
@@ -130,6 +140,16 @@ var _ = Describe("chaos on the real cluster", Label("chaos", "disruptive"), Seri
 
 		cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
 		Expect(err).NotTo(HaveOccurred())
+		Expect(os.MkdirAll(filepath.Dir(settings.OperatorLog), 0o755)).To(Succeed())
+		Expect(os.MkdirAll(filepath.Dir(settings.Report), 0o755)).To(Succeed())
+		logFile, err := os.Create(settings.OperatorLog)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(logFile.Close)
+		logs, err := newOperatorLogs(cfg, logFile)
+		Expect(err).NotTo(HaveOccurred())
+		logsCtx, stopLogs := context.WithCancel(context.Background())
+		DeferCleanup(stopLogs)
+		go logs.run(logsCtx)
 		rec := newRecorder(prefix + "-")
 		recCtx, stopRec := context.WithCancel(context.Background())
 		DeferCleanup(stopRec)
@@ -169,11 +189,10 @@ var _ = Describe("chaos on the real cluster", Label("chaos", "disruptive"), Seri
 		report.Print(&table)
 		figures := chaosFiguresOf(settings, faults, report, wall, rec)
 		AddReportEntry("chaos figures", figures.String()+"\n"+table.String(), ReportEntryVisibilityAlways)
-		if settings.Report != "" {
-			data, err := json.MarshalIndent(map[string]any{"figures": figures, "report": report}, "", "  ")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(os.WriteFile(settings.Report, data, 0o644)).To(Succeed())
-		}
+		data, err := json.MarshalIndent(map[string]any{"figures": figures, "report": report}, "", "  ")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(os.WriteFile(settings.Report, data, 0o644)).To(Succeed())
+		AddReportEntry("chaos files", settings.Report+", operator logs "+settings.OperatorLog)
 		Expect(report.Violations).To(BeEmpty(), table.String()+"\n"+violationDetails(report, rec))
 	}, SpecTimeout(30*time.Minute))
 })
