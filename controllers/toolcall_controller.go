@@ -139,8 +139,9 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 	return nil
 }
 
-// SetupWithManager wires the watches: the call, its Jobs and Pods, its approval, and the
-// other calls of its session (a call ending may let a queued one start).
+// SetupWithManager wires the watches: the call, its Jobs and Pods, its approval, the
+// other calls of its session (a call ending may let a queued one start), and after a
+// restart the live calls ahead of the terminal ones (liveCallsFirst).
 func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
@@ -152,6 +153,7 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(predicate.NewPredicateFuncs(isToolgateObject))).
 		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
+		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{}).
 		Named("toolcall").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		Complete(r)

@@ -38,6 +38,9 @@ type frameReader func(ctx context.Context, msg string) (frame.Frame, error)
 func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipeline.Outcome, bool) {
 	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
 	if o, ok := podOutcome(ctx, v.Pod, base, read); ok {
+		if killedAtJobDeadline(o, v.Job) {
+			o.TerminationReason = pipeline.TerminationDeadlineExceeded
+		}
 		return o, true
 	}
 	o := base
@@ -60,6 +63,31 @@ func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipel
 		return pipeline.Outcome{}, false
 	}
 	return o, true
+}
+
+// killedAtJobDeadline: the Job failed DeadlineExceeded and its Pod's tool container was
+// killed (the runner reports the body ended by a signal, or the container died before the
+// runner could write its frame), not ended on its own. The Job controller enforces
+// activeDeadlineSeconds by deleting the Pod: the kill reaches the body as SIGTERM (then
+// SIGKILL), and the Pod carries no DeadlineExceeded reason of its own (only the kubelet's
+// own Pod deadline sets that). Read from the frame alone, such an attempt ended
+// NonZeroExit "terminated by signal SIGTERM" whenever the Pod's status reached the operator
+// before it saw the Job's (the real-cluster chaos run: an operator restarting mid-attempt);
+// a retry policy on NonZeroExit would then have run a body that timed out again. A body
+// that exited by itself (an exit code, no signal) keeps its result, even when the Job
+// controller, late, marked the Job past its deadline; OOM kills and unreadable frames
+// keep their own reasons.
+func killedAtJobDeadline(o pipeline.Outcome, job *batchv1.Job) bool {
+	if job == nil || jobFailedReason(job) != pipeline.TerminationDeadlineExceeded || o.Unreadable != "" {
+		return false
+	}
+	if !o.Started || o.TerminationReason == pipeline.TerminationOOMKilled || podReasonsKnown[o.TerminationReason] {
+		return false
+	}
+	if o.Report != nil {
+		return o.Report.Signal != ""
+	}
+	return o.ContainerExitCode != nil
 }
 
 // podOutcome reads a Pod-level failure, the tool container's end, an image that will

@@ -126,6 +126,9 @@ var testFrames = sync.OnceValue(buildTestFrames)
 func buildTestFrames() []testFrame {
 	okMsg, _ := encodeFrame(testFrameKey, stdoutFrame(0, "hello"))
 	exitMsg, _ := encodeFrame(testFrameKey, stdoutFrame(3, "partial"))
+	termed := stdoutFrame(143, "partial")
+	termed.Signal = "SIGTERM"
+	termMsg, _ := encodeFrame(testFrameKey, termed)
 	big := stdoutFrame(0, incompressible)
 	big.StderrTail = randomText(6000) // too much for the termination message, even compressed
 	logMsg, logBlock := encodeFrame(testFrameKey, big)
@@ -138,6 +141,7 @@ func buildTestFrames() []testFrame {
 		{name: "no frame"},
 		{name: "honest success", msg: okMsg, honest: true},
 		{name: "honest exit 3", msg: exitMsg, honest: true},
+		{name: "honest SIGTERM", msg: termMsg, honest: true},
 		{name: "honest in log", msg: logMsg, log: logBlock, honest: true},
 		{name: "in log, log gone", msg: logMsg},
 		{name: "forged unsigned", msg: forged},
@@ -261,6 +265,22 @@ func TestAttemptOutcome(t *testing.T) {
 		{name: "Pod deadline", job: jobWith(failedCond("DeadlineExceeded")),
 			pod:  podWith(corev1.PodFailed, "DeadlineExceeded", withFrame(143, "Error", frameNamed("honest exit 3"))),
 			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		// The Job controller enforces its deadline by deleting the Pod: SIGTERM, no Pod reason.
+		{name: "Job deadline, body ended by the kill's SIGTERM", job: jobWith(failedCond("DeadlineExceeded")),
+			pod:  podWith(corev1.PodFailed, "", withFrame(143, "Error", frameNamed("honest SIGTERM"))),
+			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		{name: "Job deadline, container killed before the frame", job: jobWith(failedCond("DeadlineExceeded")),
+			pod:  podWith(corev1.PodFailed, "", terminatedWith(137, "Error", "")),
+			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		{name: "Job deadline marked late, the body had exited 3 by itself", job: jobWith(failedCond("DeadlineExceeded")),
+			pod:  podWith(corev1.PodFailed, "", withFrame(3, "Error", frameNamed("honest exit 3"))),
+			want: &wantResult{reason: pipeline.ReasonNonZeroExit, content: "partial", meta: map[string]string{pipeline.MetaExitCode: "3"}}},
+		{name: "Job deadline marked late, the body had succeeded", job: jobWith(failedCond("DeadlineExceeded")),
+			pod:  podWith(corev1.PodSucceeded, "", withFrame(0, "Completed", frameNamed("honest success"))),
+			want: &wantResult{reason: pipeline.ReasonSucceeded, content: "hello"}},
+		{name: "SIGTERM without a Job deadline (e.g. node shutdown)", job: jobWith(failedCond("BackoffLimitExceeded")),
+			pod:  podWith(corev1.PodFailed, "", withFrame(143, "Error", frameNamed("honest SIGTERM"))),
+			want: &wantResult{reason: pipeline.ReasonNonZeroExit, meta: map[string]string{pipeline.MetaExitCode: "143"}}},
 		{name: "evicted", job: jobWith(),
 			pod:  podWith(corev1.PodFailed, "Evicted", terminatedWith(137, "Error", "")),
 			want: &wantResult{reason: pipeline.ReasonEvicted}},

@@ -6,6 +6,7 @@
 #   hack/cluster.sh up              build what is missing, start everything, wait until ready
 #   hack/cluster.sh down [--purge]  stop everything, remove what up created (--purge: .cluster/ too)
 #   hack/cluster.sh status          which components run, node readiness (exit 1 unless healthy)
+#   hack/cluster.sh restart COMPONENT [--kill]  stop (SIGTERM; --kill: SIGKILL) and start one component, wait until ready
 #   hack/cluster.sh images          build and pack all images into bin/images/
 #   hack/cluster.sh load [TAR...]   import image tarballs (default: bin/images/*.tar)
 #   hack/cluster.sh env             print the settings (source .cluster/cluster.env)
@@ -25,6 +26,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cluster/up.sh"
 # shellcheck source=SCRIPTDIR/cluster/down.sh
 . "$here/cluster/down.sh"
+# shellcheck source=SCRIPTDIR/cluster/restart.sh
+. "$here/cluster/restart.sh"
 
 usage() {
   sed -n '/^#   hack/s/^# *//p' "${BASH_SOURCE[0]}" >&2
@@ -42,6 +45,7 @@ main() {
     up) require_root; cmd_up ;;
     down) require_root; cmd_down "$@" ;;
     status) cmd_status ;;
+    restart) require_root; cmd_restart "$@" ;;
     images) build_images ;;
     load)
       component_pid containerd >/dev/null || die "containerd is not running (hack/cluster.sh up)"

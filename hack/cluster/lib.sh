@@ -107,8 +107,10 @@ start_component() {
   rm -f "$RUN/$name.pid"
   # The inner shell writes its own pid (setsid may fork), then becomes the binary.
   # shellcheck disable=SC2016 # expanded by the inner shell
+  # A restart (LOG_APPEND=1) keeps the log of the run before; `up` starts it afresh.
+  [ "${LOG_APPEND:-0}" = 1 ] || : >"$LOGS/$name.log"
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$RUN/$name.pid" "$(component_bin "$name")" "$@" \
-    >"$LOGS/$name.log" 2>&1 </dev/null &
+    >>"$LOGS/$name.log" 2>&1 </dev/null &
   # Return only once the inner shell has exec'd the binary: until then /proc/PID/exe is bash,
   # and component_pid (which checks the executable) would take the component for dead.
   local _
