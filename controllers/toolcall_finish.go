@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -228,15 +227,17 @@ func refusal(d pipeline.Decision) pipeline.Result {
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }
 
-// toAPIResult returns the API form of a result and its digest, or an error when the result
-// cannot be represented as JSON (then neither may be written).
+// toAPIResult returns the API form of a result and its digest (both of the content as the
+// API server stores it, storedForm), or an error when the result cannot be represented as
+// JSON or stored (then neither may be written).
 func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string, error) {
 	out := &v1alpha1.ToolResult{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: string(res.Reason), Meta: res.Meta}
 	if res.Content != nil {
-		raw, err := json.Marshal(res.Content)
+		content, raw, err := storedForm(res.Content)
 		if err != nil {
 			return nil, "", err
 		}
+		res.Content = content
 		out.Content = &apiextensionsv1.JSON{Raw: raw}
 	}
 	f, err := pipeline.FreezeResult(res)

@@ -159,7 +159,8 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 	if o.Report == nil {
 		return lost(o, meta)
 	}
-	if o.Report.ExitCode != 0 {
+	if o.Report.ExitCode != 0 || o.Report.Signal != "" {
+		// A signal means the tool did not end by itself, whatever exit code came with it.
 		return exitFailure(*o.Report, opts, meta)
 	}
 	return output(*o.Report, opts, meta)

@@ -77,6 +77,10 @@ func TestNormalize(t *testing.T) {
 		{"signal", ok(Report{ExitCode: 143, Signal: "SIGTERM"}), NormalizeOptions{},
 			Result{IsError: true, Content: "the tool was terminated by signal SIGTERM", Error: "the tool was terminated by signal SIGTERM",
 				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "143")}},
+		// A signal with exit code 0 (no honest runner writes it) is still not a success.
+		{"signal with exit 0", ok(Report{Signal: "SIGKILL", Stdout: []byte("x")}), NormalizeOptions{},
+			Result{IsError: true, Content: "x", Error: "the tool was terminated by signal SIGKILL",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "0", MetaOutputBytes, "1")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
