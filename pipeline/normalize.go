@@ -58,11 +58,15 @@ const (
 	TerminationPodDeleted       = "PodDeleted"
 )
 
-// imageFailures are container waiting reasons meaning the body never started.
+// imageFailures are container waiting reasons meaning the body never started, and the
+// terminated reasons of a container the runtime could not start (StartError: an
+// entrypoint for another architecture, missing or not executable; Docker's
+// ContainerCannotRun), whose message is the runtime's error, never a frame.
 var imageFailures = map[string]bool{
 	"ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true,
 	"InvalidImageName": true, "ImageInspectError": true, "RegistryUnavailable": true,
 	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+	"StartError": true, "ContainerCannotRun": true,
 }
 
 // knownTerminations are the reasons Normalize maps to a result of their own; any other

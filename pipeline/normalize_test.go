@@ -106,6 +106,8 @@ func TestNormalizeTerminations(t *testing.T) {
 		{"ImagePullBackOff", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"ErrImagePull", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"CreateContainerConfigError", false, ReasonImageNeverStarted, "the tool could not be started"},
+		// The container terminated, but the runtime never started its entrypoint (exec format error).
+		{"StartError", true, ReasonImageNeverStarted, "the tool could not be started"},
 		{"DeadlineExceeded", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"", false, ReasonImageNeverStarted, "the tool could not be started"},
 	}

@@ -81,7 +81,10 @@ func setUp(ctx SpecContext, ns string, r row) {
 		Expect(k8sClient.Create(ctx, w.Obj())).To(Succeed())
 	}
 	if r.objects != nil {
-		createAll(ctx, r.objects(ns))
+		start := time.Now()
+		objs := r.objects(ns)
+		createAll(ctx, objs)
+		AddReportEntry("set-up", fmt.Sprintf("%d objects created in %s", len(objs), time.Since(start).Round(time.Millisecond)))
 	}
 	if r.refusedObject != nil {
 		expectRefused(k8sClient.Create(ctx, r.refusedObject(ns)), r.want.objectRefused, r.want.objectMessage)

@@ -2,6 +2,7 @@ package catalogue_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -165,4 +168,16 @@ func expectDigestHolds(call *v1alpha1.ToolCall) {
 	f, err := pipeline.FreezeResult(r)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(f.Digest()).To(Equal(call.Status.ResultDigest), "the stored result is the one its digest was made of")
+}
+
+// registered checks the row's Tool's Registered condition (its message a regexp).
+func registered(status metav1.ConditionStatus, reason, message string) func(Gomega, *v1alpha1.ToolCall) {
+	return func(g Gomega, c *v1alpha1.ToolCall) {
+		tool := &v1alpha1.Tool{}
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: c.Spec.Tool}, tool)).To(Succeed())
+			g.Expect(tool).To(tg.HaveCondition(v1alpha1.ConditionRegistered, status, reason))
+			g.Expect(meta.FindStatusCondition(tool.Status.Conditions, v1alpha1.ConditionRegistered).Message).To(MatchRegexp(message))
+		}).Should(Succeed())
+	}
 }
