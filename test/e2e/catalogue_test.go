@@ -45,10 +45,15 @@ var e2eCatalogue = []e2eRow{
 		},
 		wait:  2 * time.Minute,
 		phase: toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonImageNeverStarted, message: `^the tool could not be started$`},
-	{id: "wrongarch-entrypoint", hostile: "the container's entrypoint (the runner) is a binary for another architecture: the runtime cannot start it",
+	// runc finds ENOEXEC only at the execve in its init process: the kubelet reports an
+	// ordinary exit 1 ("Error"), the error text is in the container log, and there is no
+	// frame — ExecutionLost, with the kubelet's reason and exit code in meta.
+	{id: "wrongarch-entrypoint", hostile: "the container's entrypoint (the runner) is a binary for another architecture",
 		mutate: func(w *toolgatetest.ToolWrapper) { w.RunnerInImage("/testdata/wrongarch") },
-		phase:  toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonImageNeverStarted, message: `^the tool could not be started$`},
-	{id: "notexec-entrypoint", hostile: "the container's entrypoint is a text file (not executable)",
+		phase:  toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonExecutionLost, message: `^the tool's execution ended without a result$`,
+		meta: map[string]string{"kubernetesReason": "Error", "containerExitCode": "1"}},
+	// runc checks the entrypoint's mode before it starts the container: StartError.
+	{id: "notexec-entrypoint", hostile: "the container's entrypoint is a text file (not executable): the runtime cannot start it",
 		mutate: func(w *toolgatetest.ToolWrapper) { w.RunnerInImage("/samples/hello.txt") },
 		phase:  toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonImageNeverStarted, message: `^the tool could not be started$`},
 	{id: "wrongarch-body", hostile: "the tool body is a binary for another architecture: the runner cannot start it",
@@ -63,7 +68,7 @@ var e2eCatalogue = []e2eRow{
 		phase: toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonOutputTooLarge, message: `^the tool's output \(314572800 bytes\) is over the output limit$`,
 		meta: map[string]string{"truncated": "true", "outputBytes": "314572800"}},
 	{id: "output-then-sigkill", hostile: "a body that prints, then SIGKILLs itself",
-		script: `echo partial; kill -KILL $$`,
+		script: `echo partial; kill -KILL $$$$`, // the kubelet turns $$ in a command into $
 		phase:  toolgatev1alpha1.PhaseFailed, reason: toolgatev1alpha1.ReasonNonZeroExit, message: `^the tool was terminated by signal SIGKILL`,
 		meta: map[string]string{"exitCode": "137"}},
 	{id: "nul-bytes", hostile: "NUL bytes in stdout",
