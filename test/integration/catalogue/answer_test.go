@@ -56,11 +56,12 @@ func answerParked(ctx SpecContext, ns string, r row) {
 		obj.OwnerReferences[0].Name = a.ownerName
 	}
 	err := approver.Create(ctx, obj)
-	if a.replay {
+	switch {
+	case a.replay:
 		Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "the earlier call's approval holds the name: %v", err)
-	} else if r.want.approvalRefused != "" {
+	case r.want.approvalRefused != "":
 		expectRefused(err, r.want.approvalRefused, r.want.approvalMessage)
-	} else {
+	default:
 		Expect(err).NotTo(HaveOccurred(), "the approval's create")
 	}
 	if r.want.consumed != "" {

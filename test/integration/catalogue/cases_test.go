@@ -292,7 +292,7 @@ var imageRows = []row{
 	{id: "img-wrong-arch-create", category: catImages, hostile: "a binary for another architecture (CreateContainerError): ends at the deadline",
 		script: tg.Outcome{Waiting: "CreateContainerError"}, tool: timeout(time.Minute), advance: 2 * time.Minute,
 		want: want{phase: failed, reason: v1alpha1.ReasonImageNeverStarted}},
-	{id: "img-wrong-arch-start", category: catImages, hostile: "the runtime fails to start the entrypoint (exec format error: StartError, exit 128)",
+	{id: "img-wrong-arch-start", category: catImages, hostile: "the runtime cannot start the entrypoint (not executable: StartError, exit 128, no frame)",
 		script: tg.Outcome{Reason: "StartError", ExitCode: 128, NoFrame: true},
 		want:   want{phase: failed, reason: v1alpha1.ReasonImageNeverStarted}},
 	{id: "img-retried", category: catImages, hostile: "a missing image with a retry policy: three attempts, each ImageNeverStarted, then it ends",

@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -152,7 +151,7 @@ func advanceUntilTerminal(ctx SpecContext, ns string, r row) {
 			v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed, v1alpha1.PhaseDenied))
 	}).WithContext(ctx).Should(Succeed())
 	if call.Status.Phase == v1alpha1.PhaseRunning {
-		waitPodWaiting(ctx, ns, call)
+		waitPodWaiting(ctx, ns)
 	}
 	fakeClock.Step(r.advance)
 	Eventually(func(g Gomega) {
@@ -231,12 +230,4 @@ func checkTable(rows []row) {
 	sort.Strings(keys)
 	AddReportEntry("catalogue rows", fmt.Sprintf("%d rows: %s", len(rows), strings.Join(keys, " ")))
 	Expect(len(rows)).To(BeNumerically(">=", 60), "the catalogue has at least 60 rows")
-}
-
-// conditionMessage is the message of a call's condition ("" when absent).
-func conditionMessage(call *v1alpha1.ToolCall, condType string) string {
-	if c := meta.FindStatusCondition(call.Status.Conditions, condType); c != nil {
-		return c.Message
-	}
-	return ""
 }

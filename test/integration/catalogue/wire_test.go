@@ -125,7 +125,7 @@ func createAll(ctx SpecContext, objs []client.Object) {
 
 // waitPodWaiting waits until the simulated kubelet has played the call's Pod (it exists
 // and its tool container has a state), so that stepping the clock cannot race its start.
-func waitPodWaiting(ctx SpecContext, ns string, call *v1alpha1.ToolCall) {
+func waitPodWaiting(ctx SpecContext, ns string) {
 	Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
