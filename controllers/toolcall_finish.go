@@ -42,12 +42,14 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if res.IsError {
 		call.Status.Attempts[n].Reason = string(res.Reason)
 	}
-	r.stopJob(ctx, job, o)
+	// The Job is stopped only once the outcome is written: stopped first, a write that lost
+	// a race would be retried against a deleting Job and record JobDeleted instead.
 	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.stopJob(ctx, job, o)
 		return r.createJob(ctx, call)
 	}
 	executed := metav1.ConditionTrue
@@ -67,7 +69,11 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	}
 	r.setTerminal(call, phase, final, r.Clock.Now())
 	defer metrics.StageDuration.WithLabelValues("outcome").Observe(r.Clock.Since(start).Seconds())
-	return ctrl.Result{}, r.writeTerminal(ctx, call)
+	if err := r.writeTerminal(ctx, call); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.stopJob(ctx, job, o)
+	return ctrl.Result{}, nil
 }
 
 // postExecute applies the PostExecute policies and the tool's output schema to res, with
