@@ -18,6 +18,10 @@ const (
 	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
 	// reconcile finds a call's children without scanning the namespace.
 	indexCallName = "toolgate.dev/call-name"
+	// indexToolName indexes Tools by their resolved (model-facing) name, so that the Tool
+	// controller compares a Tool with its namesakes only, not with every Tool of the
+	// namespace (which made registering thousands of Tools quadratic).
+	indexToolName = "toolgate.dev/tool-name"
 	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
 	AnnotationCallName = "toolgate.dev/call-name"
 )
@@ -29,6 +33,16 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 			return nil
 		}
 		return []string{call.Spec.Session}
+	})
+	if err != nil {
+		return err
+	}
+	err = indexer.IndexField(ctx, &v1alpha1.Tool{}, indexToolName, func(o client.Object) []string {
+		t, ok := o.(*v1alpha1.Tool)
+		if !ok {
+			return nil
+		}
+		return []string{ToolName(&t.Spec.ToolSpec, t.Name)}
 	})
 	if err != nil {
 		return err

@@ -35,8 +35,10 @@ func (r *ToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Get(ctx, req.NamespacedName, tool); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Only namesakes can hold this Tool's name: the duplicate check reads those alone.
 	peers := &v1alpha1.ToolList{}
-	if err := r.List(ctx, peers, client.InNamespace(tool.Namespace)); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(tool.Namespace),
+		client.MatchingFields{indexToolName: ToolName(&tool.Spec.ToolSpec, tool.Name)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var regs []pipeline.Registration
@@ -81,17 +83,17 @@ func (r *ToolReconciler) namesakes(ctx context.Context, o client.Object) []recon
 	if !ok {
 		return nil
 	}
-	name := ToolName(&t.Spec.ToolSpec, t.Name)
-	return r.toolRequests(ctx, t.Namespace, func(p *v1alpha1.Tool) bool { return ToolName(&p.Spec.ToolSpec, p.Name) == name })
+	return r.toolRequests(ctx, t.Namespace, func(*v1alpha1.Tool) bool { return true },
+		client.MatchingFields{indexToolName: ToolName(&t.Spec.ToolSpec, t.Name)})
 }
 
 func (r *ToolReconciler) scopeTools(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.toolRequests(ctx, o.GetNamespace(), func(p *v1alpha1.Tool) bool { return p.Spec.Scope == o.GetName() })
 }
 
-func (r *ToolReconciler) toolRequests(ctx context.Context, ns string, match func(*v1alpha1.Tool) bool) []reconcile.Request {
+func (r *ToolReconciler) toolRequests(ctx context.Context, ns string, match func(*v1alpha1.Tool) bool, opts ...client.ListOption) []reconcile.Request {
 	tools := &v1alpha1.ToolList{}
-	if err := r.List(ctx, tools, client.InNamespace(ns)); err != nil {
+	if err := r.List(ctx, tools, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -93,3 +93,54 @@ func TestWriteConflictRequeuesThroughTheRateLimiter(t *testing.T) {
 		t.Errorf("result = %+v, want none: a returned error is requeued with the rate limiter's backoff", res)
 	}
 }
+
+// An attempt whose image is never pulled ends ImageNeverStarted and its Job is stopped; a
+// terminal write that loses a race must not have stopped the Job already, or the retried
+// pass finds the Job deleting and records JobDeleted instead (the adversarial catalogue's
+// img-private row caught it under -race).
+func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
+	conflicts := 0
+	conflictOnce := interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if conflicts == 0 {
+			conflicts++
+			return apierrors.NewConflict(schema.GroupResource{Group: "toolgate.dev", Resource: "toolcalls"}, obj.GetName(), nil)
+		}
+		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}}
+	call := unitCall("c", "echo")
+	call.Status.Phase = v1alpha1.PhaseRunning
+	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo", Spec: &unitEcho().Spec.ToolSpec}
+	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, JobName: JobName("c", 1)}}
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Status.ArgumentsDigest = frozen.Digest()
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: JobName("c", 1), Namespace: "ns", Finalizers: []string{"toolgate.dev/outcome"}}}
+	r, c := unitReconciler(t, conflictOnce, call, job)
+	outcome := pipeline.Outcome{Attempt: 1, TerminationReason: "ImagePullBackOff"}
+
+	if _, err := r.finishAttempt(context.Background(), call.DeepCopy(), job.DeepCopy(), outcome); !apierrors.IsConflict(err) {
+		t.Fatalf("first pass: %v, want the conflict", err)
+	}
+	got := &batchv1.Job{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(job), got); err != nil || !got.DeletionTimestamp.IsZero() {
+		t.Fatalf("after a lost write the Job is untouched: %v, deletionTimestamp %v", err, got.DeletionTimestamp)
+	}
+	fresh := &v1alpha1.ToolCall{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.finishAttempt(context.Background(), fresh, got, outcome); err != nil {
+		t.Fatalf("second pass: %v", err)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Status.Result == nil || fresh.Status.Result.Reason != v1alpha1.ReasonImageNeverStarted {
+		t.Fatalf("result %+v, want ImageNeverStarted", fresh.Status.Result)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(job), got); err == nil && got.DeletionTimestamp.IsZero() {
+		t.Fatal("the Job of an image never pulled is stopped once the outcome is written")
+	}
+}

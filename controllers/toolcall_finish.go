@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -43,12 +42,14 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if res.IsError {
 		call.Status.Attempts[n].Reason = string(res.Reason)
 	}
-	r.stopJob(ctx, job, o)
+	// The Job is stopped only once the outcome is written: stopped first, a write that lost
+	// a race would be retried against a deleting Job and record JobDeleted instead.
 	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.stopJob(ctx, job, o)
 		return r.createJob(ctx, call)
 	}
 	executed := metav1.ConditionTrue
@@ -68,7 +69,11 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	}
 	r.setTerminal(call, phase, final, r.Clock.Now())
 	defer metrics.StageDuration.WithLabelValues("outcome").Observe(r.Clock.Since(start).Seconds())
-	return ctrl.Result{}, r.writeTerminal(ctx, call)
+	if err := r.writeTerminal(ctx, call); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.stopJob(ctx, job, o)
+	return ctrl.Result{}, nil
 }
 
 // postExecute applies the PostExecute policies and the tool's output schema to res, with
@@ -228,15 +233,17 @@ func refusal(d pipeline.Decision) pipeline.Result {
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }
 
-// toAPIResult returns the API form of a result and its digest, or an error when the result
-// cannot be represented as JSON (then neither may be written).
+// toAPIResult returns the API form of a result and its digest (both of the content as the
+// API server stores it, storedForm), or an error when the result cannot be represented as
+// JSON or stored (then neither may be written).
 func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string, error) {
 	out := &v1alpha1.ToolResult{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: string(res.Reason), Meta: res.Meta}
 	if res.Content != nil {
-		raw, err := json.Marshal(res.Content)
+		content, raw, err := storedForm(res.Content)
 		if err != nil {
 			return nil, "", err
 		}
+		res.Content = content
 		out.Content = &apiextensionsv1.JSON{Raw: raw}
 	}
 	f, err := pipeline.FreezeResult(res)

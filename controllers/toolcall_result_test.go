@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
 		{name: "unsupported type", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: make(chan int)},
 			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
+		{name: "a number no float64 holds", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: map[string]any{"n": json.Number("1e400")}},
+			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
 		{name: "denied stays denied", res: pipeline.Result{IsError: true, Reason: pipeline.ReasonPolicyDenied, Content: math.Inf(1)},
 			phase: v1alpha1.PhaseDenied, wantPhase: v1alpha1.PhaseDenied, wantError: true},
 	}
@@ -48,5 +51,28 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 				t.Errorf("reason %q, want %q", call.Status.Result.Reason, v1alpha1.ReasonOperatorError)
 			}
 		})
+	}
+}
+
+// The API server re-encodes the numbers of a custom resource (1.0 as 1, 1E+2 as 100, an
+// integer beyond int64 as a float64): the digest is made of the content as it is stored,
+// so that the stored result matches its digest.
+func TestResultDigestIsOfTheStoredContent(t *testing.T) {
+	content := map[string]any{"one": json.Number("1.0"), "exp": json.Number("1E+2"), "big": json.Number("123456789012345678901234567890")}
+	out, digest, err := toAPIResult(pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stored = `{"big":1.2345678901234568e+29,"exp":100,"one":1}`
+	if string(out.Content.Raw) != stored {
+		t.Errorf("content %s, want %s", out.Content.Raw, stored)
+	}
+	want, err := pipeline.FreezeResult(pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: map[string]any{
+		"one": json.Number("1"), "exp": json.Number("100"), "big": json.Number("1.2345678901234568e+29")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest != want.Digest() {
+		t.Errorf("digest %s is not of the stored content (%s)", digest, want.Digest())
 	}
 }

@@ -6,6 +6,7 @@
 #   /bin/busybox         Debian's busybox-static (the sh tool runs `busybox sh -c`)
 #   /samples/...         cmd/tools/samples, read-only files for the read_file tool
 #   /toolgate/runner     the runner, so the example Tools use `runnerInImage: true`
+#   /testdata/wrongarch  cmd/tools/echo built for another architecture (exec format error)
 #
 # user 65532:65532, PATH=/tools:/bin, workdir /tmp. Repacked only when an input changed.
 # Run by `make images` (hack/make/cluster.mk); `make cluster-load` imports it.
@@ -48,16 +49,23 @@ main() {
   rm -rf "$fresh" && mkdir -p "$fresh"
   (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags='-s -w' -o "$fresh/" \
     "${names[@]/#/./cmd/tools/}" ./cmd/runner)
-  for name in "${names[@]}" runner; do
+  # /testdata/wrongarch: the echo tool built for another architecture, for the adversarial
+  # catalogue's exec-format-error rows (test/e2e/catalogue_test.go).
+  local other=arm64
+  [ "$(go env GOARCH)" != arm64 ] || other=amd64
+  (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH="$other" go build -trimpath -ldflags='-s -w' \
+    -o "$fresh/wrongarch" ./cmd/tools/echo)
+  for name in "${names[@]}" runner wrongarch; do
     cmp -s "$fresh/$name" "$bindir/$name" || mv -f "$fresh/$name" "$bindir/$name"
   done
   rm -rf "$fresh"
 
-  if ! stale "$out" "${names[@]/#/$bindir/}" "$bindir/runner" "$ROOT/cmd/tools/samples" "$BUSYBOX" "${BASH_SOURCE[0]}"; then
+  if ! stale "$out" "${names[@]/#/$bindir/}" "$bindir/runner" "$bindir/wrongarch" "$ROOT/cmd/tools/samples" "$BUSYBOX" "${BASH_SOURCE[0]}"; then
     log "tools image up to date: $out"
     return 0
   fi
-  local files=(-file "$bindir/runner=/toolgate/runner" -file "$BUSYBOX=/bin/busybox:0755")
+  local files=(-file "$bindir/runner=/toolgate/runner" -file "$BUSYBOX=/bin/busybox:0755"
+    -file "$bindir/wrongarch=/testdata/wrongarch:0755")
   for name in "${names[@]}"; do
     files+=(-file "$bindir/$name=/tools/$name:0755")
   done

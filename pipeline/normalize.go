@@ -58,11 +58,15 @@ const (
 	TerminationPodDeleted       = "PodDeleted"
 )
 
-// imageFailures are container waiting reasons meaning the body never started.
+// imageFailures are container waiting reasons meaning the body never started, and the
+// terminated reasons of a container the runtime could not start (StartError: an
+// entrypoint for another architecture, missing or not executable; Docker's
+// ContainerCannotRun), whose message is the runtime's error, never a frame.
 var imageFailures = map[string]bool{
 	"ImagePullBackOff": true, "ErrImagePull": true, "ErrImageNeverPull": true,
 	"InvalidImageName": true, "ImageInspectError": true, "RegistryUnavailable": true,
 	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+	"StartError": true, "ContainerCannotRun": true,
 }
 
 // knownTerminations are the reasons Normalize maps to a result of their own; any other
@@ -159,7 +163,8 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 	if o.Report == nil {
 		return lost(o, meta)
 	}
-	if o.Report.ExitCode != 0 {
+	if o.Report.ExitCode != 0 || o.Report.Signal != "" {
+		// A signal means the tool did not end by itself, whatever exit code came with it.
 		return exitFailure(*o.Report, opts, meta)
 	}
 	return output(*o.Report, opts, meta)

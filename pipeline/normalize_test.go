@@ -77,6 +77,10 @@ func TestNormalize(t *testing.T) {
 		{"signal", ok(Report{ExitCode: 143, Signal: "SIGTERM"}), NormalizeOptions{},
 			Result{IsError: true, Content: "the tool was terminated by signal SIGTERM", Error: "the tool was terminated by signal SIGTERM",
 				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "143")}},
+		// A signal with exit code 0 (no honest runner writes it) is still not a success.
+		{"signal with exit 0", ok(Report{Signal: "SIGKILL", Stdout: []byte("x")}), NormalizeOptions{},
+			Result{IsError: true, Content: "x", Error: "the tool was terminated by signal SIGKILL",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "0", MetaOutputBytes, "1")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,6 +106,8 @@ func TestNormalizeTerminations(t *testing.T) {
 		{"ImagePullBackOff", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"ErrImagePull", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"CreateContainerConfigError", false, ReasonImageNeverStarted, "the tool could not be started"},
+		// The container terminated, but the runtime never started its entrypoint (exec format error).
+		{"StartError", true, ReasonImageNeverStarted, "the tool could not be started"},
 		{"DeadlineExceeded", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"", false, ReasonImageNeverStarted, "the tool could not be started"},
 	}

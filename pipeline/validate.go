@@ -123,6 +123,9 @@ func compileSchema(doc []byte) (s *Schema, err error) {
 	if err != nil {
 		return nil, &SchemaError{Msg: err.Error()}
 	}
+	if at := refCycle(compiled); at != "" {
+		return nil, &SchemaError{Msg: "reference cycle: the schema at " + at + " applies itself to the same value"}
+	}
 	return &Schema{compiled: compiled, fast: newFastNode(compiled), digest: frozen.Digest()}, nil
 }
 
