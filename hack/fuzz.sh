@@ -22,7 +22,7 @@ FUZZ_LOGDIR="${FUZZ_LOGDIR:-.fuzz}"
 
 # targets prints "<package dir> <FuzzName>" for every fuzz target outside bin/ and test/.
 targets() {
-	git ls-files '*_test.go' | grep -v -e '^bin/' -e '^test/' | while read -r f; do
+	git ls-files --cached --others --exclude-standard '*_test.go' | grep -v -e '^bin/' -e '^test/' | while read -r f; do
 		sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(f \*testing\.F).*/\1/p' "$f" |
 			while read -r name; do echo "./$(dirname "$f") $name"; done
 	done | sort -k2
