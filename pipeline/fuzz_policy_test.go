@@ -137,8 +137,9 @@ func policyOutcome(t *testing.T, d Decision) string {
 	return ""
 }
 
-// directCELEnv is the environment CEL policies are documented to run in (docs/api.md),
-// built from cel-go alone: no custom adapter, activation or cost shortcut.
+// directCELEnv is the environment policy rules run in (the declarations and libraries of
+// newEnvs), built from cel-go alone: no custom adapter, activation or cost shortcut, and
+// programs without OptOptimize.
 func directCELEnv(f *testing.F) *cel.Env {
 	env, err := cel.NewEnv(
 		cel.Variable(varTool, cel.MapType(cel.StringType, cel.DynType)),
