@@ -287,3 +287,24 @@ func TestEncodeRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureSpelledOnce: only the runner's exact message verifies. The MAC's last
+// base64url character carries two unused bits; a lenient decoder accepted the three
+// other characters that differ in them (a fuzzing finding).
+func TestSignatureSpelledOnce(t *testing.T) {
+	term, _, err := testEnc.Encode(baseFrame())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(SignedPrefix) + macEncoding.EncodedLen(32) - 1
+	for c := 0; c < 256; c++ {
+		if byte(c) == term[last] {
+			continue
+		}
+		m := []byte(string(term))
+		m[last] = byte(c)
+		if _, _, err := testDec.DecodeTermination(string(m)); !errors.Is(err, ErrSignature) {
+			t.Errorf("MAC ending in %q instead of %q: %v, want ErrSignature", rune(c), rune(term[last]), err)
+		}
+	}
+}
