@@ -42,6 +42,12 @@ type Report struct {
 	CountedRequests  int       `json:"countedRequests"`
 	ClientGoRequests int       `json:"clientGoRequests"`
 	Memory           Memory    `json:"memory"`
+	// OperatorMemory is the operator process's own (with -operator-process); Memory is
+	// then the harness and the simulated Kubelet only.
+	OperatorMemory  *Memory  `json:"operatorMemory,omitempty"`
+	OperatorProcess bool     `json:"operatorProcess"`
+	Keep            bool     `json:"keep"`
+	Storage         Storage  `json:"storage"`
 	Failures         []Failure `json:"failures,omitempty"`
 	WatchErrors      []string  `json:"watchErrors,omitempty"`
 }
@@ -235,11 +241,17 @@ func (rep *Report) Print(out io.Writer) {
 	}
 	p("request counts cross-check\t%d counted by transports, %d by client-go metrics", rep.CountedRequests, rep.ClientGoRequests)
 	p("")
-	m := rep.Memory
-	p("process RSS\t%.1f MiB (peak %.1f MiB)", mib(m.RSSBytes), mib(m.PeakRSSBytes))
-	p("Go heap\t%.1f MiB allocated, %.1f MiB live after GC, %.1f MiB heap sys, %.1f MiB Go sys",
-		mib(int64(m.HeapAllocBytes)), mib(int64(m.HeapLiveBytes)), mib(int64(m.HeapSysBytes)), mib(int64(m.GoSysBytes)))
-	p("goroutines\t%d", m.Goroutines)
+	who := "process (operator, simulated Kubelet, harness)"
+	if rep.OperatorMemory != nil {
+		printMemory(p, "operator process", *rep.OperatorMemory)
+		who = "bench process (simulated Kubelet, harness)"
+	}
+	printMemory(p, who, rep.Memory)
+	st := rep.Storage
+	p("retention\tkeep=%v (operator TTL off: every finished call stays)", rep.Keep)
+	p("ToolCall object (GET JSON)\tn=%d min %d B, mean %d B, max %d B (result %d B)", st.ObjectBytes.N, st.ObjectBytes.Min, st.ObjectBytes.Mean, st.ObjectBytes.Max, st.ResultBytesPerCal)
+	p("etcd db size\t%.1f MiB → %.1f MiB (in use %.1f → %.1f MiB), %d keys after",
+		mib(st.EtcdDBBefore), mib(st.EtcdDBAfter), mib(st.EtcdInUseBefore), mib(st.EtcdInUseAfter), st.EtcdKeysAfter)
 	_ = tw.Flush()
 	if len(rep.Failures) > 0 {
 		_, _ = fmt.Fprintf(out, "\n%d calls did not succeed:\n", len(rep.Failures))
@@ -260,3 +272,10 @@ func (rep *Report) Print(out io.Writer) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func printMemory(p func(string, ...any), who string, m Memory) {
+	p("%s RSS\t%.1f MiB (peak %.1f MiB)", who, mib(m.RSSBytes), mib(m.PeakRSSBytes))
+	p("  Go heap\t%.1f MiB allocated, %.1f MiB live after GC, %.1f MiB heap sys, %.1f MiB Go sys",
+		mib(int64(m.HeapAllocBytes)), mib(int64(m.HeapLiveBytes)), mib(int64(m.HeapSysBytes)), mib(int64(m.GoSysBytes)))
+	p("  goroutines\t%d", m.Goroutines)
+}
