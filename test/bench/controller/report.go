@@ -39,17 +39,17 @@ type Report struct {
 	Reconciles       []KindCount `json:"reconciles"`
 	// CountedRequests (operator + simulated Kubelet + harness transports) should equal
 	// ClientGoRequests (rest_client_requests_total over the same window).
-	CountedRequests  int       `json:"countedRequests"`
-	ClientGoRequests int       `json:"clientGoRequests"`
-	Memory           Memory    `json:"memory"`
+	CountedRequests  int    `json:"countedRequests"`
+	ClientGoRequests int    `json:"clientGoRequests"`
+	Memory           Memory `json:"memory"`
 	// OperatorMemory is the operator process's own (with -operator-process); Memory is
 	// then the harness and the simulated Kubelet only.
-	OperatorMemory  *Memory  `json:"operatorMemory,omitempty"`
-	OperatorProcess bool     `json:"operatorProcess"`
-	Keep            bool     `json:"keep"`
-	Storage         Storage  `json:"storage"`
-	Failures         []Failure `json:"failures,omitempty"`
-	WatchErrors      []string  `json:"watchErrors,omitempty"`
+	OperatorMemory  *Memory   `json:"operatorMemory,omitempty"`
+	OperatorProcess bool      `json:"operatorProcess"`
+	Keep            bool      `json:"keep"`
+	Storage         Storage   `json:"storage"`
+	Failures        []Failure `json:"failures,omitempty"`
+	WatchErrors     []string  `json:"watchErrors,omitempty"`
 }
 
 // Writes are the operator's successful API writes, in total and per successful call.
