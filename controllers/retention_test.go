@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // finishedCall is a Succeeded call with every field the cache transform is about.
@@ -61,6 +63,7 @@ func TestTransformToolCall(t *testing.T) {
 	want.Status.Result.Content = nil
 	want.Status.Tool.Spec, want.Status.Tool.Annotations = nil, nil
 	want.Status.CallLabels = nil
+	want.Status.Conditions[0].Message = ""
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("terminal call (-want +got):\n%s", diff)
 	}
@@ -290,4 +293,41 @@ func typeName(o client.Object) string {
 		return "ToolCallApproval"
 	}
 	return "?"
+}
+
+// The cached Job keeps the tool container's frame key and nothing else of its template
+// (the arguments above all); the cached Pod keeps no spec. The frame reader still works.
+func TestTransformJobAndPod(t *testing.T) {
+	call := finishedCall("c", time.Now())
+	call.Status.Tool.Spec = &v1alpha1.ToolSpec{Body: v1alpha1.ToolBody{Image: "example/echo:1"}}
+	key, err := frame.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: []byte(`{"text":"` + strings.Repeat("a", 4096) + `"}`),
+		Digest: call.Status.ArgumentsDigest, Attempt: 1, FrameKey: key}, DefaultJobOptions())
+	want, wantErr := jobFrameKey(job)
+	out, err := TransformJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trimmed := out.(*batchv1.Job)
+	if got, err := jobFrameKey(trimmed); err != nil || wantErr != nil || !bytes.Equal(got, want) {
+		t.Fatalf("frame key after the transform %x, %v; before %x, %v", got, err, want, wantErr)
+	}
+	raw, _ := json.Marshal(trimmed.Spec.Template)
+	if strings.Contains(string(raw), "aaaa") || len(trimmed.Spec.Template.Spec.InitContainers) != 0 || len(raw) > 512 {
+		t.Errorf("the cached template keeps more than the frame key (%d bytes): %s", len(raw), raw)
+	}
+	if trimmed.Annotations[AnnotationCallName] != "c" || trimmed.Labels[LabelManagedBy] != ManagedByValue {
+		t.Errorf("the Job's metadata was trimmed: %v %v", trimmed.Labels, trimmed.Annotations)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{AnnotationCallName: "c"}},
+		Spec:   job.Spec.Template.Spec,
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: ToolContainerName}}}}
+	out, _ = TransformPod(pod)
+	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || toolContainerStatus(p) == nil || p.Annotations[AnnotationCallName] != "c" {
+		t.Errorf("cached Pod: spec %d containers, status %v, annotations %v", len(p.Spec.Containers), p.Status, p.Annotations)
+	}
 }

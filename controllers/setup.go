@@ -33,7 +33,8 @@ type Options struct {
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
 // the operator never caches a cluster's every Pod; strips managedFields from every cached
-// object; and trims ToolCalls to what the reconcilers read (TransformToolCall).
+// object; and trims ToolCalls, Jobs and Pods to what the reconcilers read
+// (TransformToolCall, TransformJob, TransformPod).
 func CacheOptions() cache.Options {
 	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
 	return cache.Options{

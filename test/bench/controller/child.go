@@ -121,6 +121,7 @@ type operatorProcess struct {
 	stdin io.WriteCloser
 	out   *json.Decoder
 	srv   *http.Server
+	done  bool
 }
 
 // startOperatorProcess writes a kubeconfig for cfg, serves the Kubelet's logs and starts
@@ -177,9 +178,10 @@ func (p *operatorProcess) report() (childReport, error) {
 func (p *operatorProcess) pid() int { return p.cmd.Process.Pid }
 
 func (p *operatorProcess) stop() error {
-	if p == nil {
+	if p == nil || p.done {
 		return nil
 	}
+	p.done = true
 	_ = p.stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()

@@ -41,7 +41,7 @@ type options struct {
 	keep, operatorProcess bool
 	noTransform           bool
 	ttl                   time.Duration
-	resultBytes           int
+	resultBytes, prefill  int
 	role, kubeconfig      string
 	logsURL               string
 	qps                   float64
@@ -65,6 +65,7 @@ func main() {
 	flag.DurationVar(&o.ttl, "ttl", 0, "the operator's --toolcall-ttl (0: its default, 24h; ignored with -keep)")
 	flag.IntVar(&o.resultBytes, "result-bytes", 0, "each call's result is a JSON object of this many bytes (0: the echo of its arguments); over 4 KiB it travels in the Pod log")
 	flag.BoolVar(&o.operatorProcess, "operator-process", false, "run the operator as a separate process (this binary, -role operator) and report its memory alone")
+	flag.IntVar(&o.prefill, "prefill", 0, "after the run, write this many finished copies of a finished call straight through the API and measure the operator watching them, then after a restart")
 	flag.BoolVar(&o.noTransform, "no-cache-transform", false, "what-if: the operator's cache without its transforms (managedFields, trimmed terminal calls)")
 	flag.StringVar(&o.role, "role", "", "internal: \"operator\" runs only the operator (for -operator-process)")
 	flag.StringVar(&o.kubeconfig, "operator-kubeconfig", "", "internal: the operator process's kubeconfig")
@@ -209,6 +210,11 @@ func run(o options) (rep *Report, err error) {
 		progress("measuring object sizes: " + err.Error())
 	}
 	rep.Storage = storage
+	if o.prefill > 0 {
+		if rep.Prefill, err = runPrefill(ctx, hc, ops, etcdURL, ns.Name, o, calls); err != nil {
+			return rep, err
+		}
+	}
 	evCtx, evCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer evCancel()
 	rep.addEvidence(evCtx, hc, ns.Name, calls)

@@ -48,6 +48,7 @@ type Report struct {
 	OperatorProcess bool      `json:"operatorProcess"`
 	Keep            bool      `json:"keep"`
 	Storage         Storage   `json:"storage"`
+	Prefill         *Prefill  `json:"prefill,omitempty"`
 	Failures        []Failure `json:"failures,omitempty"`
 	WatchErrors     []string  `json:"watchErrors,omitempty"`
 }
@@ -250,6 +251,13 @@ func (rep *Report) Print(out io.Writer) {
 	st := rep.Storage
 	p("retention\tkeep=%v (operator TTL off: every finished call stays)", rep.Keep)
 	p("ToolCall object (GET JSON)\tn=%d min %d B, mean %d B, max %d B (result %d B)", st.ObjectBytes.N, st.ObjectBytes.Min, st.ObjectBytes.Mean, st.ObjectBytes.Max, st.ResultBytesPerCal)
+	if pf := rep.Prefill; pf != nil {
+		p("prefill\t%d finished copies of %s written in %.1fs", pf.Calls, pf.Template, pf.Seconds)
+		printMemory(p, "new operator process with them all", pf.Restarted)
+		p("  etcd db size\t%.1f → %.1f MiB (in use %.1f → %.1f MiB): %.0f B per call in use",
+			mib(pf.EtcdDBBefore), mib(pf.EtcdDBAfter), mib(pf.EtcdInUseBefore), mib(pf.EtcdInUseAfter),
+			float64(pf.EtcdInUseAfter-pf.EtcdInUseBefore)/float64(max(1, pf.Calls)))
+	}
 	p("etcd db size\t%.1f MiB → %.1f MiB (in use %.1f → %.1f MiB), %d keys after",
 		mib(st.EtcdDBBefore), mib(st.EtcdDBAfter), mib(st.EtcdInUseBefore), mib(st.EtcdInUseAfter), st.EtcdKeysAfter)
 	_ = tw.Flush()

@@ -113,6 +113,20 @@ type operators struct {
 	op, kl  *running
 	child   *operatorProcess
 	kubelet *toolgatetest.Kubelet
+	env     *toolgatetest.Env
+	dir     string
+}
+
+// startChild starts a new operator process (the previous one stopped).
+func (s *operators) startChild(o options) error {
+	o.qps, o.burst = float64(s.env.Config.QPS), s.env.Config.Burst
+	child, err := startOperatorProcess(s.env.Config, s.kubelet, s.dir, o)
+	if err != nil {
+		return err
+	}
+	s.child = child
+	progress(fmt.Sprintf("operator process pid %d", child.pid()))
+	return nil
 }
 
 // startAll starts the simulated Kubelet and the operator, in this process or (with
@@ -136,7 +150,7 @@ func startAll(env *toolgatetest.Env, operator, cluster *Counter, o options) (*op
 		return nil, errors.Join(err, kl.stop())
 	}
 	progress(fmt.Sprintf("operator process pid %d", child.pid()))
-	return &operators{kl: kl, child: child, kubelet: kubelet}, nil
+	return &operators{kl: kl, child: child, kubelet: kubelet, env: env, dir: dir}, nil
 }
 
 // operatorCounts is a snapshot of the operator's request counts (local counts the
