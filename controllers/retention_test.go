@@ -30,7 +30,7 @@ import (
 func finishedCall(name string, completed time.Time) *v1alpha1.ToolCall {
 	call := unitCall(name, "echo")
 	call.Annotations = map[string]string{corev1.LastAppliedConfigAnnotation: `{"spec":{}}`, "team": "a"}
-	call.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "toolgate.dev/v1alpha1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte("{}")}}}
+	call.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "toolgate.dev/v1alpha1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1("{}")}}
 	call.CreationTimestamp = metav1.NewTime(completed.Add(-2 * time.Second))
 	call.Status = v1alpha1.ToolCallStatus{
 		Phase: v1alpha1.PhaseSucceeded, Verdict: v1alpha1.VerdictAllow,
