@@ -95,7 +95,7 @@ func runOperatorChild(kubeconfig, logsURL string, qps float64, burst int, call c
 	if err := controllers.Setup(mgr, controllers.Options{Call: call, Logs: httpLogs{base: logsURL}}); err != nil {
 		return err
 	}
-	op, err := start(mgr)
+	op, err := startWithin(mgr, 15*time.Minute)
 	if err != nil {
 		return err
 	}

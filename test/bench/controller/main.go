@@ -211,8 +211,9 @@ func run(o options) (rep *Report, err error) {
 	}
 	rep.Storage = storage
 	if o.prefill > 0 {
-		if rep.Prefill, err = runPrefill(ctx, hc, ops, etcdURL, ns.Name, o, calls); err != nil {
-			return rep, err
+		var perr error
+		if rep.Prefill, perr = runPrefill(ctx, hc, ops, etcdURL, ns.Name, o, calls); perr != nil {
+			rep.Failures = append(rep.Failures, Failure{Call: "(prefill)", Reason: "PrefillFailed", Message: perr.Error()})
 		}
 	}
 	evCtx, evCancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -43,11 +43,15 @@ func (r *running) stop() error {
 }
 
 // start runs mgr and waits until its caches have synced.
-func start(mgr ctrl.Manager) (*running, error) {
+func start(mgr ctrl.Manager) (*running, error) { return startWithin(mgr, 30*time.Second) }
+
+// startWithin is start with a bound on the cache sync (an operator listing many calls on a
+// loaded machine needs longer).
+func startWithin(mgr ctrl.Manager, bound time.Duration) (*running, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- mgr.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, syncCancel := context.WithTimeout(ctx, bound)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
