@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -105,6 +107,9 @@ func runOperatorChild(kubeconfig, logsURL string, qps float64, burst int, call c
 		return errors.Join(err, op.stop())
 	}
 	for in.Scan() {
+		if path := os.Getenv("BENCH_OPERATOR_HEAP_PROFILE"); path != "" {
+			writeHeapProfile(path)
+		}
 		rest, reconciles := registryCounts()
 		rep := childReport{REST: rest, Reconciles: reconciles, Memory: readMemory()}
 		rep.Counts, rep.ByPhase, rep.PerCall = toWire(counter.Snapshot())
@@ -241,4 +246,16 @@ func writeKubeconfig(cfg *rest.Config, path string) error {
 	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	kc.CurrentContext = "envtest"
 	return clientcmd.WriteToFile(*kc, path)
+}
+
+// writeHeapProfile writes the operator process's heap profile (after a GC) to path, for
+// BENCH_OPERATOR_HEAP_PROFILE: where its memory goes.
+func writeHeapProfile(path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	_ = pprof.WriteHeapProfile(f)
+	_ = f.Close()
 }
