@@ -121,7 +121,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 
 	It("takes the TTL from the call, else its tool, else the operator's default", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		create(ctx, echoTool(ns).Obj(), MakeTool("slow", ns).Image("example/echo:1").Command("/echo").Obj())
+		create(ctx, echoTool(ns).Obj(), MakeTool("ttl-echo", ns).Image("example/echo:1").Command("/echo").Obj())
 		tool := &v1alpha1.Tool{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, tool)).To(Succeed())
 		tool.Spec.CallTTLSecondsAfterFinished = ptr.To[int32](3600)
@@ -134,7 +134,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		own.Spec.TTLSecondsAfterFinished = ptr.To[int32](120)
 		create(ctx, own,
 			MakeToolCall("tools", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "b"}).Obj(),
-			MakeToolCall("operators", ns).Tool("slow").Requester(AdminUser).Args(map[string]any{}).Obj())
+			MakeToolCall("operators", ns).Tool("ttl-echo").Requester(AdminUser).Args(map[string]any{}).Obj())
 		for name, want := range map[string]time.Duration{"own": 2 * time.Minute, "tools": time.Hour, "operators": 24 * time.Hour} {
 			call := waitTerminal(ctx, ns, name)
 			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
