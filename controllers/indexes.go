@@ -15,6 +15,9 @@ import (
 const (
 	// indexSession indexes ToolCalls by spec.session (calls without a session are not indexed).
 	indexSession = "spec.session"
+	// indexActivePhase indexes ToolCalls in a non-terminal phase by that phase (terminal
+	// calls are not indexed), so that the active-call gauge reads only the active calls.
+	indexActivePhase = "status.activePhase"
 	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
 	// reconcile finds a call's children without scanning the namespace.
 	indexCallName = "toolgate.dev/call-name"
@@ -45,6 +48,9 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{ToolName(&t.Spec.ToolSpec, t.Name)}
 	})
 	if err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexActivePhase, activePhase); err != nil {
 		return err
 	}
 	byCall := func(o client.Object) []string {
@@ -96,4 +102,13 @@ func (r *ToolCallReconciler) sessionPeers(ctx context.Context, o client.Object) 
 		}
 	}
 	return reqs
+}
+
+// activePhase is the indexActivePhase value of a call: its phase while not terminal.
+func activePhase(o client.Object) []string {
+	call, ok := o.(*v1alpha1.ToolCall)
+	if !ok || call.Status.Phase == "" || call.Status.Phase.IsTerminal() {
+		return nil
+	}
+	return []string{string(call.Status.Phase)}
 }

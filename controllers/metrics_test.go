@@ -137,7 +137,8 @@ func TestEveryTerminalCallIsCountedUnderABoundedToolLabel(t *testing.T) {
 	}
 }
 
-// The phase gauge reads the cached calls without deep-copying each of them on every scrape.
+// The phase gauge reads the active cached calls only (by index), without deep-copying each
+// of them on every scrape.
 func TestPhaseCounterReadsTheCacheWithoutDeepCopies(t *testing.T) {
 	running, parked, done := unitCall("a", "echo"), unitCall("b", "echo"), unitCall("d", "echo")
 	running.Status.Phase, parked.Status.Phase, done.Status.Phase = v1alpha1.PhaseRunning, v1alpha1.PhaseAwaitingApproval, v1alpha1.PhaseSucceeded
@@ -145,6 +146,9 @@ func TestPhaseCounterReadsTheCacheWithoutDeepCopies(t *testing.T) {
 	funcs := interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 		lo := (&client.ListOptions{}).ApplyOptions(opts)
 		deepCopies = lo.UnsafeDisableDeepCopy == nil || !*lo.UnsafeDisableDeepCopy
+		if lo.FieldSelector == nil || lo.FieldSelector.Empty() {
+			t.Error("the phase counter lists every call: select by the active-phase index")
+		}
 		return c.List(ctx, list, opts...)
 	}}
 	_, c := unitReconciler(t, funcs, running, parked, done)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,18 +25,25 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Logs reads results carried in Pod logs; nil uses the pods/log subresource.
 	Logs LogReader
+	// AuditLogger receives the ToolCall audit records; zero: ctrl.Log.WithName("audit").
+	AuditLogger logr.Logger
 	// RegisterMetrics adds toolgate's metrics to controller-runtime's registry (once per process).
 	RegisterMetrics bool
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
-// the operator never caches a cluster's every Pod.
+// the operator never caches a cluster's every Pod; strips managedFields from every cached
+// object; and trims ToolCalls, Jobs and Pods to what the reconcilers read
+// (TransformToolCall, TransformJob, TransformPod).
 func CacheOptions() cache.Options {
 	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:  {Label: selector},
-		&batchv1.Job{}: {Label: selector},
-	}}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:        {Label: selector},
+			&batchv1.Job{}:       {Label: selector},
+			&v1alpha1.ToolCall{}: {Transform: TransformToolCall},
+		}}
 }
 
 // Setup adds every toolgate reconciler to the manager.
@@ -61,7 +69,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call},
+			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger},
+		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
@@ -76,19 +85,17 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 }
 
 // phaseCounter counts non-terminal calls by phase from the cache, for the active gauge.
-// It reads the cached objects themselves (no deep copy of every call on each scrape) and
-// only reads them.
+// It reads only the active calls (the indexActivePhase index: finished calls, however
+// many, cost a scrape nothing), without deep copies, and only reads them.
 func phaseCounter(c client.Reader) metrics.PhaseCounter {
 	return func(ctx context.Context) (map[string]int, error) {
-		calls := &v1alpha1.ToolCallList{}
-		if err := c.List(ctx, calls, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		counts := map[string]int{string(v1alpha1.PhaseRunning): 0, string(v1alpha1.PhaseAwaitingApproval): 0, string(v1alpha1.PhaseQueued): 0}
-		for i := range calls.Items {
-			if p := calls.Items[i].Status.Phase; !p.IsTerminal() && p != "" {
-				counts[string(p)]++
+		counts := map[string]int{}
+		for _, phase := range []v1alpha1.ToolCallPhase{v1alpha1.PhaseRunning, v1alpha1.PhaseAwaitingApproval, v1alpha1.PhaseQueued} {
+			calls := &v1alpha1.ToolCallList{}
+			if err := c.List(ctx, calls, client.MatchingFields{indexActivePhase: string(phase)}, client.UnsafeDisableDeepCopy); err != nil {
+				return nil, err
 			}
+			counts[string(phase)] = len(calls.Items)
 		}
 		return counts, nil
 	}

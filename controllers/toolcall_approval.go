@@ -57,6 +57,9 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
+	if answer != nil && decidedBy(decision) {
+		call.Status.Approver = answer.Approver
+	}
 	var events []event
 	if decision.Verdict == pipeline.Deny {
 		events = r.refuse(call, decision, r.Clock.Now()).events
@@ -125,4 +128,10 @@ func approvalMessage(call *v1alpha1.ToolCall, d pipeline.Decision) string {
 		return fmt.Sprintf("%s (delete this approval to answer call %s, uid %s, again)", d.Message, call.Name, call.UID)
 	}
 	return d.Message
+}
+
+// decidedBy reports whether the decision is the approval's own (approved, denied, or
+// refused for its digest), not the window's.
+func decidedBy(d pipeline.Decision) bool {
+	return d.Verdict == pipeline.Allow || d.Reason == pipeline.ReasonApprovalDenied || d.Reason == pipeline.ReasonApprovalDigestMismatch
 }

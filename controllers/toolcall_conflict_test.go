@@ -38,6 +38,7 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 		WithStatusSubresource(&v1alpha1.ToolCall{}, &v1alpha1.ToolCallApproval{}).
 		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
 		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).
+		WithIndex(&v1alpha1.ToolCall{}, indexActivePhase, activePhase).
 		WithInterceptorFuncs(funcs).Build()
 	compiler, err := pipeline.NewCompiler(pipeline.CompilerOptions{})
 	if err != nil {

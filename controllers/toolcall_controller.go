@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,13 +44,15 @@ type CallOptions struct {
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
 	NetworkPolicy NetworkPolicyOptions
+	// Retention says when finished calls are deleted and what the audit record holds.
+	Retention RetentionOptions
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: DefaultNetworkPolicyOptions()}
+		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -64,14 +67,17 @@ type ToolCallReconciler struct {
 	Compiler  *pipeline.Compiler
 	Logs      LogReader
 	Options   CallOptions
+	// Audit receives the audit records; zero: the "audit" child of the process logger.
+	Audit logr.Logger
 
 	written  written
 	refusals refusals
+	audits   pendingAudits
 }
 
-// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=tools;clustertools;toolscopes;toolpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;patch;update
@@ -85,6 +91,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.refusals.forget(req.NamespacedName)
+			r.audits.forget(req.NamespacedName)
 			_, err := r.tidyJobs(ctx, req.Namespace, req.Name, nil)
 			return ctrl.Result{}, err
 		}
@@ -99,8 +106,13 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if call.Status.Phase.IsTerminal() || !call.DeletionTimestamp.IsZero() {
+	if !call.DeletionTimestamp.IsZero() {
 		return ctrl.Result{RequeueAfter: retained}, nil
+	}
+	if call.Status.Phase.IsTerminal() {
+		// The cached terminal call is trimmed (cache.go): it is only read here, never written.
+		r.auditRecovered(ctx, call)
+		return r.expire(ctx, call, retained)
 	}
 	res, err := r.reconcile(ctx, call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
@@ -128,13 +140,21 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 }
 
 // writeStatus writes the call's status and remembers how far it moved the call.
+// A terminal write that succeeded is counted and audited here, once; one whose outcome is
+// unknown (an error other than a conflict: it may have been applied) is audited when the
+// call is next seen terminal (auditRecovered).
 func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
 	if err := r.Status().Update(ctx, call); err != nil {
+		if call.Status.Phase.IsTerminal() && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
+			r.audits.hold(call)
+		}
 		return err
 	}
 	r.written.record(call)
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
+		r.audits.forget(client.ObjectKeyFromObject(call))
+		r.emitAudit(ctx, call, false)
 	}
 	return nil
 }

@@ -169,6 +169,7 @@ func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1
 	call.Status.Phase = phase
 	call.Status.CompletionTime = ptrTime(now)
 	call.Status.Duration = now.Sub(call.CreationTimestamp.Time).Round(100 * time.Millisecond).String()
+	r.setExpiry(call, now)
 	if call.Status.Verdict == "" && phase == v1alpha1.PhaseDenied {
 		call.Status.Verdict = v1alpha1.VerdictDeny
 	}

@@ -137,6 +137,14 @@ type ToolSpec struct {
 	// +kubebuilder:default={}
 	Sandbox Sandbox `json:"sandbox,omitempty"`
 
+	// callTTLSecondsAfterFinished is the default ttlSecondsAfterFinished of this tool's
+	// calls: how long a call is kept after it finished before the operator deletes it. A
+	// call's own spec.ttlSecondsAfterFinished wins; unset here, the operator's --toolcall-ttl
+	// applies. 0: calls are deleted as soon as they finish.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	CallTTLSecondsAfterFinished *int32 `json:"callTTLSecondsAfterFinished,omitempty"`
+
 	// presentation holds CEL expressions that render a call and its result as one line for
 	// people (CLI, events). Optional.
 	// +optional

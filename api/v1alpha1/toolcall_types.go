@@ -91,6 +91,15 @@ type ToolCallSpec struct {
 	// arguments is the JSON object handed to the tool. Required; must be an object.
 	// +required
 	Arguments runtime.RawExtension `json:"arguments"`
+
+	// ttlSecondsAfterFinished is how long the call is kept after it reached a terminal phase
+	// (status.completionTime); then the operator deletes it, and with it (by ownership) its
+	// Jobs, their Pods and its ToolCallApproval. 0: deleted as soon as it finished. Unset:
+	// the resolved tool's spec.callTTLSecondsAfterFinished, else the operator's
+	// --toolcall-ttl (default 24h; 0 there keeps calls forever). Immutable, as the whole spec.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // ToolCallStatus is the walk of a call through the pipeline, written by the controller.
@@ -178,6 +187,18 @@ type ToolCallStatus struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	ResultDigest string `json:"resultDigest,omitempty"`
+
+	// approver is the spec.approver of the ToolCallApproval that decided the call (approved
+	// or denied it); empty when no approval decided it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Approver string `json:"approver,omitempty"`
+
+	// expiresAt is when the operator deletes the call: completionTime plus the effective
+	// ttlSecondsAfterFinished (the call's, else its tool's, else the operator's default),
+	// fixed when the call ends. Absent: the call is kept (no TTL applies) or not finished.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
 // ToolSnapshot identifies the tool a call resolved to, as it was at resolution.
@@ -295,6 +316,7 @@ type ToolResult struct {
 // +kubebuilder:printcolumn:name="Duration",type=string,JSONPath=`.status.duration`
 // +kubebuilder:printcolumn:name="Requester",type=string,JSONPath=`.spec.requester`,priority=1
 // +kubebuilder:printcolumn:name="Session",type=string,JSONPath=`.spec.session`,priority=1
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || has(self.status)",message="status cannot be removed"
 type ToolCall struct {

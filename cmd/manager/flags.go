@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/toolgate/toolgate/controllers"
 )
 
 func must(err error) {
@@ -54,6 +56,17 @@ func (f *retentionFlags) resolve() (time.Duration, string, error) {
 		return 0, "", fmt.Errorf("the Job retention %s is negative", d)
 	}
 	return d, notice, nil
+}
+
+// validateRetention refuses negative TTLs and history limits.
+func validateRetention(o controllers.RetentionOptions) error {
+	switch {
+	case o.TTL < 0:
+		return fmt.Errorf("--toolcall-ttl %s is negative (0 keeps finished calls forever)", o.TTL)
+	case o.HistorySucceeded < 0 || o.HistoryFailed < 0:
+		return fmt.Errorf("history limits must not be negative (0: no limit): succeeded %d, failed %d", o.HistorySucceeded, o.HistoryFailed)
+	}
+	return nil
 }
 
 func corev1ResourceName(name string) corev1.ResourceName { return corev1.ResourceName(name) }

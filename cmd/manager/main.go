@@ -42,6 +42,10 @@ func main() {
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
 	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
 	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
+	flag.DurationVar(&opts.Retention.TTL, "toolcall-ttl", opts.Retention.TTL, "how long a finished ToolCall is kept when neither it (spec.ttlSecondsAfterFinished) nor its tool (spec.callTTLSecondsAfterFinished) says; 0 keeps such calls forever")
+	flag.IntVar(&opts.Retention.HistorySucceeded, "toolcall-history-succeeded", 0, "keep at most this many Succeeded ToolCalls per namespace, the most recently finished (older ones are deleted); 0: no limit")
+	flag.IntVar(&opts.Retention.HistoryFailed, "toolcall-history-failed", 0, "keep at most this many Failed or Denied ToolCalls per namespace; 0: no limit")
+	flag.BoolVar(&opts.Retention.AuditIncludeContent, "audit-include-content", false, "put the arguments and the result (content and error message) into each call's audit record (logger \"audit\"); off: digests and sizes only")
 	netpolMode, egressExcept := string(opts.NetworkPolicy.Mode), strings.Join(opts.NetworkPolicy.EgressExcept, ",")
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
@@ -59,6 +63,11 @@ func main() {
 	opts.JobRetention = jobRetention
 	if notice != "" {
 		log.Info(notice)
+	}
+
+	if err := validateRetention(opts.Retention); err != nil {
+		log.Error(err, "invalid retention settings")
+		os.Exit(2)
 	}
 
 	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit, "ephemeral-storage": storageLimit, "scratch": scratchLimit} {

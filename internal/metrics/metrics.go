@@ -52,6 +52,14 @@ var (
 		Help:      "ToolCalls that reached a terminal phase, by tool, phase and result reason.",
 	}, []string{"tool", "phase", "reason"})
 
+	// Deleted counts the finished calls the operator deleted, by why: ttl (their
+	// ttlSecondsAfterFinished passed) or history (over a namespace's history limit).
+	Deleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "toolcalls_deleted_total",
+		Help:      "Finished ToolCalls the operator deleted, by why (ttl, history).",
+	}, []string{"why"})
+
 	// JobsCreated counts the Jobs the operator created (one per attempt).
 	JobsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -86,7 +94,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 // (toolgate_toolcalls_active{phase}: Running is the active Jobs, AwaitingApproval the approvals
 // waiting) is registered only when a counter is given.
 func Register(count PhaseCounter) {
-	metrics.Registry.MustRegister(StageDuration, CallLatency, Verdicts, Outcomes, JobsCreated)
+	metrics.Registry.MustRegister(StageDuration, CallLatency, Verdicts, Outcomes, Deleted, JobsCreated)
 	if count != nil {
 		metrics.Registry.MustRegister(&phaseCollector{count: count, desc: prometheus.NewDesc(
 			namespace+"_toolcalls_active",

@@ -176,6 +176,14 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if job.Status.StartTime != nil {
 		return k.playAfter(ctx, job, o)
 	}
+	// The operator's cache (which StartManager shares) keeps no Pod template
+	// (controllers.TransformJob): read the Job whole before making its Pod.
+	if err := k.reader().Get(ctx, req.NamespacedName, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil {
+		return ctrl.Result{}, nil
+	}
 	pod, err := k.createPod(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -229,7 +237,8 @@ func (k *Kubelet) Finish(ctx context.Context, namespace, jobName string, o Outco
 		return err
 	}
 	pod := &corev1.Pod{}
-	if err := k.Get(ctx, types.NamespacedName{Namespace: namespace, Name: podName(job)}, pod); err != nil {
+	// Whole, from the API server: the operator's cache keeps no Pod spec (TransformPod).
+	if err := k.reader().Get(ctx, types.NamespacedName{Namespace: namespace, Name: podName(job)}, pod); err != nil {
 		return err
 	}
 	o.Hold = false
@@ -266,7 +275,7 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 	pod.Spec.NodeName = "simulated-node"
 	err := k.Create(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
-		return pod, k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+		return pod, k.reader().Get(ctx, client.ObjectKeyFromObject(pod), pod)
 	}
 	if err == nil {
 		start := PodStart{Namespace: pod.Namespace, Pod: pod.Name, Job: job.Name, JobUID: job.UID,

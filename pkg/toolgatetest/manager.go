@@ -5,9 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -26,6 +28,12 @@ type ManagerOptions struct {
 	Kubelet *Kubelet
 	// NoKubelet runs no simulated Kubelet (Jobs then never run).
 	NoKubelet bool
+	// CollectGarbage runs a simulated garbage collector (envtest has none): once a ToolCall
+	// is deleted, the Jobs and ToolCallApprovals whose ownerReferences name it are deleted,
+	// and then the Pods of those Jobs — background propagation, by ownerReference alone.
+	CollectGarbage bool
+	// AuditLogger receives the operator's audit records; zero: ctrl.Log's "audit" logger.
+	AuditLogger logr.Logger
 	// KubeletRunsApart says that Kubelet already runs in a manager of its own
 	// (Env.StartKubelet): this manager only reads its logs, and the Kubelet keeps running
 	// while this manager is stopped (an operator outage).
@@ -35,8 +43,11 @@ type ManagerOptions struct {
 // Manager is toolgate's reconcilers (and the simulated Kubelet) running against an Env.
 type Manager struct {
 	Kubelet *Kubelet
-	cancel  context.CancelFunc
-	done    chan error
+	// Client is the manager's client: reads come from its informer cache, as the
+	// reconcilers' do (trimmed by controllers.CacheOptions' transforms).
+	Client client.Client
+	cancel context.CancelFunc
+	done   chan error
 }
 
 // StartManager starts toolgate's reconcilers in a controller-runtime manager against the
@@ -46,11 +57,16 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{Kubelet: opts.Kubelet, done: make(chan error, 1)}
+	m := &Manager{Kubelet: opts.Kubelet, Client: mgr.GetClient(), done: make(chan error, 1)}
 	if m.Kubelet == nil && !opts.NoKubelet {
 		m.Kubelet = NewKubelet(mgr.GetClient())
 	}
-	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock}
+	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger}
+	if opts.CollectGarbage {
+		if err := setupGarbageCollector(mgr); err != nil {
+			return nil, err
+		}
+	}
 	if m.Kubelet != nil {
 		setup.Logs = m.Kubelet
 		if !opts.KubeletRunsApart {

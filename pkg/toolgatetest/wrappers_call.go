@@ -72,6 +72,12 @@ func (w *ToolCallWrapper) Session(session string) *ToolCallWrapper {
 	return w
 }
 
+// TTL sets spec.ttlSecondsAfterFinished: how long the call is kept after it finished.
+func (w *ToolCallWrapper) TTL(seconds int32) *ToolCallWrapper {
+	w.Spec.TTLSecondsAfterFinished = &seconds
+	return w
+}
+
 // Requester sets spec.requester.
 func (w *ToolCallWrapper) Requester(user string) *ToolCallWrapper {
 	w.Spec.Requester = user

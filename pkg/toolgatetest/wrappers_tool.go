@@ -66,6 +66,13 @@ func (s ToolSpecSetters[W]) Timeout(d time.Duration) W {
 	return s.w
 }
 
+// CallTTL sets spec.callTTLSecondsAfterFinished: how long the tool's calls are kept after
+// they finished.
+func (s ToolSpecSetters[W]) CallTTL(seconds int32) W {
+	s.spec.CallTTLSecondsAfterFinished = &seconds
+	return s.w
+}
+
 // ApprovalWindow sets spec.approvalWindow.
 func (s ToolSpecSetters[W]) ApprovalWindow(d time.Duration) W {
 	s.spec.ApprovalWindow = &metav1.Duration{Duration: d}

@@ -4,6 +4,7 @@
 // call and the process's memory, and exits non-zero if any call did not succeed.
 //
 //	go run ./test/bench/controller -n 1000 [-concurrency 16] [-json]
+//	go run ./test/bench/controller -n 10000 -keep -result-bytes 16384 -operator-process   # memory
 package main
 
 import (
@@ -15,11 +16,13 @@ import (
 	"os"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -34,6 +37,15 @@ type options struct {
 	timeout, settle                time.Duration
 	outputSchema, cpuProfile       string
 	json, verbose                  bool
+
+	keep, operatorProcess bool
+	noTransform           bool
+	ttl                   time.Duration
+	resultBytes, prefill  int
+	role, kubeconfig      string
+	logsURL               string
+	qps                   float64
+	burst                 int
 }
 
 func main() {
@@ -49,12 +61,30 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (operator, Kubelet, harness) during the calls")
 	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
 	flag.BoolVar(&o.verbose, "v", false, "log the reconcilers at info level (default: errors only)")
+	flag.BoolVar(&o.keep, "keep", false, "retention-free: the operator keeps every finished call (--toolcall-ttl=0, no history limit)")
+	flag.DurationVar(&o.ttl, "ttl", 0, "the operator's --toolcall-ttl (0: its default, 24h; ignored with -keep)")
+	flag.IntVar(&o.resultBytes, "result-bytes", 0, "each call's result is a JSON object of this many bytes (0: the echo of its arguments); over 4 KiB it travels in the Pod log")
+	flag.BoolVar(&o.operatorProcess, "operator-process", false, "run the operator as a separate process (this binary, -role operator) and report its memory alone")
+	flag.IntVar(&o.prefill, "prefill", 0, "after the run, write this many finished copies of a finished call straight through the API and measure the operator watching them, then after a restart")
+	flag.BoolVar(&o.noTransform, "no-cache-transform", false, "what-if: the operator's cache without its transforms (managedFields, trimmed terminal calls)")
+	flag.StringVar(&o.role, "role", "", "internal: \"operator\" runs only the operator (for -operator-process)")
+	flag.StringVar(&o.kubeconfig, "operator-kubeconfig", "", "internal: the operator process's kubeconfig")
+	flag.StringVar(&o.logsURL, "logs-url", "", "internal: where the operator process reads simulated Pod logs")
+	flag.Float64Var(&o.qps, "qps", 0, "internal: the operator process's client QPS")
+	flag.IntVar(&o.burst, "burst", 0, "internal: the operator process's client burst")
 	flag.Parse()
 	level := zapcore.ErrorLevel
 	if o.verbose {
 		level = zapcore.InfoLevel
 	}
 	ctrl.SetLogger(zap.New(zap.Level(level), zap.WriteTo(os.Stderr)))
+	if o.role == "operator" {
+		if err := runOperatorChild(o.kubeconfig, o.logsURL, o.qps, o.burst, callOptions(o), o.operatorWorkers, cacheOptions(o)); err != nil {
+			fmt.Fprintln(os.Stderr, "operator process:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if o.n < 1 || o.concurrency < 1 {
 		fmt.Fprintln(os.Stderr, "-n and -concurrency must be at least 1")
 		os.Exit(2)
@@ -97,11 +127,14 @@ func run(o options) (rep *Report, err error) {
 		return nil, err
 	}
 	progress("starting the operator and the simulated Kubelet")
-	op, kl, err := startManagers(env, operator, cluster, o.operatorWorkers, o.kubeletWorkers)
+	ops, err := startAll(env, operator, cluster, o)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, op.stop(), kl.stop()) }()
+	defer func() { err = errors.Join(err, ops.stop()) }()
+	if o.resultBytes > 0 {
+		ops.kubelet.Script("echo", toolgatetest.Outcome{Stdout: resultOf(o.resultBytes)})
+	}
 	if err := createTool(ctx, hc, ns.Name, o.outputSchema); err != nil {
 		return nil, err
 	}
@@ -113,8 +146,11 @@ func run(o options) (rep *Report, err error) {
 	}
 	time.Sleep(o.settle) // let the Tool's registration events flush before the baseline
 
-	baseOp, baseCluster, baseHarness := operator.Snapshot(), cluster.Snapshot(), harness.Snapshot()
-	baseREST, baseReconciles := registryCounts()
+	etcdURL := env.Env.ControlPlane.Etcd.URL.String()
+	var storage Storage
+	storage.EtcdDBBefore, storage.EtcdInUseBefore, _ = etcdDB(ctx, etcdURL)
+	baseOp, baseCluster, baseHarness := ops.operatorCounts(operator), cluster.Snapshot(), harness.Snapshot()
+	baseREST, baseReconciles := ops.registryCounts()
 	loadBefore := loadAverage()
 	stopProfile, err := startProfile(o.cpuProfile)
 	if err != nil {
@@ -133,10 +169,10 @@ func run(o options) (rep *Report, err error) {
 	stopProfile()
 	time.Sleep(o.settle)
 
-	opDelta := operator.Snapshot().Sub(baseOp)
+	opDelta := ops.operatorCounts(operator).Sub(baseOp)
 	clusterDelta := cluster.Snapshot().Sub(baseCluster)
 	harnessDelta := harness.Snapshot().Sub(baseHarness)
-	rest, reconciles := registryCounts()
+	rest, reconciles := ops.registryCounts()
 	calls, watchErrs := rec.Calls()
 	rep = &Report{
 		Machine: machine(), LoadBefore: loadBefore, LoadAfter: loadAverage(), Calls: o.n, Concurrency: o.concurrency, Rate: o.rate,
@@ -146,6 +182,12 @@ func run(o options) (rep *Report, err error) {
 		CountedRequests:  opDelta.Requests + clusterDelta.Requests + harnessDelta.Requests,
 		ClientGoRequests: rest - baseREST,
 		Memory:           readMemory(),
+		Keep:             o.keep,
+		OperatorProcess:  o.operatorProcess,
+	}
+	if o.operatorProcess {
+		m := ops.operatorMemory()
+		rep.OperatorMemory = &m
 	}
 	for k, v := range reconciles {
 		if d := v - baseReconciles[k]; d != 0 {
@@ -157,6 +199,23 @@ func run(o options) (rep *Report, err error) {
 		rep.WatchErrors = append(rep.WatchErrors, e.Error())
 	}
 	rep.fill(calls, opDelta)
+	storage.EtcdDBAfter, storage.EtcdInUseAfter, storage.EtcdKeysAfter = etcdDB(ctx, etcdURL)
+	storage.ResultBytesPerCal = o.resultBytes
+	names := make([]string, 0, len(calls))
+	for name := range calls {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if storage.ObjectBytes, err = objectSizes(ctx, env.Config, ns.Name, names, 50); err != nil {
+		progress("measuring object sizes: " + err.Error())
+	}
+	rep.Storage = storage
+	if o.prefill > 0 {
+		var perr error
+		if rep.Prefill, perr = runPrefill(ctx, hc, ops, etcdURL, ns.Name, o, calls); perr != nil {
+			rep.Failures = append(rep.Failures, Failure{Call: "(prefill)", Reason: "PrefillFailed", Message: perr.Error()})
+		}
+	}
 	evCtx, evCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer evCancel()
 	rep.addEvidence(evCtx, hc, ns.Name, calls)
@@ -211,6 +270,37 @@ func startProfile(path string) (func(), error) {
 		return nil, errors.Join(err, f.Close())
 	}
 	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
+// resultOf is a JSON object of exactly n bytes (at least 12): {"text":"xxx…"}.
+func resultOf(n int) []byte {
+	const frame = len(`{"text":""}`)
+	return []byte(`{"text":"` + strings.Repeat("x", max(1, n-frame)) + `"}`)
+}
+
+// cacheOptions are the operator's cache settings for this run.
+func cacheOptions(o options) cache.Options {
+	c := controllers.CacheOptions()
+	if o.noTransform {
+		c.DefaultTransform = nil
+		for obj, by := range c.ByObject {
+			by.Transform = nil
+			c.ByObject[obj] = by
+		}
+	}
+	return c
+}
+
+// callOptions are the operator's pipeline settings for this run.
+func callOptions(o options) controllers.CallOptions {
+	c := controllers.DefaultCallOptions()
+	switch {
+	case o.keep:
+		c.Retention = controllers.RetentionOptions{}
+	case o.ttl > 0:
+		c.Retention.TTL = o.ttl
+	}
+	return c
 }
 
 func progress(msg string) {

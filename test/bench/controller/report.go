@@ -39,11 +39,18 @@ type Report struct {
 	Reconciles       []KindCount `json:"reconciles"`
 	// CountedRequests (operator + simulated Kubelet + harness transports) should equal
 	// ClientGoRequests (rest_client_requests_total over the same window).
-	CountedRequests  int       `json:"countedRequests"`
-	ClientGoRequests int       `json:"clientGoRequests"`
-	Memory           Memory    `json:"memory"`
-	Failures         []Failure `json:"failures,omitempty"`
-	WatchErrors      []string  `json:"watchErrors,omitempty"`
+	CountedRequests  int    `json:"countedRequests"`
+	ClientGoRequests int    `json:"clientGoRequests"`
+	Memory           Memory `json:"memory"`
+	// OperatorMemory is the operator process's own (with -operator-process); Memory is
+	// then the harness and the simulated Kubelet only.
+	OperatorMemory  *Memory   `json:"operatorMemory,omitempty"`
+	OperatorProcess bool      `json:"operatorProcess"`
+	Keep            bool      `json:"keep"`
+	Storage         Storage   `json:"storage"`
+	Prefill         *Prefill  `json:"prefill,omitempty"`
+	Failures        []Failure `json:"failures,omitempty"`
+	WatchErrors     []string  `json:"watchErrors,omitempty"`
 }
 
 // Writes are the operator's successful API writes, in total and per successful call.
@@ -235,11 +242,24 @@ func (rep *Report) Print(out io.Writer) {
 	}
 	p("request counts cross-check\t%d counted by transports, %d by client-go metrics", rep.CountedRequests, rep.ClientGoRequests)
 	p("")
-	m := rep.Memory
-	p("process RSS\t%.1f MiB (peak %.1f MiB)", mib(m.RSSBytes), mib(m.PeakRSSBytes))
-	p("Go heap\t%.1f MiB allocated, %.1f MiB live after GC, %.1f MiB heap sys, %.1f MiB Go sys",
-		mib(int64(m.HeapAllocBytes)), mib(int64(m.HeapLiveBytes)), mib(int64(m.HeapSysBytes)), mib(int64(m.GoSysBytes)))
-	p("goroutines\t%d", m.Goroutines)
+	who := "process (operator, simulated Kubelet, harness)"
+	if rep.OperatorMemory != nil {
+		printMemory(p, "operator process", *rep.OperatorMemory)
+		who = "bench process (simulated Kubelet, harness)"
+	}
+	printMemory(p, who, rep.Memory)
+	st := rep.Storage
+	p("retention\tkeep=%v (operator TTL off: every finished call stays)", rep.Keep)
+	p("ToolCall object (GET JSON)\tn=%d min %d B, mean %d B, max %d B (result %d B)", st.ObjectBytes.N, st.ObjectBytes.Min, st.ObjectBytes.Mean, st.ObjectBytes.Max, st.ResultBytesPerCal)
+	if pf := rep.Prefill; pf != nil {
+		p("prefill\t%d finished copies of %s written in %.1fs", pf.Calls, pf.Template, pf.Seconds)
+		printMemory(p, "new operator process with them all", pf.Restarted)
+		p("  etcd db size\t%.1f → %.1f MiB (in use %.1f → %.1f MiB): %.0f B per call in use",
+			mib(pf.EtcdDBBefore), mib(pf.EtcdDBAfter), mib(pf.EtcdInUseBefore), mib(pf.EtcdInUseAfter),
+			float64(pf.EtcdInUseAfter-pf.EtcdInUseBefore)/float64(max(1, pf.Calls)))
+	}
+	p("etcd db size\t%.1f MiB → %.1f MiB (in use %.1f → %.1f MiB), %d keys after",
+		mib(st.EtcdDBBefore), mib(st.EtcdDBAfter), mib(st.EtcdInUseBefore), mib(st.EtcdInUseAfter), st.EtcdKeysAfter)
 	_ = tw.Flush()
 	if len(rep.Failures) > 0 {
 		_, _ = fmt.Fprintf(out, "\n%d calls did not succeed:\n", len(rep.Failures))
@@ -260,3 +280,10 @@ func (rep *Report) Print(out io.Writer) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func printMemory(p func(string, ...any), who string, m Memory) {
+	p("%s RSS\t%.1f MiB (peak %.1f MiB)", who, mib(m.RSSBytes), mib(m.PeakRSSBytes))
+	p("  Go heap\t%.1f MiB allocated, %.1f MiB live after GC, %.1f MiB heap sys, %.1f MiB Go sys",
+		mib(int64(m.HeapAllocBytes)), mib(int64(m.HeapLiveBytes)), mib(int64(m.HeapSysBytes)), mib(int64(m.GoSysBytes)))
+	p("  goroutines\t%d", m.Goroutines)
+}

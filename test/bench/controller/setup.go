@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,11 +43,15 @@ func (r *running) stop() error {
 }
 
 // start runs mgr and waits until its caches have synced.
-func start(mgr ctrl.Manager) (*running, error) {
+func start(mgr ctrl.Manager) (*running, error) { return startWithin(mgr, 30*time.Second) }
+
+// startWithin is start with a bound on the cache sync (an operator listing many calls on a
+// loaded machine needs longer).
+func startWithin(mgr ctrl.Manager, bound time.Duration) (*running, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- mgr.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	syncCtx, syncCancel := context.WithTimeout(ctx, bound)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		cancel()
@@ -60,7 +65,32 @@ func start(mgr ctrl.Manager) (*running, error) {
 // counted config: the Kubelet's writes are the fake cluster's, not the operator's.
 // operatorWorkers other than 0 sets the operator's MaxConcurrentReconciles (a what-if; 0
 // keeps controller-runtime's default, as StartManager and cmd/manager do).
-func startManagers(env *toolgatetest.Env, operator, cluster *Counter, operatorWorkers, kubeletWorkers int) (op, kl *running, err error) {
+func startManagers(env *toolgatetest.Env, operator, cluster *Counter, o options) (op, kl *running, kubelet *toolgatetest.Kubelet, err error) {
+	kl, kubelet, err = startKubelet(env, cluster, o.kubeletWorkers)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	opMgr, err := ctrl.NewManager(counted(env.Config, operator), ctrl.Options{
+		Scheme:     env.Scheme,
+		Cache:      cacheOptions(o),
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.operatorWorkers},
+	})
+	if err != nil {
+		return nil, nil, nil, errors.Join(err, kl.stop())
+	}
+	if err := controllers.Setup(opMgr, controllers.Options{Call: callOptions(o), Logs: kubelet}); err != nil {
+		return nil, nil, nil, errors.Join(err, kl.stop())
+	}
+	if op, err = start(opMgr); err != nil {
+		return nil, nil, nil, errors.Join(fmt.Errorf("operator: %w", err), kl.stop())
+	}
+	return op, kl, kubelet, nil
+}
+
+// startKubelet starts the simulated Kubelet (Job controller, TTL controller, garbage
+// collector's foreground part) in a manager of its own, on its own counted config.
+func startKubelet(env *toolgatetest.Env, cluster *Counter, kubeletWorkers int) (*running, *toolgatetest.Kubelet, error) {
 	kubeletMgr, err := ctrl.NewManager(counted(env.Config, cluster), ctrl.Options{
 		Scheme:  env.Scheme,
 		Cache:   controllers.CacheOptions(),
@@ -75,27 +105,102 @@ func startManagers(env *toolgatetest.Env, operator, cluster *Counter, operatorWo
 	if err := kubelet.SetupWithManager(kubeletMgr); err != nil {
 		return nil, nil, err
 	}
-
-	opMgr, err := ctrl.NewManager(counted(env.Config, operator), ctrl.Options{
-		Scheme:     env.Scheme,
-		Cache:      controllers.CacheOptions(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: operatorWorkers},
-	})
+	kl, err := start(kubeletMgr)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := controllers.Setup(opMgr, controllers.Options{Logs: kubelet}); err != nil {
-		return nil, nil, err
-	}
-
-	if kl, err = start(kubeletMgr); err != nil {
 		return nil, nil, fmt.Errorf("simulated Kubelet: %w", err)
 	}
-	if op, err = start(opMgr); err != nil {
-		return nil, nil, errors.Join(fmt.Errorf("operator: %w", err), kl.stop())
+	return kl, kubelet, nil
+}
+
+// operators is the running operator (in this process or its own) and simulated Kubelet.
+type operators struct {
+	op, kl  *running
+	child   *operatorProcess
+	kubelet *toolgatetest.Kubelet
+	env     *toolgatetest.Env
+	dir     string
+}
+
+// startChild starts a new operator process (the previous one stopped).
+func (s *operators) startChild(o options) error {
+	o.qps, o.burst = float64(s.env.Config.QPS), s.env.Config.Burst
+	child, err := startOperatorProcess(s.env.Config, s.kubelet, s.dir, o)
+	if err != nil {
+		return err
 	}
-	return op, kl, nil
+	s.child = child
+	progress(fmt.Sprintf("operator process pid %d", child.pid()))
+	return nil
+}
+
+// startAll starts the simulated Kubelet and the operator, in this process or (with
+// -operator-process) in a child process.
+func startAll(env *toolgatetest.Env, operator, cluster *Counter, o options) (*operators, error) {
+	if !o.operatorProcess {
+		op, kl, kubelet, err := startManagers(env, operator, cluster, o)
+		return &operators{op: op, kl: kl, kubelet: kubelet}, err
+	}
+	kl, kubelet, err := startKubelet(env, cluster, o.kubeletWorkers)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "bench-controller-")
+	if err != nil {
+		return nil, errors.Join(err, kl.stop())
+	}
+	o.qps, o.burst = float64(env.Config.QPS), env.Config.Burst
+	child, err := startOperatorProcess(env.Config, kubelet, dir, o)
+	if err != nil {
+		return nil, errors.Join(err, kl.stop())
+	}
+	progress(fmt.Sprintf("operator process pid %d", child.pid()))
+	return &operators{kl: kl, child: child, kubelet: kubelet, env: env, dir: dir}, nil
+}
+
+// operatorCounts is a snapshot of the operator's request counts (local counts the
+// in-process operator's).
+func (s *operators) operatorCounts(local *Counter) Counts {
+	if s.child == nil {
+		return local.Snapshot()
+	}
+	rep, err := s.child.report()
+	if err != nil {
+		progress("operator process report: " + err.Error())
+	}
+	return rep.counts()
+}
+
+// registryCounts are client-go's request counter and the reconciles, summed over this
+// process and the operator process.
+func (s *operators) registryCounts() (int, map[string]int) {
+	rest, reconciles := registryCounts()
+	if s.child != nil {
+		rep, err := s.child.report()
+		if err != nil {
+			progress("operator process report: " + err.Error())
+		}
+		rest += rep.REST
+		for k, v := range rep.Reconciles {
+			reconciles[k] += v
+		}
+	}
+	return rest, reconciles
+}
+
+// operatorMemory is the operator process's memory (after a forced GC there).
+func (s *operators) operatorMemory() Memory {
+	rep, err := s.child.report()
+	if err != nil {
+		progress("operator process report: " + err.Error())
+	}
+	return rep.Memory
+}
+
+func (s *operators) stop() error {
+	if s == nil {
+		return nil
+	}
+	return errors.Join(s.op.stop(), s.child.stop(), s.kl.stop())
 }
 
 // echoTool is the benchmark's tool: the simulated body echoes its arguments. output is

@@ -49,7 +49,7 @@ var _ = Describe("Printer columns", Label("printer"), func() {
 		Entry(nil, "clustertools.toolgate.dev", []string{"Tool", "Registered", "Image", "Age"}),
 		Entry(nil, "toolscopes.toolgate.dev", []string{"Parent", "Ready", "Age"}),
 		Entry(nil, "toolpolicies.toolgate.dev", []string{"Stage", "Order", "Ready", "Age"}),
-		Entry(nil, "toolcalls.toolgate.dev", []string{"Tool", "Phase", "Verdict", "Duration", "Requester", "Session", "Age"}),
+		Entry(nil, "toolcalls.toolgate.dev", []string{"Tool", "Phase", "Verdict", "Duration", "Requester", "Session", "Expires", "Age"}),
 		Entry(nil, "toolcallapprovals.toolgate.dev", []string{"Decision", "Approver", "Consumed", "Age"}),
 	)
 

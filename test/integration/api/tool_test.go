@@ -136,6 +136,7 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 		Entry("scratch of an unknown kind", tgt.MakeTool("t", "").Scratch("HostPath"), "spec.sandbox.scratch", "Unsupported value"),
 		Entry("a metadata.name with a dot and no spec.name", tgt.MakeTool("grep.v2", ""), "spec.name is required when metadata.name is not a valid tool name"),
 		Entry("65 environment variables", manyEnv(65), "spec.body.env", "must have at most 64 items"),
+		Entry("a negative call TTL", tgt.MakeTool("t", "").CallTTL(-1), "spec.callTTLSecondsAfterFinished", "greater than or equal to 0"),
 	)
 
 	It("rejects a timeout that is not a duration", func(ctx SpecContext) {

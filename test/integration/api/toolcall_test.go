@@ -94,6 +94,12 @@ var _ = Describe("ToolCall spec", Label("toolcall", "spec"), func() {
 		Entry("a scope that is not a DNS label", tgt.MakeToolCall("c", "").Scope("Team_A"), "spec.scope"),
 	)
 
+	It("rejects a negative ttlSecondsAfterFinished", func(ctx SpecContext) {
+		w := tgt.MakeToolCall("c", ns).TTL(-1)
+		Expect(k8sClient.Create(ctx, w.Obj())).To(tgt.BeAPIError(metav1.StatusReasonInvalid,
+			"spec.ttlSecondsAfterFinished", "greater than or equal to 0"))
+	})
+
 	It("bounds the tool name at 64 characters", func(ctx SpecContext) {
 		err := k8sClient.Create(ctx, tgt.MakeToolCall("c", ns).Tool(strings.Repeat("a", 65)).Obj())
 		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec.tool: Too long"))

@@ -1,0 +1,135 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+)
+
+// RetentionOptions say how long finished calls are kept and what their audit record holds.
+type RetentionOptions struct {
+	// TTL is the operator-wide default ttlSecondsAfterFinished of calls whose spec and tool
+	// set none; 0 keeps such calls forever (no default TTL).
+	TTL time.Duration
+	// HistorySucceeded and HistoryFailed keep, per namespace, at most that many Succeeded
+	// calls and Failed or Denied calls (the most recently finished); 0: no limit.
+	HistorySucceeded, HistoryFailed int
+	// AuditIncludeContent puts the arguments and the result content into the audit record.
+	AuditIncludeContent bool
+}
+
+// DefaultRetentionOptions keep a finished call for 24 hours, with no history limit.
+func DefaultRetentionOptions() RetentionOptions {
+	return RetentionOptions{TTL: 24 * time.Hour}
+}
+
+// Reasons a finished call is deleted, the label of toolgate_toolcalls_deleted_total.
+const (
+	deletedTTL     = "ttl"
+	deletedHistory = "history"
+)
+
+// effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished,
+// else its tool snapshot's callTTLSecondsAfterFinished, else the operator's default. ok is
+// false when none applies (the call is kept).
+func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
+	if t := call.Spec.TTLSecondsAfterFinished; t != nil {
+		return time.Duration(*t) * time.Second, true
+	}
+	if snap := call.Status.Tool; snap != nil && snap.Spec != nil && snap.Spec.CallTTLSecondsAfterFinished != nil {
+		return time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second, true
+	}
+	if d := r.Options.Retention.TTL; d > 0 {
+		return d, true
+	}
+	return 0, false
+}
+
+// setExpiry records, in the terminal status being written, when the call will be deleted.
+func (r *ToolCallReconciler) setExpiry(call *v1alpha1.ToolCall, finished time.Time) {
+	call.Status.ExpiresAt = nil
+	if ttl, ok := r.effectiveTTL(call); ok {
+		call.Status.ExpiresAt = ptrTime(finished.Add(ttl))
+	}
+}
+
+// expiresAt is when a terminal call is due: status.expiresAt, fixed when it ended. A call
+// that ended without one (before this operator version, or while no TTL applied) is due
+// at its completion time plus its own TTL or the operator's default (its tool snapshot is
+// not in the cache, see TransformToolCall); ok is false when it is kept.
+func (r *ToolCallReconciler) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
+	if call.Status.ExpiresAt != nil {
+		return call.Status.ExpiresAt.Time, true
+	}
+	if call.Status.CompletionTime == nil {
+		return time.Time{}, false
+	}
+	ttl, ok := r.effectiveTTL(call)
+	return call.Status.CompletionTime.Add(ttl), ok
+}
+
+// expire deletes a terminal call whose TTL has passed, or requeues it for when it will
+// (or for its next retained Job, whichever comes first). The expiry is read from status,
+// so an operator restart resumes it: the informer's initial list reconciles every call.
+func (r *ToolCallReconciler) expire(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
+	due, ok := r.expiresAt(call)
+	if !ok {
+		return ctrl.Result{RequeueAfter: retained}, nil
+	}
+	if wait := due.Sub(r.Clock.Now()); wait > 0 {
+		if retained > 0 && retained < wait {
+			wait = retained
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	return ctrl.Result{}, deleteFinished(ctx, r.Client, call, deletedTTL)
+}
+
+// deleteFinished deletes a terminal call (only that incarnation: a uid precondition) with
+// background propagation: the garbage collector then deletes what the call owns — its Jobs
+// (controller reference), their Pods (the Jobs' own), and the ToolCallApproval that
+// `toolgate approve` or the test kit bound to it (a non-controller reference). An approval
+// bound to the call by spec.callUID but written without that reference is deleted here.
+func deleteFinished(ctx context.Context, c client.Client, call *v1alpha1.ToolCall, why string) error {
+	if err := deleteUnownedApproval(ctx, c, call); err != nil {
+		return err
+	}
+	uid := call.UID
+	err := c.Delete(ctx, call, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
+	if err = client.IgnoreNotFound(err); err != nil {
+		return err
+	}
+	metrics.Deleted.WithLabelValues(why).Inc()
+	ctrl.LoggerFrom(ctx).V(1).Info("deleted a finished call", "why", why, "completionTime", call.Status.CompletionTime)
+	return nil
+}
+
+// deleteUnownedApproval deletes the approval named after call when it answered this call
+// (spec.callUID) but holds no ownerReference to it, so garbage collection would leave it.
+func deleteUnownedApproval(ctx context.Context, c client.Client, call *v1alpha1.ToolCall) error {
+	approval := &v1alpha1.ToolCallApproval{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: call.Name}, approval); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if approval.Spec.CallUID != string(call.UID) || ownedBy(approval, call.UID) || !approval.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	uid := approval.UID
+	return client.IgnoreNotFound(c.Delete(ctx, approval, client.Preconditions{UID: &uid}))
+}
+
+func ownedBy(o metav1.Object, uid types.UID) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == uid {
+			return true
+		}
+	}
+	return false
+}

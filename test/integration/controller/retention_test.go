@@ -1,0 +1,236 @@
+package controller_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers"
+	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/integration/internal/suite"
+)
+
+// auditLog collects the operator's audit records (JSON lines), safe for the reconcilers'
+// goroutines.
+type auditLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (a *auditLog) Write(p []byte) (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.Write(p)
+}
+
+// records returns the audit records of the call with uid.
+func (a *auditLog) records(uid string) []map[string]any {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(a.buf.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["uid"] == uid {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+func (a *auditLog) text() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.buf.String()
+}
+
+// historyOptions are the shipped settings with history limits: 2 Succeeded, 1 Failed.
+func historyOptions() controllers.CallOptions {
+	opts := controllers.DefaultCallOptions()
+	opts.Retention.HistorySucceeded, opts.Retention.HistoryFailed = 2, 1
+	return opts
+}
+
+var _ = Describe("Retention of finished calls", Label("retention", "restart"), Serial, func() {
+	var audit *auditLog
+	startRetention := func(opts controllers.CallOptions) {
+		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: opts,
+			CollectGarbage: true, AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
+	}
+	BeforeEach(func() {
+		audit = &auditLog{}
+		Expect(mgr.Stop()).To(Succeed())
+		startRetention(controllers.DefaultCallOptions())
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			startManager()
+		})
+	})
+
+	It("deletes an approved call when its TTL passes, and garbage collection takes its Jobs, Pods and approval by ownership", func(ctx SpecContext) {
+		ns, parked := parkedCall(ctx, time.Hour)
+		answer(ctx, MakeToolCallApproval("parked", ns).For(parked))
+		call := waitTerminal(ctx, ns, "parked")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(call.Status.Approver).To(Equal(AdminUser))
+		Expect(call.Status.ExpiresAt).NotTo(BeNil())
+		Expect(call.Status.ExpiresAt.Sub(call.Status.CompletionTime.Time)).To(Equal(24 * time.Hour))
+
+		// What garbage collection goes by: every child names its owner by uid.
+		jobs := &batchv1.JobList{}
+		Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
+		Expect(jobs.Items).To(HaveLen(1))
+		Expect(metav1.IsControlledBy(&jobs.Items[0], call)).To(BeTrue(), "the Job is controlled by the call")
+		pods := &corev1.PodList{}
+		Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		Expect(pods.Items).To(HaveLen(1))
+		Expect(metav1.IsControlledBy(&pods.Items[0], &jobs.Items[0])).To(BeTrue(), "the Pod is controlled by the Job")
+		approval := &v1alpha1.ToolCallApproval{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "parked"}, approval)).To(Succeed())
+		Expect(approval.OwnerReferences).To(ContainElement(HaveField("UID", call.UID)))
+
+		fakeClock.Step(24*time.Hour + time.Second)
+		poke(ctx, call) // the requeue is a real-time timer; the fake clock jumped a day
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
+		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(jobs.Items).To(BeEmpty(), "Jobs (the operator releases its finalizer once the call is gone)")
+			g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(approval), &v1alpha1.ToolCallApproval{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "approval: %v", err)
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("takes the TTL from the call, else its tool, else the operator's default", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj(), MakeTool("ttl-echo", ns).Image("example/echo:1").Command("/echo").Obj())
+		tool := &v1alpha1.Tool{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, tool)).To(Succeed())
+		tool.Spec.CallTTLSecondsAfterFinished = ptr.To[int32](3600)
+		Expect(k8sClient.Update(ctx, tool)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tool), tool)).To(Succeed())
+			g.Expect(tool.Status.ObservedGeneration).To(Equal(tool.Generation))
+		}).WithContext(ctx).Should(Succeed())
+		own := MakeToolCall("own", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "a"}).Obj()
+		own.Spec.TTLSecondsAfterFinished = ptr.To[int32](120)
+		create(ctx, own,
+			MakeToolCall("tools", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "b"}).Obj(),
+			MakeToolCall("operators", ns).Tool("ttl-echo").Requester(AdminUser).Args(map[string]any{}).Obj())
+		for name, want := range map[string]time.Duration{"own": 2 * time.Minute, "tools": time.Hour, "operators": 24 * time.Hour} {
+			call := waitTerminal(ctx, ns, name)
+			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+			Expect(call.Status.ExpiresAt).NotTo(BeNil(), name)
+			Expect(call.Status.ExpiresAt.Sub(call.Status.CompletionTime.Time)).To(Equal(want), name)
+		}
+		immutable := &v1alpha1.ToolCall{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "own"}, immutable)).To(Succeed())
+		immutable.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
+		Expect(k8sClient.Update(ctx, immutable)).To(BeAPIError(metav1.StatusReasonInvalid))
+	})
+
+	It("deletes a call whose expiry passed while the operator was down, once it is back", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		call := MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "a"}).Obj()
+		call.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
+		create(ctx, echoTool(ns).Obj(), call)
+		done := waitTerminal(ctx, ns, "c")
+		Expect(done.Status.ExpiresAt).NotTo(BeNil())
+		Expect(mgr.Stop()).To(Succeed())
+		fakeClock.Step(31 * time.Second)
+		startRetention(controllers.DefaultCallOptions()) // nothing touches the call: the initial list finds it due
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
+		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
+		Expect(audit.records(string(done.UID))).To(HaveLen(1), "audited when it finished, not again after the restart")
+	})
+
+	It("keeps the namespace's newest Succeeded and Failed calls within the history limits", func(ctx SpecContext) {
+		Expect(mgr.Stop()).To(Succeed())
+		startRetention(historyOptions())
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		run := func(name string, args map[string]any) {
+			create(ctx, MakeToolCall(name, ns).Tool("echo").Requester(AdminUser).Args(args).Obj())
+			waitTerminal(ctx, ns, name)
+			fakeClock.Step(time.Second) // completion times are stored in whole seconds
+		}
+		for _, name := range []string{"s1", "s2", "s3", "s4"} {
+			run(name, map[string]any{"text": name})
+		}
+		for _, name := range []string{"f1", "f2"} {
+			run(name, map[string]any{"text": strings.Repeat("x", 101)}) // maxLength 100: SchemaViolation
+		}
+		Eventually(func(g Gomega) {
+			calls := &v1alpha1.ToolCallList{}
+			g.Expect(k8sClient.List(ctx, calls, client.InNamespace(ns))).To(Succeed())
+			kept := map[string]v1alpha1.ToolCallPhase{}
+			for _, c := range calls.Items {
+				kept[c.Name] = c.Status.Phase
+			}
+			g.Expect(kept).To(Equal(map[string]v1alpha1.ToolCallPhase{
+				"s3": v1alpha1.PhaseSucceeded, "s4": v1alpha1.PhaseSucceeded, "f2": v1alpha1.PhaseFailed}))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("logs one audit record per finished call, without its content, and caches the call without it", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("secretive", Outcome{Stdout: []byte(`{"answer":"result-content-marker"}`)})
+		create(ctx, MakeTool("secretive", ns).Image("example/echo:1").Command("/echo").Obj(),
+			MakeToolCall("c", ns).Tool("secretive").Requester(AdminUser).Args(map[string]any{"text": "argument-content-marker"}).Obj())
+		call := waitTerminal(ctx, ns, "c")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(string(call.Status.Result.Content.Raw)).To(ContainSubstring("result-content-marker"), "the API server keeps the result")
+		Eventually(func() []map[string]any { return audit.records(string(call.UID)) }).WithContext(ctx).Should(HaveLen(1))
+		rec := audit.records(string(call.UID))[0]
+		Expect(rec).To(HaveKeyWithValue("logger", controllers.AuditLoggerName))
+		Expect(rec).To(HaveKeyWithValue("namespace", ns))
+		Expect(rec).To(HaveKeyWithValue("name", "c"))
+		Expect(rec).To(HaveKeyWithValue("tool", "secretive"))
+		Expect(rec).To(HaveKeyWithValue("requester", AdminUser))
+		Expect(rec).To(HaveKeyWithValue("phase", "Succeeded"))
+		Expect(rec).To(HaveKeyWithValue("argumentsDigest", call.Status.ArgumentsDigest))
+		Expect(rec).To(HaveKeyWithValue("resultDigest", call.Status.ResultDigest))
+		Expect(rec).To(HaveKeyWithValue("resultBytes", BeNumerically("==", len(call.Status.Result.Content.Raw))))
+		Expect(rec["stages"]).To(HaveKeyWithValue(v1alpha1.ConditionArgumentsValid, HaveKeyWithValue("status", "True")))
+		Expect(rec["attempts"]).To(HaveLen(1))
+		Expect(audit.text()).NotTo(ContainSubstring("content-marker"), "no content in the audit log without --audit-include-content")
+
+		// The operator's cache holds the finished call without its content; a live GET has it.
+		cached := &v1alpha1.ToolCall{}
+		Expect(mgr.Client.Get(ctx, client.ObjectKeyFromObject(call), cached)).To(Succeed())
+		Expect(cached.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		Expect(cached.Status.ResultDigest).To(Equal(call.Status.ResultDigest))
+		Expect(cached.Status.Result.Content).To(BeNil())
+		Expect(cached.Spec.Arguments.Raw).To(BeNil())
+		Expect(cached.Status.Tool.Spec).To(BeNil())
+		Expect(cached.ManagedFields).To(BeEmpty())
+		Expect(call.ManagedFields).NotTo(BeEmpty(), "the API server has managedFields the cache dropped")
+
+		// A restart does not audit it again.
+		Expect(mgr.Stop()).To(Succeed())
+		startRetention(controllers.DefaultCallOptions())
+		create(ctx, MakeToolCall("d", ns).Tool("secretive").Requester(AdminUser).Args(map[string]any{"text": "x"}).Obj())
+		next := waitTerminal(ctx, ns, "d")
+		Eventually(func() []map[string]any { return audit.records(string(next.UID)) }).WithContext(ctx).Should(HaveLen(1))
+		Expect(audit.records(string(call.UID))).To(HaveLen(1))
+	})
+})
