@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics/serving"
+	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
 // runOperator is the "operator" role: the manager as cmd/manager builds it (same scheme,
@@ -62,58 +58,8 @@ func runOperator(args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Logs: httpLogs{base: *logs}}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Logs: tg.LogsClient{Base: *logs}}); err != nil {
 		return fmt.Errorf("setting up the controllers: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
-}
-
-// httpLogs is the operator role's controllers.LogReader: a GET to the harness's log server,
-// which answers from the simulated kubelet (Kubelet.TailLog) with the same bounds.
-type httpLogs struct{ base string }
-
-func (h httpLogs) TailLog(ctx context.Context, namespace, pod, container string, tailLines, limitBytes int64) ([]byte, error) {
-	q := url.Values{"namespace": {namespace}, "pod": {pod}, "container": {container},
-		"tailLines": {strconv.FormatInt(tailLines, 10)}, "limitBytes": {strconv.FormatInt(limitBytes, 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+"/log?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, max(limitBytes, 0)+1))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("log server: %s: %s", resp.Status, body)
-	}
-	if int64(len(body)) > limitBytes {
-		body = body[:limitBytes]
-	}
-	return body, nil
-}
-
-// logServer serves a LogReader (the simulated kubelet) to operator processes.
-func logServer(r controllers.LogReader) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /log", func(w http.ResponseWriter, req *http.Request) {
-		q := req.URL.Query()
-		tail, err1 := strconv.ParseInt(q.Get("tailLines"), 10, 64)
-		limit, err2 := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
-		if err1 != nil || err2 != nil {
-			http.Error(w, "tailLines and limitBytes must be numbers", http.StatusBadRequest)
-			return
-		}
-		data, err := r.TailLog(req.Context(), q.Get("namespace"), q.Get("pod"), q.Get("container"), tail, limit)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write(data)
-	})
-	return mux
 }

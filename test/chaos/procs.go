@@ -11,22 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
-
-// writeKubeconfig writes cfg (envtest's admin) as a kubeconfig for the operator processes.
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
-}
 
 // operator runs the operator role as a child process of this binary and kills it. Like
 // the kubelet restarting a crashed container, it starts a process that exits by itself

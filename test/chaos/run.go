@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -88,11 +86,11 @@ func run(o options) (res *result, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, stopKubelet()) }()
-	logsURL, stopLogs, err := serveLogs(k)
+	logsURL, stopLogs, err := tg.ServeLogs(k)
 	if err != nil {
 		return nil, err
 	}
-	defer stopLogs()
+	defer func() { _ = stopLogs() }()
 
 	op, err := newOperator(env, dir, logsURL, o)
 	if err != nil {
@@ -173,7 +171,7 @@ func newOperator(env *tg.Env, dir, logsURL string, o options) (*operator, error)
 		return nil, err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(env.Config, kubeconfig); err != nil {
+	if err := tg.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		return nil, err
 	}
 	args := []string{"-logs", logsURL, "-deadline-grace", o.deadlineGrace.String()}
@@ -208,17 +206,6 @@ func startKubelet(env *tg.Env, k *tg.Kubelet, workers int) (func() error, error)
 		return nil, errors.Join(errors.New("the simulated kubelet's cache did not sync"), <-done)
 	}
 	return func() error { cancel(); return <-done }, nil
-}
-
-// serveLogs serves the simulated kubelet's Pod logs on a loopback port.
-func serveLogs(k *tg.Kubelet) (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: logServer(k), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // createCalls creates the calls in order at rate, each retried until the API server takes

@@ -2,14 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"runtime"
@@ -19,7 +15,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -94,7 +89,7 @@ func runOperatorChild(kubeconfig, logsURL string, qps float64, burst int, call c
 	if err != nil {
 		return err
 	}
-	if err := controllers.Setup(mgr, controllers.Options{Call: call, Logs: httpLogs{base: logsURL}}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{Call: call, Logs: toolgatetest.LogsClient{Base: logsURL}}); err != nil {
 		return err
 	}
 	op, err := startWithin(mgr, 15*time.Minute)
@@ -122,27 +117,25 @@ func runOperatorChild(kubeconfig, logsURL string, qps float64, burst int, call c
 
 // operatorProcess is the parent's handle on the child.
 type operatorProcess struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *json.Decoder
-	srv   *http.Server
-	done  bool
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	out      *json.Decoder
+	stopLogs func() error
+	done     bool
 }
 
 // startOperatorProcess writes a kubeconfig for cfg, serves the Kubelet's logs and starts
 // this binary as the operator; it returns once the child's cache has synced.
 func startOperatorProcess(cfg *rest.Config, kubelet *toolgatetest.Kubelet, dir string, o options) (*operatorProcess, error) {
 	kubeconfig := dir + "/operator.kubeconfig"
-	if err := writeKubeconfig(cfg, kubeconfig); err != nil {
+	if err := toolgatetest.WriteKubeconfig(cfg, kubeconfig); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	logsURL, stopLogs, err := toolgatetest.ServeLogs(kubelet)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: logHandler(kubelet), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	args := []string{"-role", "operator", "-operator-kubeconfig", kubeconfig, "-logs-url", "http://" + ln.Addr().String(),
+	args := []string{"-role", "operator", "-operator-kubeconfig", kubeconfig, "-logs-url", logsURL,
 		"-operator-workers", strconv.Itoa(o.operatorWorkers), "-ttl", o.ttl.String(),
 		"-qps", strconv.FormatFloat(o.qps, 'g', -1, 64), "-burst", strconv.Itoa(o.burst)}
 	if o.keep {
@@ -155,16 +148,16 @@ func startOperatorProcess(cfg *rest.Config, kubelet *toolgatetest.Kubelet, dir s
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, errors.Join(err, srv.Close())
+		return nil, errors.Join(err, stopLogs())
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, errors.Join(err, srv.Close())
+		return nil, errors.Join(err, stopLogs())
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, errors.Join(err, srv.Close())
+		return nil, errors.Join(err, stopLogs())
 	}
-	p := &operatorProcess{cmd: cmd, stdin: stdin, out: json.NewDecoder(stdout), srv: srv}
+	p := &operatorProcess{cmd: cmd, stdin: stdin, out: json.NewDecoder(stdout), stopLogs: stopLogs}
 	var ready childReport
 	if err := p.out.Decode(&ready); err != nil {
 		return nil, errors.Join(fmt.Errorf("the operator process did not start: %w", err), p.stop())
@@ -196,56 +189,7 @@ func (p *operatorProcess) stop() error {
 	case <-time.After(30 * time.Second):
 		err = errors.Join(errors.New("the operator process did not stop; killed"), p.cmd.Process.Kill())
 	}
-	return errors.Join(err, p.srv.Close())
-}
-
-// httpLogs is the child's LogReader: the parent's simulated Kubelet over HTTP.
-type httpLogs struct{ base string }
-
-func (h httpLogs) TailLog(ctx context.Context, namespace, pod, container string, tailLines, limitBytes int64) ([]byte, error) {
-	q := url.Values{"namespace": {namespace}, "pod": {pod}, "container": {container},
-		"tailLines": {strconv.FormatInt(tailLines, 10)}, "limitBytes": {strconv.FormatInt(limitBytes, 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+"/log?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limitBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("log bridge: %s: %s", resp.Status, body)
-	}
-	return body, nil
-}
-
-func logHandler(k *toolgatetest.Kubelet) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		lines, _ := strconv.ParseInt(q.Get("tailLines"), 10, 64)
-		limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
-		data, err := k.TailLog(r.Context(), q.Get("namespace"), q.Get("pod"), q.Get("container"), lines, limit)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write(data)
-	})
-}
-
-// writeKubeconfig writes cfg (envtest's admin: client certificate and CA data) as a kubeconfig.
-func writeKubeconfig(cfg *rest.Config, path string) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	return clientcmd.WriteToFile(*kc, path)
+	return errors.Join(err, p.stopLogs())
 }
 
 // writeHeapProfile writes the operator process's heap profile (after a GC) to path, for
