@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,7 +8,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -147,14 +144,7 @@ func runE2ERow(ctx SpecContext, r e2eRow) {
 // expectStoredDigest recomputes the result's digest from the stored result.
 func expectStoredDigest(call *toolgatev1alpha1.ToolCall) {
 	GinkgoHelper()
-	res := call.Status.Result
-	r := pipeline.Result{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: pipeline.Reason(res.Reason), Meta: res.Meta}
-	if res.Content != nil {
-		dec := json.NewDecoder(bytes.NewReader(res.Content.Raw))
-		dec.UseNumber()
-		Expect(dec.Decode(&r.Content)).To(Succeed())
-	}
-	f, err := pipeline.FreezeResult(r)
+	digest, err := toolgatetest.StoredResultDigest(call)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(f.Digest()).To(Equal(call.Status.ResultDigest), "the stored result is the one its digest was made of")
+	Expect(digest).To(Equal(call.Status.ResultDigest), "the stored result is the one its digest was made of")
 }

@@ -1,7 +1,6 @@
 package catalogue_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pipeline"
 	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -158,16 +156,9 @@ func jsonString(s string) string {
 // API server changed on the way in (a number re-encoded) no longer matches its digest.
 func expectDigestHolds(call *v1alpha1.ToolCall) {
 	GinkgoHelper()
-	res := call.Status.Result
-	r := pipeline.Result{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: pipeline.Reason(res.Reason), Meta: res.Meta}
-	if res.Content != nil {
-		dec := json.NewDecoder(bytes.NewReader(res.Content.Raw))
-		dec.UseNumber()
-		Expect(dec.Decode(&r.Content)).To(Succeed())
-	}
-	f, err := pipeline.FreezeResult(r)
+	digest, err := tg.StoredResultDigest(call)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(f.Digest()).To(Equal(call.Status.ResultDigest), "the stored result is the one its digest was made of")
+	Expect(digest).To(Equal(call.Status.ResultDigest), "the stored result is the one its digest was made of")
 }
 
 // registered checks the row's Tool's Registered condition (its message a regexp).
