@@ -113,8 +113,23 @@ func containerStarted(pod *corev1.Pod) bool {
 		return false
 	}
 	cs := toolContainerStatus(pod)
-	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil ||
+	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil && !neverCreated(cs) ||
 		cs.LastTerminationState.Terminated != nil || (cs.Started != nil && *cs.Started))
+}
+
+// containerStatusUnknown is the reason the kubelet gives a container it has no runtime
+// status for when the Pod ends (k8s.io/kubernetes/pkg/kubelet/container).
+const containerStatusUnknown = "ContainerStatusUnknown"
+
+// neverCreated: the tool container's terminated state is the kubelet's stand-in for a
+// container the runtime never created. When a Pod ends while a container still waits (an
+// image that cannot be pulled, at the Job's deadline), the kubelet's status manager
+// replaces the waiting state with Terminated{ContainerStatusUnknown, exit 137} and keeps
+// the rest of the old status: no container ID, no start time. Any container the runtime
+// created has an ID in its status, so the body cannot have run.
+func neverCreated(cs *corev1.ContainerStatus) bool {
+	t := cs.State.Terminated
+	return t != nil && t.Reason == containerStatusUnknown && cs.ContainerID == "" && t.StartedAt.IsZero()
 }
 
 func jobFailedReason(job *batchv1.Job) string {

@@ -98,7 +98,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 	}
 	reason := podReason(pod)
 	cs := toolContainerStatus(pod)
-	terminated := cs != nil && cs.State.Terminated != nil
+	terminated := cs != nil && cs.State.Terminated != nil && !neverCreated(cs)
 	switch {
 	case pod.Status.Phase == corev1.PodFailed && podReasonsKnown[reason]:
 		base.TerminationReason = reason
@@ -115,6 +115,11 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 			base.TerminationReason, base.Started = w.Reason, false
 			return base, true
 		}
+	}
+	if cs != nil && neverCreated(cs) {
+		// The Pod ended before its tool container was created: ImageNeverStarted.
+		base.TerminationReason, base.Started = "", false
+		return base, true
 	}
 	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		// Ended, but the tool container never reported terminating (rejected at admission,
@@ -134,8 +139,10 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 func terminatedOutcome(ctx context.Context, t *corev1.ContainerStateTerminated, base pipeline.Outcome, read frameReader) pipeline.Outcome {
 	o := base
 	o.Started, o.TerminationReason, o.ContainerExitCode = true, t.Reason, &t.ExitCode
-	if t.Message == "" {
-		return o // killed before the runner could write (SIGKILL, OOM kill of the container)
+	if t.Message == "" || t.Reason == containerStatusUnknown {
+		// Killed before the runner could write (SIGKILL, OOM kill of the container), or
+		// lost by the runtime: the message, if any, is the kubelet's, never a frame.
+		return o
 	}
 	f, err := read(ctx, t.Message)
 	if err != nil {

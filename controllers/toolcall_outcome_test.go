@@ -303,6 +303,23 @@ func TestAttemptOutcome(t *testing.T) {
 		}(), want: new(lost("DeletionByTaintManager"))},
 		{name: "image never pulled", job: jobWith(), pod: podWith(corev1.PodPending, "", waiting("ErrImageNeverPull")),
 			want: &wantResult{reason: pipeline.ReasonImageNeverStarted}},
+		// At the Job's deadline the Job controller deletes a Pod whose image never pulled;
+		// the kubelet ends it with a stand-in terminated state (found by CI, test/e2e).
+		{name: "Job deadline, image never pulled, kubelet's stand-in terminated state", job: jobWith(failedCond("DeadlineExceeded")),
+			pod: podWith(corev1.PodFailed, "", terminatedWith(137, "ContainerStatusUnknown",
+				"The container could not be located when the pod was terminated")),
+			want: &wantResult{reason: pipeline.ReasonImageNeverStarted}},
+		{name: "Pod deadline, image never pulled, kubelet's stand-in terminated state", job: jobWith(),
+			pod: podWith(corev1.PodFailed, "DeadlineExceeded", terminatedWith(137, "ContainerStatusUnknown",
+				"The container could not be located when the pod was terminated")),
+			want: &wantResult{reason: pipeline.ReasonImageNeverStarted}},
+		{name: "Job deadline, a created container the runtime lost", job: jobWith(failedCond("DeadlineExceeded")),
+			pod: func() *corev1.Pod {
+				p := podWith(corev1.PodFailed, "", terminatedWith(137, "ContainerStatusUnknown",
+					"The container could not be located when the pod was terminated"))
+				p.Status.ContainerStatuses[0].ContainerID = "containerd://0123"
+				return p
+			}(), want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
 		{name: "Job failed, Pod force-deleted", job: jobWith(failedCond("BackoffLimitExceeded")),
 			want: new(lost("BackoffLimitExceeded"))},
 		{name: "Job failed by pod failure policy", job: jobWith(failedCond("PodFailurePolicy")),
