@@ -101,10 +101,11 @@ func retryPolicy(spec *v1alpha1.ToolSpec) pipeline.RetryPolicy {
 func policyInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input {
 	in := pipeline.Input{
 		Call: pipeline.CallInfo{
-			Namespace: call.Namespace,
-			Session:   call.Spec.Session,
-			Requester: call.Spec.Requester,
-			Labels:    call.Status.CallLabels,
+			Namespace:       call.Namespace,
+			Session:         call.Spec.Session,
+			Requester:       call.Spec.Requester,
+			RequesterGroups: call.Spec.RequesterGroups,
+			Labels:          call.Status.CallLabels,
 		},
 		Arguments: frozen,
 	}

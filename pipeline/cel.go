@@ -186,7 +186,7 @@ func toolMap(t ToolInfo) map[string]any {
 
 func callMap(c CallInfo) map[string]any {
 	return map[string]any{"namespace": c.Namespace, "session": c.Session,
-		"requester": c.Requester, "labels": nonNilMap(c.Labels)}
+		"requester": c.Requester, "requesterGroups": nonNilSlice(c.RequesterGroups), "labels": nonNilMap(c.Labels)}
 }
 
 // record is the CEL variable tool or call: the map toolMap or callMap builds, except that
@@ -225,6 +225,8 @@ func (r *record) field(key string) (v ref.Val, ok bool) {
 		return types.String(c.Session), true
 	case "requester":
 		return types.String(c.Requester), true
+	case "requesterGroups":
+		return types.NewStringList(jsonAdapter{}, nonNilSlice(c.RequesterGroups)), true
 	case "labels":
 		return stringMap{nonNilMap(c.Labels)}, true
 	}
@@ -335,6 +337,14 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // emptyStringMap stands for absent annotations and labels; CEL cannot change it.
 var emptyStringMap = map[string]string{}
+
+// nonNilSlice is s, or an empty list for nil: call.requesterGroups is always a list.
+func nonNilSlice(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
 
 func nonNilMap(m map[string]string) map[string]string {
 	if m == nil {

@@ -48,7 +48,7 @@ func TestRecordBehavesAsMap(t *testing.T) {
 		`call.?nothing.hasValue()`, `has(call.requester)`, `has(call.nothing)`, `has(call.labels.env)`,
 		`call.nothing`, `call["requester"]`, `call["nothing"]`, `dyn(call)[1]`, `dyn(call)[true]`,
 		`size(call)`, `call.size()`, `"requester" in call`, `1 in dyn(call)`, `call.all(k, k != "")`,
-		`sets.equivalent(call.map(k, k), ["namespace", "session", "requester", "labels"])`, `call.exists(k, call[k] == "alice")`, `call == call`, `call != tool`,
+		`sets.equivalent(call.map(k, k), ["namespace", "session", "requester", "requesterGroups", "labels"])`, `call.exists(k, call[k] == "alice")`, `call == call`, `call != tool`,
 		`call == {"namespace": "team-a", "session": "s1", "requester": "alice", "labels": {"env": "prod"}}`,
 		`{"namespace": "team-a", "session": "s1", "requester": "alice", "labels": {"env": "prod"}} == call`,
 		`call == {"namespace": "team-a"}`, `[call, tool].size()`, `[call][0].requester`, `{"c": call}.c.labels.env`,
@@ -60,11 +60,16 @@ func TestRecordBehavesAsMap(t *testing.T) {
 		`"env" in call.labels`, `call.labels["env"]`, `call.labels["nothing"]`, `dyn(call.labels)[1]`, `size(call.labels)`,
 		`type(call.labels)`, `call.labels.?env`, `call.labels.env.size()`, `has(call.labels.nothing)`, `[call.labels][0].env`,
 		`call.labels.exists(k, k == "env")`, `call.labels.map(k, call.labels[k]).size()`, `type(tool) == type(call.labels)`,
+		`call.requesterGroups`, `"admins" in call.requesterGroups`, `call.requesterGroups.size()`, `size(call.requesterGroups)`,
+		`call.requesterGroups.exists(g, g.startsWith("sys"))`, `call.requesterGroups == ["admins", "system:authenticated"]`,
+		`call.requesterGroups[0]`, `type(call.requesterGroups) == list`, `has(call.requesterGroups)`,
+		`call.requesterGroups.all(g, g in ["admins", "system:authenticated"])`,
 	}
 	inputs := []Input{
 		{Tool: ToolInfo{Name: "grep", Scope: "dev", Annotations: map[string]string{"risk": "low"}},
-			Call: CallInfo{Namespace: "team-a", Session: "s1", Requester: "alice", Labels: map[string]string{"env": "prod"}}},
-		{}, // nil annotations and labels
+			Call: CallInfo{Namespace: "team-a", Session: "s1", Requester: "alice", Labels: map[string]string{"env": "prod"},
+				RequesterGroups: []string{"admins", "system:authenticated"}}},
+		{}, // nil annotations, labels and groups
 	}
 	for _, in := range inputs {
 		for _, expr := range exprs {

@@ -367,12 +367,15 @@ type ToolInfo struct {
 	Annotations map[string]string
 }
 
-// CallInfo is the CEL variable call: {namespace, session, requester, labels}.
+// CallInfo is the CEL variable call: {namespace, session, requester, requesterGroups,
+// labels}. Requester and RequesterGroups are what the API server authenticated (stamped by
+// the toolgate-requester admission policy).
 type CallInfo struct {
-	Namespace string
-	Session   string
-	Requester string
-	Labels    map[string]string
+	Namespace       string
+	Session         string
+	Requester       string
+	RequesterGroups []string
+	Labels          map[string]string
 }
 
 // PreExecute runs the pre-execute waterfall over the PreExecute policies that apply to

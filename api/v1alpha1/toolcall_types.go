@@ -80,13 +80,26 @@ type ToolCallSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Session string `json:"session,omitempty"`
 
-	// requester is the user the call is made for; the toolgate-identity admission policy
-	// requires it to be the authenticated user who creates the call. Required; at most 512
-	// characters.
+	// requester is the user the call is made for. The API server stamps it: the
+	// toolgate-requester admission policy sets it to the authenticated user who creates the
+	// call (request.userInfo.username) whatever the client sent, and the toolgate-identity
+	// policy checks it and keeps it unchanged afterwards. A client need not set it.
+	// Required after admission; at most 512 characters.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Requester string `json:"requester"`
+
+	// requesterGroups are the requester's groups as the API server authenticated them
+	// (request.userInfo.groups), stamped on create by the toolgate-requester admission
+	// policy like requester, and immutable. Policies read them as call.requesterGroups.
+	// A client need not set it; any value it sends is replaced. At most 256 groups of at
+	// most 512 characters each.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=512
+	RequesterGroups []string `json:"requesterGroups,omitempty"`
 
 	// arguments is the JSON object handed to the tool. Required; must be an object.
 	// +required

@@ -52,9 +52,12 @@ type ToolCallApprovalSpec struct {
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	ArgumentsDigest string `json:"argumentsDigest"`
 
-	// approver is the person answering; the toolgate-identity admission policy requires it to
-	// be the authenticated user who creates the approval, and it must not be the call's
-	// requester (SelfApproval). Required; at most 512 characters.
+	// approver is the person answering. The API server stamps it: the toolgate-approver
+	// admission policy sets it to the authenticated user who creates the approval
+	// (request.userInfo.username) whatever the client sent, and the toolgate-identity policy
+	// checks it and keeps it unchanged afterwards. It must not be the call's requester
+	// (SelfApproval). A client need not set it. Required after admission; at most 512
+	// characters.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512

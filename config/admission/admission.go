@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package admission embeds toolgate's ValidatingAdmissionPolicies and their bindings so that
+// Package admission embeds toolgate's admission policies and their bindings so that
 // tests and tools apply them by importing this package, without file paths.
 package admission
 
@@ -28,3 +28,16 @@ var IdentityPolicy []byte
 
 // IdentityPolicyName is the name of the identity policy and of its binding.
 const IdentityPolicyName = "toolgate-identity"
+
+// StampPolicy is stamp-policy.yaml: the toolgate-requester and toolgate-approver
+// MutatingAdmissionPolicies (the API server sets spec.requester, spec.requesterGroups and
+// spec.approver from request.userInfo on create) and their bindings.
+//
+//go:embed stamp-policy.yaml
+var StampPolicy []byte
+
+// RequesterPolicyName and ApproverPolicyName name the stamp policies and their bindings.
+const (
+	RequesterPolicyName = "toolgate-requester"
+	ApproverPolicyName  = "toolgate-approver"
+)

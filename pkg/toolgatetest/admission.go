@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/config/admission"
 )
 
@@ -38,25 +39,44 @@ const probeUser = "toolgatetest:nobody"
 const probeUID = "00000000-0000-4000-8000-000000000000"
 
 // waitForIdentityPolicy polls, with server-side dry-run creates as the admin, until the
-// identity policy rejects a ToolCall and a ToolCallApproval that name another user. A new
-// ValidatingAdmissionPolicy and binding take effect only after the apiserver's policy
-// informers have seen both, usually within a second.
+// admission policies are in effect: the stamp policies replace a ToolCall's requester and a
+// ToolCallApproval's approver that name another user, and the identity policy refuses an
+// approval whose ownerReference names another call (a rule no mutation touches). A new
+// policy and binding take effect only after the apiserver's policy informers have seen
+// both, usually within a second.
 func (e *Env) waitForIdentityPolicy(ctx context.Context) error {
-	probes := []client.Object{
-		MakeToolCall("toolgatetest-probe", metav1.NamespaceDefault).Requester(probeUser).Obj(),
-		MakeToolCallApproval("toolgatetest-probe", metav1.NamespaceDefault).Approver(probeUser).CallUID(probeUID).Obj(),
+	call := MakeToolCall("toolgatetest-probe", metav1.NamespaceDefault).Requester(probeUser).Obj()
+	approval := MakeToolCallApproval("toolgatetest-probe", metav1.NamespaceDefault).Approver(probeUser).CallUID(probeUID).Obj()
+	owned := approval.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "toolgate.dev/v1alpha1", Kind: "ToolCall",
+		Name: "toolgatetest-other", UID: probeUID}}
+	probes := []struct {
+		name string
+		obj  client.Object
+		done func(client.Object, error) bool
+	}{
+		{admission.RequesterPolicyName, call, func(o client.Object, err error) bool {
+			return err == nil && o.(*toolgatev1alpha1.ToolCall).Spec.Requester != probeUser
+		}},
+		{admission.ApproverPolicyName, approval, func(o client.Object, err error) bool {
+			return err == nil && o.(*toolgatev1alpha1.ToolCallApproval).Spec.Approver != probeUser
+		}},
+		{admission.IdentityPolicyName, owned, func(_ client.Object, err error) bool {
+			return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "'"+admission.IdentityPolicyName+"'")
+		}},
 	}
-	var last error
-	for _, probe := range probes {
+	for _, p := range probes {
+		var last error
 		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			last = e.Client.Create(ctx, probe.DeepCopyObject().(client.Object), client.DryRunAll)
-			return IsIdentityPolicyDenial(last), nil
+			obj := p.obj.DeepCopyObject().(client.Object)
+			last = e.Client.Create(ctx, obj, client.DryRunAll)
+			return p.done(obj, last), nil
 		})
 		if err != nil {
 			if last == nil {
-				last = errors.New("the dry-run create was admitted")
+				last = errors.New("the dry-run create was admitted unchanged")
 			}
-			return fmt.Errorf("admission policy %s not in effect for %T: %w", admission.IdentityPolicyName, probe, last)
+			return fmt.Errorf("admission policy %s not in effect: %w", p.name, last)
 		}
 	}
 	return nil

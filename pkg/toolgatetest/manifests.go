@@ -60,41 +60,63 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// AdmissionPolicies decodes toolgate's ValidatingAdmissionPolicies and their bindings from
-// the embedded manifests (config/admission), policies first.
+// AdmissionPolicies decodes toolgate's admission policies and their bindings from the
+// embedded manifests (config/admission): the toolgate-identity ValidatingAdmissionPolicy and
+// the toolgate-requester and toolgate-approver MutatingAdmissionPolicies, policies first.
 func AdmissionPolicies() ([]client.Object, error) {
 	var policies, bindings []client.Object
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(admission.IdentityPolicy)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading identity-policy.yaml: %w", err)
-		}
-		var meta metav1.TypeMeta
-		if err := utilyaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("decoding identity-policy.yaml: %w", err)
-		}
-		switch meta.Kind {
-		case "":
-			continue // an empty document
-		case "ValidatingAdmissionPolicy":
-			p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-			if err := utilyaml.Unmarshal(doc, p); err != nil {
-				return nil, err
+	for _, file := range []struct {
+		name string
+		data []byte
+	}{{"identity-policy.yaml", admission.IdentityPolicy}, {"stamp-policy.yaml", admission.StampPolicy}} {
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(file.data)))
+		for {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
 			}
-			policies = append(policies, p)
-		case "ValidatingAdmissionPolicyBinding":
-			b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-			if err := utilyaml.Unmarshal(doc, b); err != nil {
-				return nil, err
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", file.name, err)
 			}
-			bindings = append(bindings, b)
-		default:
-			return nil, fmt.Errorf("identity-policy.yaml: unexpected kind %q", meta.Kind)
+			obj, binding, err := decodeAdmissionObject(doc)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", file.name, err)
+			}
+			switch {
+			case obj == nil:
+			case binding:
+				bindings = append(bindings, obj)
+			default:
+				policies = append(policies, obj)
+			}
 		}
 	}
 	return append(policies, bindings...), nil
+}
+
+// decodeAdmissionObject decodes one document: a policy or a binding (binding true), or nil
+// for an empty document.
+func decodeAdmissionObject(doc []byte) (obj client.Object, binding bool, err error) {
+	var meta metav1.TypeMeta
+	if err := utilyaml.Unmarshal(doc, &meta); err != nil {
+		return nil, false, fmt.Errorf("decoding: %w", err)
+	}
+	switch meta.Kind {
+	case "":
+		return nil, false, nil // an empty document
+	case "ValidatingAdmissionPolicy":
+		obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	case "ValidatingAdmissionPolicyBinding":
+		obj, binding = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, true
+	case "MutatingAdmissionPolicy":
+		obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
+	case "MutatingAdmissionPolicyBinding":
+		obj, binding = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, true
+	default:
+		return nil, false, fmt.Errorf("unexpected kind %q", meta.Kind)
+	}
+	if err := utilyaml.Unmarshal(doc, obj); err != nil {
+		return nil, false, err
+	}
+	return obj, binding, nil
 }

@@ -31,6 +31,7 @@ import (
 const (
 	requesterMessage = "spec.requester must be the authenticated user"
 	approverMessage  = "spec.approver must be the authenticated user"
+	groupsMessage    = "spec.requesterGroups must be the authenticated user's groups"
 	ownerMessage     = "an ownerReference to a ToolCall must name the call this approval answers"
 	// someCallUID is the callUID of approvals that answer no call of the spec.
 	someCallUID = "6c1d4d0e-0000-4000-8000-000000000001"
@@ -57,19 +58,37 @@ var _ = Describe("Identity admission policy", Label("admission", "identity"), fu
 		Expect(binding.Spec.ValidationActions).To(ConsistOf(admissionregistrationv1.Deny))
 	})
 
-	It("rejects a ToolCall whose requester is another user", func(ctx SpecContext) {
-		err := alice.Create(ctx, tgt.MakeToolCall("c", ns).Requester("bob").Obj())
-		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, requesterMessage))
-		Expect(tgt.IsIdentityPolicyDenial(err)).To(BeTrue())
-	})
+	It("stamps the authenticated user as the requester, whatever the client sent", func(ctx SpecContext) {
+		By("a forged requester and forged groups")
+		forged := tgt.MakeToolCall("forged", ns).Requester("bob").Obj()
+		forged.Spec.RequesterGroups = []string{"system:masters", "platform-admins"}
+		Expect(alice.Create(ctx, forged)).To(Succeed())
+		Expect(forged.Spec.Requester).To(Equal("alice"))
+		Expect(forged.Spec.RequesterGroups).To(ConsistOf(tgt.EditorsGroup, "system:authenticated"))
 
-	It("admits a ToolCall whose requester is the user", func(ctx SpecContext) {
-		Expect(alice.Create(ctx, tgt.MakeToolCall("c", ns).Requester("alice").Obj())).To(Succeed())
+		By("no requester at all")
+		empty := tgt.MakeToolCall("empty", ns).Requester("").Obj()
+		Expect(alice.Create(ctx, empty)).To(Succeed())
+		stored := &toolgatev1alpha1.ToolCall{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(empty), stored)).To(Succeed())
+		Expect(stored.Spec.Requester).To(Equal("alice"))
+		Expect(stored.Spec.RequesterGroups).To(ConsistOf(tgt.EditorsGroup, "system:authenticated"))
 	})
 
 	It("applies to system:masters too", func(ctx SpecContext) {
-		err := k8sClient.Create(ctx, tgt.MakeToolCall("c", ns).Requester("alice").Obj())
-		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))
+		tc := tgt.MakeToolCall("c", ns).Requester("alice").Obj()
+		Expect(k8sClient.Create(ctx, tc)).To(Succeed())
+		Expect(tc.Spec.Requester).To(Equal(tgt.AdminUser))
+		Expect(tc.Spec.RequesterGroups).To(ContainElement("system:masters"))
+	})
+
+	It("stamps the authenticated user as the approver, whatever the client sent", func(ctx SpecContext) {
+		a := tgt.MakeToolCallApproval("c", ns).Approver("bob").CallUID(someCallUID).Deny().Obj()
+		Expect(alice.Create(ctx, a)).To(Succeed())
+		Expect(a.Spec.Approver).To(Equal("alice"))
+		b := tgt.MakeToolCallApproval("d", ns).Approver("").CallUID(someCallUID).Deny().Obj()
+		Expect(alice.Create(ctx, b)).To(Succeed())
+		Expect(b.Spec.Approver).To(Equal("alice"))
 	})
 
 	It("lets another user update a call's metadata and status, never its requester", func(ctx SpecContext) {
@@ -91,15 +110,6 @@ var _ = Describe("Identity admission policy", Label("admission", "identity"), fu
 		Expect(alice.Get(ctx, client.ObjectKeyFromObject(tc), tc)).To(Succeed())
 		tc.Finalizers = nil
 		Expect(alice.Update(ctx, tc)).To(Succeed())
-	})
-
-	It("rejects a ToolCallApproval whose approver is another user", func(ctx SpecContext) {
-		err := alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("bob").CallUID(someCallUID).Obj())
-		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
-	})
-
-	It("admits a ToolCallApproval whose approver is the user", func(ctx SpecContext) {
-		Expect(alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("alice").CallUID(someCallUID).Deny().Obj())).To(Succeed())
 	})
 
 	It("admits an approval owned by the call it answers, and no other owner call", func(ctx SpecContext) {
@@ -135,11 +145,81 @@ var _ = Describe("Identity admission policy", Label("admission", "identity"), fu
 		Expect(k8sClient.Update(ctx, a)).To(Succeed())
 	})
 
-	It("checks service accounts by their full user name", func(ctx SpecContext) {
+	It("stamps service accounts by their full user name", func(ctx SpecContext) {
 		agent, err := env.AddUser("system:serviceaccount:agents:coder", []string{tgt.EditorsGroup})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(agent.Create(ctx, tgt.MakeToolCall("short", ns).Requester("coder").Obj())).
-			To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))
-		Expect(agent.Create(ctx, tgt.MakeToolCall("full", ns).Requester("system:serviceaccount:agents:coder").Obj())).To(Succeed())
+		tc := tgt.MakeToolCall("short", ns).Requester("coder").Obj()
+		Expect(agent.Create(ctx, tc)).To(Succeed())
+		Expect(tc.Spec.Requester).To(Equal("system:serviceaccount:agents:coder"))
+	})
+})
+
+// The identity policy is the second line: with the stamp policies' bindings removed, it
+// alone refuses a create whose identity fields are not the user's. Serial: it changes the
+// API server's admission for every spec while it runs.
+var _ = Describe("Identity admission policy without the stamp policies", Serial, Ordered, Label("admission", "identity"), func() {
+	var (
+		ns    string
+		alice client.Client
+	)
+	BeforeAll(func(ctx SpecContext) {
+		ns = newNamespace(ctx)
+		var err error
+		alice, err = env.AddUser("alice", []string{tgt.EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+		var removed []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+		for _, name := range []string{admission.RequesterPolicyName, admission.ApproverPolicyName} {
+			binding := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Name: name}, binding)).To(Succeed())
+			Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
+			removed = append(removed, binding)
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			for _, binding := range removed {
+				binding.ResourceVersion, binding.UID = "", ""
+				Expect(k8sClient.Create(ctx, binding)).To(Succeed())
+			}
+			By("waiting until the stamp policies stamp again")
+			Eventually(func(g Gomega) {
+				call := tgt.MakeToolCall("probe", ns).Requester("bob").Obj()
+				a := tgt.MakeToolCallApproval("probe", ns).Approver("bob").CallUID(someCallUID).Obj()
+				g.Expect(alice.Create(ctx, call, client.DryRunAll)).To(Succeed())
+				g.Expect(call.Spec.Requester).To(Equal("alice"))
+				g.Expect(alice.Create(ctx, a, client.DryRunAll)).To(Succeed())
+				g.Expect(a.Spec.Approver).To(Equal("alice"))
+			}).Should(Succeed())
+		})
+		By("waiting until nothing stamps")
+		Eventually(func() error {
+			return alice.Create(ctx, tgt.MakeToolCall("probe", ns).Requester("bob").Obj(), client.DryRunAll)
+		}).Should(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, requesterMessage))
+	})
+
+	It("rejects a ToolCall whose requester is another user", func(ctx SpecContext) {
+		err := alice.Create(ctx, tgt.MakeToolCall("c", ns).Requester("bob").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, requesterMessage))
+		Expect(tgt.IsIdentityPolicyDenial(err)).To(BeTrue())
+	})
+
+	It("rejects a ToolCall whose groups are not the user's", func(ctx SpecContext) {
+		tc := tgt.MakeToolCall("c", ns).Requester("alice").Obj()
+		tc.Spec.RequesterGroups = []string{"system:masters"}
+		Expect(alice.Create(ctx, tc)).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, groupsMessage))
+	})
+
+	It("admits a ToolCall whose requester is the user and that names no groups", func(ctx SpecContext) {
+		tc := tgt.MakeToolCall("c", ns).Requester("alice").Obj()
+		Expect(alice.Create(ctx, tc)).To(Succeed())
+		Expect(tc.Spec.RequesterGroups).To(BeEmpty())
+	})
+
+	It("rejects a ToolCallApproval whose approver is another user", func(ctx SpecContext) {
+		err := alice.Create(ctx, tgt.MakeToolCallApproval("c", ns).Approver("bob").CallUID(someCallUID).Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
+	})
+
+	It("applies to system:masters too", func(ctx SpecContext) {
+		err := k8sClient.Create(ctx, tgt.MakeToolCall("c2", ns).Requester("alice").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))
 	})
 })

@@ -370,10 +370,10 @@ var registryRows = []row{
 }
 
 var identityRows = []row{
-	{id: "id-wrong-requester", category: catIdentity, hostile: "a call whose requester is another user",
-		requester: "bob", want: want{refused: forbidden, message: `toolgate-identity.*spec.requester must be the authenticated user`}},
-	{id: "id-empty-requester", category: catIdentity, hostile: "a call with an empty requester",
-		requester: " ", want: want{refused: forbidden, message: `spec.requester must be the authenticated user`}},
+	{id: "id-wrong-requester", category: catIdentity, hostile: "a call whose requester is another user: the API server stamps the real one",
+		requester: "bob", want: want{phase: succeeded, reason: v1alpha1.ReasonSucceeded, check: requesterIs(tg.AdminUser)}},
+	{id: "id-empty-requester", category: catIdentity, hostile: "a call with a blank requester: the API server stamps the real one",
+		requester: " ", want: want{phase: succeeded, reason: v1alpha1.ReasonSucceeded, check: requesterIs(tg.AdminUser)}},
 	{id: "id-self-approval", category: catIdentity, hostile: "the requester approves its own call: ignored; the call times out",
 		user: "agent", objects: askPolicy, approval: &approval{user: "agent", editor: true}, advance: 16 * time.Minute,
 		want: want{consumed: v1alpha1.ReasonSelfApproval, phase: denied, reason: v1alpha1.ReasonApprovalTimeout}},
@@ -388,10 +388,10 @@ var identityRows = []row{
 		user: "agent", objects: askPolicy, approval: &approval{user: "mallory", role: tg.AgentRole}, advance: 16 * time.Minute,
 		want: want{approvalRefused: forbidden, approvalMessage: `User "mallory" cannot create resource "toolcallapprovals"`,
 			phase: denied, reason: v1alpha1.ReasonApprovalTimeout}},
-	{id: "id-approver-spoofed", category: catIdentity, hostile: "an approval naming another user as its approver: refused",
-		user: "agent", objects: askPolicy, approval: &approval{user: "carol", approver: "boss"}, advance: 16 * time.Minute,
-		want: want{approvalRefused: forbidden, approvalMessage: `spec.approver must be the authenticated user`,
-			phase: denied, reason: v1alpha1.ReasonApprovalTimeout}},
+	{id: "id-approver-spoofed", category: catIdentity, hostile: "an approval naming the requester as its approver: stamped as its real author, it applies",
+		user: "agent", objects: askPolicy, approval: &approval{user: "carol", approver: "agent"},
+		want: want{consumed: v1alpha1.ReasonApplied, phase: succeeded, reason: v1alpha1.ReasonSucceeded,
+			check: func(g Gomega, call *v1alpha1.ToolCall) { g.Expect(call.Status.Approver).To(Equal("carol")) }}},
 	{id: "id-owner-other-call", category: catIdentity, hostile: "an approval whose ownerReference names another call: refused",
 		user: "agent", objects: askPolicy, approval: &approval{user: "carol", ownerName: "someone-else"}, advance: 16 * time.Minute,
 		want: want{approvalRefused: invalid, approvalMessage: `an ownerReference to a ToolCall must name the call this approval answers`,
@@ -409,4 +409,9 @@ var identityRows = []row{
 			return []client.Object{tg.MakeToolScope("restricted", ns).Subjects("someone-else").Obj()}
 		},
 		want: want{phase: denied, reason: v1alpha1.ReasonNotASubject}},
+}
+
+// requesterIs checks the requester the API server stamped on the call.
+func requesterIs(user string) func(Gomega, *v1alpha1.ToolCall) {
+	return func(g Gomega, call *v1alpha1.ToolCall) { g.Expect(call.Spec.Requester).To(Equal(user)) }
 }
