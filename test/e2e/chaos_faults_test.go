@@ -54,8 +54,10 @@ type fault struct {
 	// restart any holder renewing) was first seen, NewHolder who it is and Acquired the
 	// Lease's acquireTime it wrote. Progress is when the first of the run's calls was seen
 	// changed after the takeover: the new leader at work.
-	Holder    string
-	Pod       string
+	Holder string
+	Pod    string
+	// Standbys are the other live operator Pods just before the fault.
+	Standbys  []string
 	Takeover  time.Time
 	NewHolder string
 	Acquired  time.Time
@@ -122,7 +124,15 @@ func restartAPIServer(ctx context.Context) (string, error) {
 
 // inject runs one fault and records it; the caller waits for the takeover.
 func inject(ctx context.Context, rec *recorder, kind faultKind) fault {
-	f := fault{Kind: kind, At: time.Now(), Holder: rec.leaseHolder()}
+	f := fault{Kind: kind, Holder: rec.leaseHolder()}
+	if pods, err := operatorPods(ctx); err == nil {
+		for _, p := range pods {
+			if p.Name != podOfHolder(f.Holder) {
+				f.Standbys = append(f.Standbys, p.Name)
+			}
+		}
+	}
+	f.At = time.Now()
 	switch kind {
 	case faultDelete:
 		f.Pod, f.Err = deleteLeaderPod(ctx, false)

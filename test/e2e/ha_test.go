@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -110,7 +111,8 @@ type haTakeover struct {
 	Fault     faultKind `json:"fault"`
 	Pod       string    `json:"pod"`
 	NewLeader string    `json:"newLeader"`
-	// Standby: the new leader is the other replica (not the faulted Pod restarted).
+	// Standby: the new leader is a replica that was live before the fault (not the
+	// faulted Pod restarted, nor the Pod the Deployment started in its place).
 	Standby bool `json:"standby"`
 	// ToAcquire: the fault to the new holder seen on the Lease watch; ToAcquireTime: to
 	// the acquireTime it wrote (its own clock, this machine's); ToProgress: the new holder
@@ -129,7 +131,7 @@ func haFiguresOf(faults []fault, wall time.Duration) haFigures {
 	f := haFigures{Wall: wall}
 	for _, ft := range faults {
 		t := haTakeover{Fault: ft.Kind, Pod: ft.Pod, NewLeader: podOfHolder(ft.NewHolder), ToAcquire: -1, ToAcquireTime: -1, ToProgress: -1}
-		t.Standby = t.NewLeader != "" && t.NewLeader != ft.Pod
+		t.Standby = slices.Contains(ft.Standbys, t.NewLeader)
 		if !ft.Takeover.IsZero() {
 			t.ToAcquire = ft.Takeover.Sub(ft.At)
 		}
