@@ -247,7 +247,7 @@ toolgate is up. Try:
   kubectl -n $DEMO_NS get toolcalls -o wide
   kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
   kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
-  kubectl -n $SYSTEM_NS logs deploy/$RELEASE
+  kubectl -n $SYSTEM_NS logs -l app.kubernetes.io/name=$RELEASE --prefix   (both replicas; the leader holds Lease $SYSTEM_NS/toolgate.dev)
   metrics (HTTPS, a token allowed to GET /metrics): see "Metrics" in docs/operations.md
   make up (again: new demo calls)   make down (stop and clean up everything)
 EOF
