@@ -85,8 +85,19 @@ install() {
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s
+  wait_for - "operator leader elected" 60 leader_pod
+  log "operator: $(kc -n "$SYSTEM_NS" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}/{.spec.replicas}') replicas ready; leader $(leader_pod) (Lease $SYSTEM_NS/toolgate.dev), the others stand by"
   kc apply -k "$EXAMPLES" >/dev/null
   wait_for - "examples registered (7 Tools, ToolScope demo, 2 ToolPolicies)" 60 examples_ready
+}
+
+# leader_pod: the operator Pod holding the leader-election Lease (its holderIdentity is
+# <pod>_<uuid>); fails while nobody holds it.
+leader_pod() {
+  local holder
+  holder="$(kc -n "$SYSTEM_NS" get lease toolgate.dev -o jsonpath='{.spec.holderIdentity}' 2>/dev/null)" || return 1
+  [ -n "$holder" ] || return 1
+  echo "${holder%%_*}"
 }
 
 examples_ready() {
@@ -236,7 +247,7 @@ toolgate is up. Try:
   kubectl -n $DEMO_NS get toolcalls -o wide
   kubectl -n $DEMO_NS get events --field-selector involvedObject.kind=ToolCall
   kubectl -n $DEMO_NS get toolcall ${CALL_NAMES[0]} -o yaml
-  kubectl -n $SYSTEM_NS logs deploy/$RELEASE
+  kubectl -n $SYSTEM_NS logs -l app.kubernetes.io/name=$RELEASE --prefix   (both replicas; the leader holds Lease $SYSTEM_NS/toolgate.dev)
   metrics (HTTPS, a token allowed to GET /metrics): see "Metrics" in docs/operations.md
   make up (again: new demo calls)   make down (stop and clean up everything)
 EOF

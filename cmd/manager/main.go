@@ -23,7 +23,7 @@ import (
 
 func main() {
 	var metricsAddr, metricsCertDir, probeAddr, cpuLimit, memLimit, storageLimit, scratchLimit string
-	var leaderElect, metricsSecure, enableHTTP2 bool
+	var metricsSecure, enableHTTP2 bool
 	opts := controllers.DefaultCallOptions()
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address the Prometheus metrics endpoint binds to (0 disables it)")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to authenticated, authorised clients only "+
@@ -31,7 +31,7 @@ func main() {
 	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate)")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: the HTTP/2 Rapid Reset and Stream Cancellation CVEs)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
+	leader := bindLeader(flag.CommandLine)
 	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at /toolgate/runner (the operator's own image)")
 	retention := bindRetention(flag.CommandLine, opts.JobRetention)
 	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
@@ -63,6 +63,11 @@ func main() {
 	opts.JobRetention = jobRetention
 	if notice != "" {
 		log.Info(notice)
+	}
+
+	if err := leader.validate(); err != nil {
+		log.Error(err, "invalid leader-election settings")
+		os.Exit(2)
 	}
 
 	if err := validateRetention(opts.Retention); err != nil {
@@ -97,16 +102,15 @@ func main() {
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(v1alpha1.AddToScheme(scheme))
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                        scheme,
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       serving.Options(metricsAddr, metricsSecure, enableHTTP2, metricsCertDir),
-		HealthProbeBindAddress:        probeAddr,
-		LeaderElection:                leaderElect,
-		LeaderElectionID:              "toolgate.dev",
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptrDuration(10 * time.Second),
-	})
+	mgrOpts := ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(),
+		Metrics:                 serving.Options(metricsAddr, metricsSecure, enableHTTP2, metricsCertDir),
+		HealthProbeBindAddress:  probeAddr,
+		GracefulShutdownTimeout: ptrDuration(10 * time.Second),
+	}
+	leader.apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOpts)
 	if err != nil {
 		log.Error(err, "unable to create the manager")
 		os.Exit(1)
@@ -117,7 +121,10 @@ func main() {
 	}
 	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	must(mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())))
 	log.Info("starting the manager")
+	// Exit as soon as the manager returns: it released the Lease on the way out
+	// (LeaderElectionReleaseOnCancel), so a standby may already be reconciling.
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "the manager stopped with an error")
 		os.Exit(1)

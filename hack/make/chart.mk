@@ -53,9 +53,12 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/local-values.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --include-crds > $(CHART_OUT)/default.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml > $(CHART_OUT)/local.yaml
-	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set rbac.create=false,rbac.userRoles=false,admissionPolicy.enabled=false,metrics.enabled=false,leaderElection.enabled=false,serviceAccount.create=false > $(CHART_OUT)/minimal.yaml
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set rbac.create=false,rbac.userRoles=false,admissionPolicy.enabled=false,metrics.enabled=false,leaderElection.enabled=false,replicaCount=1,serviceAccount.create=false > $(CHART_OUT)/minimal.yaml
 	@grep -q 'name: toolgate-tools-deny-all' $(CHART_OUT)/local.yaml || { echo "local values render no NetworkPolicy"; exit 1; }
 	@! grep -q 'kind: ClusterRole$$' $(CHART_OUT)/minimal.yaml || { echo "rbac.create=false still renders a ClusterRole"; exit 1; }
+	@! grep -qE 'kind: PodDisruptionBudget|podAntiAffinity' $(CHART_OUT)/minimal.yaml || { echo "one replica still renders a PodDisruptionBudget or anti-affinity"; exit 1; }
+	@grep -q 'preferredDuringSchedulingIgnoredDuringExecution' $(CHART_OUT)/default.yaml || { echo "two replicas render no soft anti-affinity"; exit 1; }
+	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set leaderElection.enabled=false >/dev/null 2>&1 || { echo "two replicas without leader election rendered"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

@@ -24,7 +24,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,13 +31,13 @@ import (
 type faultKind string
 
 const (
-	// faultDelete deletes the operator Pod(s) the normal way (SIGTERM, the lease released).
+	// faultDelete deletes the leader's Pod the normal way (SIGTERM, the lease released).
 	faultDelete faultKind = "delete"
-	// faultForce deletes them with --grace-period=0 --force: the Pod object goes at once, the
-	// kubelet kills the container, and the Deployment starts the next Pod meanwhile.
+	// faultForce deletes it with --grace-period=0 --force: the Pod object goes at once, the
+	// kubelet stops the container, and the Deployment starts the next Pod meanwhile.
 	faultForce faultKind = "force-delete"
-	// faultKill SIGKILLs the manager container through containerd (the Pod stays, the
-	// kubelet restarts the container): nothing shuts down, the lease is not released.
+	// faultKill SIGKILLs the leader's manager container through containerd (the Pod stays,
+	// the kubelet restarts the container): nothing shuts down, the lease is not released.
 	faultKill faultKind = "sigkill"
 	// faultAPIServer restarts kube-apiserver with hack/cluster.sh restart.
 	faultAPIServer faultKind = "apiserver-restart"
@@ -50,11 +49,20 @@ type fault struct {
 	At   time.Time
 	// Done: the injection returned (for the API server: ready again).
 	Done time.Time
-	// Holder is the lease holder before the fault; Takeover when the next leader (another
-	// holder, or for the API server restart any holder renewing) was first seen.
-	Holder   string
-	Takeover time.Time
-	Err      error
+	// Holder is the lease holder before the fault, Pod the operator Pod faulted (the
+	// leader's). Takeover is when the next leader (another holder, or for the API server
+	// restart any holder renewing) was first seen, NewHolder who it is and Acquired the
+	// Lease's acquireTime it wrote. Progress is when the first of the run's calls was seen
+	// changed after the takeover: the new leader at work.
+	Holder string
+	Pod    string
+	// Standbys are the other live operator Pods just before the fault.
+	Standbys  []string
+	Takeover  time.Time
+	NewHolder string
+	Acquired  time.Time
+	Progress  time.Time
+	Err       error
 }
 
 // takeover is how long the operator was without a leader: from the fault (for the API
@@ -69,70 +77,42 @@ func (f fault) takeover() time.Duration {
 	return f.Takeover.Sub(f.At)
 }
 
-// operatorPods are the operator's Pods not being deleted.
-func operatorPods(ctx context.Context) ([]corev1.Pod, error) {
-	var pods corev1.PodList
-	if err := admin.List(ctx, &pods, client.InNamespace(systemNS),
-		client.MatchingLabels{"app.kubernetes.io/name": release}); err != nil {
-		return nil, err
-	}
-	live := pods.Items[:0]
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			live = append(live, p)
-		}
-	}
-	return live, nil
-}
-
-// deleteOperatorPods deletes every live operator Pod; force: grace period 0.
-func deleteOperatorPods(ctx context.Context, force bool) error {
-	pods, err := operatorPods(ctx)
+// deleteLeaderPod deletes the operator Pod holding the Lease (the other replica stands
+// by); force: grace period 0. It returns the Pod's name.
+func deleteLeaderPod(ctx context.Context, force bool) (string, error) {
+	pod, err := leaderPod(ctx)
 	if err != nil {
-		return err
-	}
-	if len(pods) == 0 {
-		return fmt.Errorf("no live operator Pod to delete")
+		return "", err
 	}
 	var opts []client.DeleteOption
 	if force {
 		opts = append(opts, client.GracePeriodSeconds(0))
 	}
-	for i := range pods {
-		if err := admin.Delete(ctx, &pods[i], opts...); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
+	return pod.Name, client.IgnoreNotFound(admin.Delete(ctx, pod, opts...))
 }
 
-// killOperatorContainer SIGKILLs the running manager container(s) through the cluster's
-// containerd, by container id (from the Pod status): only the operator's process dies.
-func killOperatorContainer(ctx context.Context) error {
-	pods, err := operatorPods(ctx)
+// killLeaderContainer SIGKILLs the leader's manager container through the cluster's
+// containerd, by container id (from the Pod status): only the leader's process dies, the
+// Lease is not released, the kubelet restarts the container. It returns the Pod's name.
+func killLeaderContainer(ctx context.Context) (string, error) {
+	pod, err := leaderPod(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
-	killed := 0
-	for _, p := range pods {
-		for _, cs := range p.Status.ContainerStatuses {
-			id, ok := strings.CutPrefix(cs.ContainerID, "containerd://")
-			if !ok || cs.State.Running == nil {
-				continue
-			}
-			sock := filepath.Join(root, ".cluster", "run", "containerd.sock")
-			out, err := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io",
-				"tasks", "kill", "-s", "SIGKILL", id).CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
-			}
-			killed++
+	for _, cs := range pod.Status.ContainerStatuses {
+		id, ok := strings.CutPrefix(cs.ContainerID, "containerd://")
+		if !ok || cs.State.Running == nil {
+			continue
 		}
+		sock := filepath.Join(root, ".cluster", "run", "containerd.sock")
+		out, err := exec.CommandContext(ctx, "ctr", "-a", sock, "-n", "k8s.io",
+			"tasks", "kill", "-s", "SIGKILL", id).CombinedOutput()
+		if err != nil {
+			return pod.Name, fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
+		}
+		return pod.Name, nil
 	}
-	if killed == 0 {
-		return fmt.Errorf("no running operator container to kill")
-	}
-	return nil
+	return pod.Name, fmt.Errorf("the leader %s has no running container to kill", pod.Name)
 }
 
 // restartAPIServer runs hack/cluster.sh restart kube-apiserver and returns its output.
@@ -144,14 +124,22 @@ func restartAPIServer(ctx context.Context) (string, error) {
 
 // inject runs one fault and records it; the caller waits for the takeover.
 func inject(ctx context.Context, rec *recorder, kind faultKind) fault {
-	f := fault{Kind: kind, At: time.Now(), Holder: rec.leaseHolder()}
+	f := fault{Kind: kind, Holder: rec.leaseHolder()}
+	if pods, err := operatorPods(ctx); err == nil {
+		for _, p := range pods {
+			if p.Name != podOfHolder(f.Holder) {
+				f.Standbys = append(f.Standbys, p.Name)
+			}
+		}
+	}
+	f.At = time.Now()
 	switch kind {
 	case faultDelete:
-		f.Err = deleteOperatorPods(ctx, false)
+		f.Pod, f.Err = deleteLeaderPod(ctx, false)
 	case faultForce:
-		f.Err = deleteOperatorPods(ctx, true)
+		f.Pod, f.Err = deleteLeaderPod(ctx, true)
 	case faultKill:
-		f.Err = killOperatorContainer(ctx)
+		f.Pod, f.Err = killLeaderContainer(ctx)
 	case faultAPIServer:
 		var out string
 		out, f.Err = restartAPIServer(ctx)
@@ -172,8 +160,8 @@ func waitTakeover(ctx context.Context, rec *recorder, f *fault, limit time.Durat
 	}
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if t, ok := rec.takeoverAfter(since, f.Holder); ok {
-			f.Takeover = t
+		if l, ok := rec.takeoverAfter(since, f.Holder); ok {
+			f.Takeover, f.NewHolder, f.Acquired = l.At, l.Holder, l.Acquire
 			return
 		}
 		select {

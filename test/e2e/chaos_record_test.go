@@ -67,9 +67,10 @@ type seenPod struct {
 
 // leaseSeen is one observed version of the operator's leader-election Lease.
 type leaseSeen struct {
-	At     time.Time
-	Holder string
-	Renew  time.Time
+	At      time.Time
+	Holder  string
+	Renew   time.Time
+	Acquire time.Time
 }
 
 type recorder struct {
@@ -81,6 +82,8 @@ type recorder struct {
 	leases []leaseSeen
 	// last is the last version seen of each call (for the approver and progress lines).
 	last map[string]*toolgatev1alpha1.ToolCall
+	// modified are the times the run's calls were seen changed (MODIFIED), in order.
+	modified []time.Time
 }
 
 func newRecorder(prefix string) *recorder {
@@ -138,6 +141,9 @@ func (r *recorder) onCall(v check.CallVersion) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last[v.Call.Name] = v.Call.DeepCopy()
+	if v.Type == "MODIFIED" {
+		r.modified = append(r.modified, v.Observed)
+	}
 }
 
 func (r *recorder) onPod(obj any) {
@@ -192,6 +198,9 @@ func (r *recorder) onLease(obj any) {
 	if l.Spec.RenewTime != nil {
 		s.Renew = l.Spec.RenewTime.Time
 	}
+	if l.Spec.AcquireTime != nil {
+		s.Acquire = l.Spec.AcquireTime.Time
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.leases = append(r.leases, s)
@@ -207,10 +216,10 @@ func (r *recorder) leaseHolder() string {
 	return r.leases[len(r.leases)-1].Holder
 }
 
-// takeoverAfter is when a holder other than old (and not empty) was first seen renewing the
-// Lease after t; ok false if none yet. With old == "" any holder renewing after t counts
-// (recovery after an API server restart, when the leader may keep its lease).
-func (r *recorder) takeoverAfter(t time.Time, old string) (time.Time, bool) {
+// takeoverAfter is the first Lease version seen after t in which a holder other than old
+// (and not empty) renews it; ok false if none yet. With old == "" any holder renewing
+// after t counts (recovery after an API server restart, when the leader may keep its lease).
+func (r *recorder) takeoverAfter(t time.Time, old string) (leaseSeen, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, l := range r.leases {
@@ -221,7 +230,20 @@ func (r *recorder) takeoverAfter(t time.Time, old string) (time.Time, bool) {
 		if l.Renew.Before(t.Add(-time.Second)) {
 			continue
 		}
-		return l.At, true
+		return l, true
+	}
+	return leaseSeen{}, false
+}
+
+// progressAfter is when the first of the run's calls was seen changed (a MODIFIED
+// version: only the operator writes a call after its creation) after t.
+func (r *recorder) progressAfter(t time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, at := range r.modified {
+		if at.After(t) {
+			return at, true
+		}
 	}
 	return time.Time{}, false
 }

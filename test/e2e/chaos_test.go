@@ -100,10 +100,10 @@ func chaosSettingsFromEnv() chaosSettings {
 // fault hits calls in flight.
 var chaosFaultPlan = []faultKind{faultDelete, faultForce, faultDelete, faultAPIServer, faultDelete, faultKill}
 
-// chaosWaves splits n calls into one wave per fault: at least one fault of each planned kind,
-// and a fault per wave calls beyond that.
-func chaosWaves(n, wave int) []int {
-	faults := max(len(chaosFaultPlan), (n+wave-1)/wave)
+// chaosWaves splits n calls into one wave per fault: at least one fault of each of the
+// planned kinds, and a fault per wave calls beyond that.
+func chaosWaves(n, wave, planned int) []int {
+	faults := max(planned, (n+wave-1)/wave)
 	waves := make([]int, faults)
 	for i := range waves {
 		waves[i] = n / faults
@@ -121,81 +121,101 @@ var _ = Describe("chaos on the real cluster", Label("chaos", "disruptive"), Seri
 		settings := chaosSettingsFromEnv()
 		prefix := "chaos-" + utilrand.String(4)
 		AddReportEntry("chaos settings", fmt.Sprintf("%+v prefix=%s", settings, prefix))
-		DeferCleanup(func(ctx SpecContext) { waitOperatorAvailable(ctx) })
-
-		for _, t := range chaosTools() {
-			createTool(ctx, t)
-		}
-		for _, name := range chaosRetimed {
-			retimeTool(ctx, name, chaosToolTimeout)
-		}
-		policy := chaosAskPolicy()
-		metav1.SetMetaDataLabel(&policy.ObjectMeta, e2eLabel, "true")
-		Expect(admin.Create(ctx, policy)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, policy))).To(Succeed()) })
-		Eventually(func(g Gomega) {
-			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
-			g.Expect(policy).To(toolgatetest.HaveCondition(toolgatev1alpha1.ConditionReady, metav1.ConditionTrue, ""))
-		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
-
-		cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.MkdirAll(filepath.Dir(settings.OperatorLog), 0o755)).To(Succeed())
-		Expect(os.MkdirAll(filepath.Dir(settings.Report), 0o755)).To(Succeed())
-		logFile, err := os.Create(settings.OperatorLog)
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(logFile.Close)
-		logs, err := newOperatorLogs(cfg, logFile)
-		Expect(err).NotTo(HaveOccurred())
-		logsCtx, stopLogs := context.WithCancel(context.Background())
-		DeferCleanup(stopLogs)
-		go logs.run(logsCtx)
-		rec := newRecorder(prefix + "-")
-		recCtx, stopRec := context.WithCancel(context.Background())
-		DeferCleanup(stopRec)
-		Expect(rec.start(recCtx, cfg)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(admin.DeleteAllOf(ctx, &toolgatev1alpha1.ToolCall{}, client.InNamespace(demoNS),
-				client.MatchingLabels{chaosRunLabel: prefix})).To(Succeed())
-		})
+		rec := prepareChaos(ctx, settings.OperatorLog, prefix)
 
 		plan := chaosPlan(prefix, settings.Calls, settings.Seed)
-		run := &chaosRun{settings: settings, rec: rec, plan: plan, prefix: prefix}
+		run := &chaosRun{settings: settings, rec: rec, plan: plan, prefix: prefix, faultPlan: chaosFaultPlan}
 		start := time.Now()
 		faults := run.drive(ctx)
-		lastFault := faults[len(faults)-1].Done
-		for _, f := range faults {
-			Expect(f.Err).NotTo(HaveOccurred(), "fault %s at %s", f.Kind, f.At.Format(time.TimeOnly))
-		}
-		Expect(run.createErrs).To(BeEmpty(), "calls the run could not create")
-
-		By("waiting for every call to end")
-		Eventually(rec.terminalCount).WithContext(ctx).WithTimeout(settings.Bound).WithPolling(time.Second).
-			Should(Equal(len(plan)), "calls terminal")
-		wall := time.Since(start)
-
-		hist, err := rec.history(ctx, admin)
-		Expect(err).NotTo(HaveOccurred())
-		hist.Expectations = map[types.NamespacedName]check.Expectation{}
-		for _, c := range plan {
-			hist.Expectations[types.NamespacedName{Namespace: demoNS, Name: c.Name}] = c.Expect
-		}
-		hist.LastFault, hist.TerminalBound = lastFault, settings.Bound
-		report := check.Check(hist)
-		if errs := rec.watchErrors(); len(errs) > 0 {
-			AddReportEntry("chaos recorder watch errors", fmt.Sprint(errs))
-		}
+		report := run.check(ctx, faults)
 		var table strings.Builder
 		report.Print(&table)
-		figures := chaosFiguresOf(settings, faults, report, wall, rec)
+		figures := chaosFiguresOf(settings, faults, report, time.Since(start), rec)
 		AddReportEntry("chaos figures", figures.String()+"\n"+table.String(), ReportEntryVisibilityAlways)
-		data, err := json.MarshalIndent(map[string]any{"figures": figures, "report": report}, "", "  ")
-		Expect(err).NotTo(HaveOccurred())
-		Expect(os.WriteFile(settings.Report, data, 0o644)).To(Succeed())
+		writeReport(settings.Report, map[string]any{"figures": figures, "report": report})
 		AddReportEntry("chaos files", settings.Report+", operator logs "+settings.OperatorLog)
 		Expect(report.Violations).To(BeEmpty(), table.String()+"\n"+violationDetails(report, rec))
 	}, SpecTimeout(30*time.Minute))
 })
+
+// prepareChaos sets a run up: the run's tools and ask policy, the example tools' timeouts
+// raised (restored afterwards), every operator container's log followed into operatorLog,
+// the recorder started, and, when the spec ends, the run's calls deleted and the operator
+// whole again.
+func prepareChaos(ctx context.Context, operatorLog, prefix string) *recorder {
+	GinkgoHelper()
+	DeferCleanup(func(ctx SpecContext) { waitOperatorAvailable(ctx) })
+	for _, t := range chaosTools() {
+		createTool(ctx, t)
+	}
+	for _, name := range chaosRetimed {
+		retimeTool(ctx, name, chaosToolTimeout)
+	}
+	policy := chaosAskPolicy()
+	metav1.SetMetaDataLabel(&policy.ObjectMeta, e2eLabel, "true")
+	Expect(admin.Create(ctx, policy)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, policy))).To(Succeed()) })
+	Eventually(func(g Gomega) {
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+		g.Expect(policy).To(toolgatetest.HaveCondition(toolgatev1alpha1.ConditionReady, metav1.ConditionTrue, ""))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.MkdirAll(filepath.Dir(operatorLog), 0o755)).To(Succeed())
+	logFile, err := os.Create(operatorLog)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(logFile.Close)
+	logs, err := newOperatorLogs(cfg, logFile)
+	Expect(err).NotTo(HaveOccurred())
+	logsCtx, stopLogs := context.WithCancel(context.Background())
+	DeferCleanup(stopLogs)
+	go logs.run(logsCtx)
+	rec := newRecorder(prefix + "-")
+	recCtx, stopRec := context.WithCancel(context.Background())
+	DeferCleanup(stopRec)
+	Expect(rec.start(recCtx, cfg)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(admin.DeleteAllOf(ctx, &toolgatev1alpha1.ToolCall{}, client.InNamespace(demoNS),
+			client.MatchingLabels{chaosRunLabel: prefix})).To(Succeed())
+	})
+	return rec
+}
+
+// check waits (up to settings.Bound) for every call of the run to end, then reads the
+// whole history and returns the shared checker's report. It fails the spec on a fault
+// that could not be injected or a call that could not be created.
+func (r *chaosRun) check(ctx context.Context, faults []fault) check.Report {
+	GinkgoHelper()
+	for _, f := range faults {
+		Expect(f.Err).NotTo(HaveOccurred(), "fault %s at %s", f.Kind, f.At.Format(time.TimeOnly))
+	}
+	Expect(r.createErrs).To(BeEmpty(), "calls the run could not create")
+
+	By("waiting for every call to end")
+	Eventually(r.rec.terminalCount).WithContext(ctx).WithTimeout(r.settings.Bound).WithPolling(time.Second).
+		Should(Equal(len(r.plan)), "calls terminal")
+	hist, err := r.rec.history(ctx, admin)
+	Expect(err).NotTo(HaveOccurred())
+	hist.Expectations = map[types.NamespacedName]check.Expectation{}
+	for _, c := range r.plan {
+		hist.Expectations[types.NamespacedName{Namespace: demoNS, Name: c.Name}] = c.Expect
+	}
+	hist.LastFault, hist.TerminalBound = faults[len(faults)-1].Done, r.settings.Bound
+	if errs := r.rec.watchErrors(); len(errs) > 0 {
+		AddReportEntry("chaos recorder watch errors", fmt.Sprint(errs))
+	}
+	return check.Check(hist)
+}
+
+// writeReport writes v as indented JSON to path (its folder made if needed).
+func writeReport(path string, v any) {
+	GinkgoHelper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+	Expect(os.WriteFile(path, data, 0o644)).To(Succeed())
+}
 
 // chaosRun creates the calls, answers the approvals and injects the faults.
 type chaosRun struct {
@@ -203,6 +223,10 @@ type chaosRun struct {
 	rec      *recorder
 	plan     []chaosCall
 	prefix   string
+	// faultPlan are the faults in order; beyond them, faultDelete. beforeFault, when set,
+	// runs before each fault (the HA run waits for a standby).
+	faultPlan   []faultKind
+	beforeFault func(ctx context.Context)
 
 	mu         sync.Mutex
 	created    int
@@ -213,7 +237,7 @@ type chaosRun struct {
 // releases the next wave of calls. It returns the faults once every call is created.
 func (r *chaosRun) drive(ctx context.Context) []fault {
 	GinkgoHelper()
-	waves := chaosWaves(len(r.plan), r.settings.Wave)
+	waves := chaosWaves(len(r.plan), r.settings.Wave, len(r.faultPlan))
 	release := make(chan int, len(waves))
 	done := make(chan struct{})
 	go func() {
@@ -235,8 +259,8 @@ func (r *chaosRun) drive(ctx context.Context) []fault {
 		}
 		release <- n
 		kind := faultDelete
-		if i < len(chaosFaultPlan) {
-			kind = chaosFaultPlan[i]
+		if i < len(r.faultPlan) {
+			kind = r.faultPlan[i]
 		}
 		// Each leader gets about settings.Every (±20 %) before the next fault.
 		jitter := time.Duration(float64(r.settings.Every) * (0.8 + 0.4*rand.Float64()))
@@ -244,16 +268,33 @@ func (r *chaosRun) drive(ctx context.Context) []fault {
 		case <-ctx.Done():
 		case <-time.After(jitter):
 		}
+		if r.beforeFault != nil {
+			r.beforeFault(ctx)
+		}
 		f := inject(ctx, r.rec, kind)
 		waitTakeover(ctx, r.rec, &f, 2*time.Minute)
-		GinkgoWriter.Printf("fault %-17s at %s: took %s, takeover after %s (%d/%d calls created, %d terminal)\n",
-			f.Kind, f.At.Format("15:04:05.000"), f.Done.Sub(f.At).Round(time.Millisecond),
+		GinkgoWriter.Printf("fault %-17s at %s on %s: took %s, takeover by %s after %s (%d/%d calls created, %d terminal)\n",
+			f.Kind, f.At.Format("15:04:05.000"), f.Pod, f.Done.Sub(f.At).Round(time.Millisecond), podOfHolder(f.NewHolder),
 			f.takeover().Round(time.Millisecond), r.createdCount(), len(r.plan), r.rec.terminalCount())
 		faults = append(faults, f)
 	}
 	close(release)
 	<-done
 	return faults
+}
+
+// progressOf sets each fault's Progress once the run is over: the first call seen changed
+// after its takeover and before the next fault (else the next leader's work).
+func (r *chaosRun) progressOf(faults []fault) {
+	for i := range faults {
+		if faults[i].Takeover.IsZero() {
+			continue
+		}
+		at, ok := r.rec.progressAfter(faults[i].Takeover)
+		if ok && (i+1 == len(faults) || at.Before(faults[i+1].At)) {
+			faults[i].Progress = at
+		}
+	}
 }
 
 func (r *chaosRun) createdCount() int {

@@ -130,8 +130,11 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		_ = cmd.Run()
 		b.Write(out.Bytes())
 	}
-	run("operator log", "logs", "-n", systemNS, "deploy/"+release, "--tail=200", "--all-containers")
-	run("operator log (previous)", "logs", "-n", systemNS, "deploy/"+release, "--tail=50", "--previous")
+	// Every replica's log (the leader's and the standby's), each line prefixed with its Pod.
+	selector := "app.kubernetes.io/name=" + release
+	run("operator Pods and Lease", "get", "pods,leases", "-n", systemNS, "-o", "wide")
+	run("operator logs", "logs", "-n", systemNS, "-l", selector, "--tail=200", "--all-containers", "--prefix")
+	run("operator logs (previous)", "logs", "-n", systemNS, "-l", selector, "--tail=50", "--previous", "--prefix")
 	run("events "+demoNS, "get", "events", "-n", demoNS, "--sort-by=.lastTimestamp")
 	run("events "+systemNS, "get", "events", "-n", systemNS, "--sort-by=.lastTimestamp")
 	run("toolcalls", "get", "toolcalls", "-n", demoNS, "-l", e2eLabel, "-o", "wide")
@@ -150,27 +153,6 @@ var _ = ReportAfterEach(func(report SpecReport) {
 	}
 	AddReportEntry("cluster state on failure", b.String(), ReportEntryVisibilityFailureOrVerbose)
 })
-
-func waitOperatorAvailable(ctx context.Context) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		var pods corev1.PodList
-		g.Expect(admin.List(ctx, &pods, client.InNamespace(systemNS),
-			client.MatchingLabels{"app.kubernetes.io/name": release})).To(Succeed())
-		ready := 0
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp != nil {
-				continue
-			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		g.Expect(ready).To(BeNumerically(">=", 1), "ready operator Pods")
-	}).WithContext(ctx).WithTimeout(90 * time.Second).WithPolling(poll).Should(Succeed())
-}
 
 func waitToolRegistered(ctx context.Context, name string) {
 	GinkgoHelper()

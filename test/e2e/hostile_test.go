@@ -114,8 +114,9 @@ func expectNothingForged(got *toolgatev1alpha1.ToolCall, forgedBytes int) {
 	AddReportEntry("hostile result", fmt.Sprintf("%s %s %v", got.Status.Phase, resultReason(got), got.Status.Result.Meta))
 }
 
-// operatorMemory is the operator container's memory from its node's kubelet (stats
-// summary): working set and RSS in bytes, and its restart count.
+// operatorMemory is the leader's container memory from its node's kubelet (stats
+// summary): working set and RSS in bytes; and the restart count of every operator
+// container (the leader's and the standby's).
 type operatorMemory struct {
 	workingSet, rss uint64
 	restarts        int32
@@ -123,19 +124,15 @@ type operatorMemory struct {
 
 func readOperatorMemory(ctx context.Context) operatorMemory {
 	GinkgoHelper()
-	var pods corev1.PodList
-	Expect(admin.List(ctx, &pods, client.InNamespace(systemNS),
-		client.MatchingLabels{"app.kubernetes.io/name": release})).To(Succeed())
-	var pod *corev1.Pod
-	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp == nil && pods.Items[i].Status.Phase == corev1.PodRunning {
-			pod = &pods.Items[i]
-		}
-	}
-	Expect(pod).NotTo(BeNil(), "a running operator Pod")
+	pod, err := leaderPod(ctx)
+	Expect(err).NotTo(HaveOccurred(), "the leader operator Pod")
+	pods, err := operatorPods(ctx)
+	Expect(err).NotTo(HaveOccurred())
 	var m operatorMemory
-	for _, cs := range pod.Status.ContainerStatuses {
-		m.restarts += cs.RestartCount
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			m.restarts += cs.RestartCount
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
 	Expect(err).NotTo(HaveOccurred())

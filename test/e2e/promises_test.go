@@ -267,7 +267,7 @@ var _ = Describe("approval needs the approver role", Label("approval", "rbac"), 
 })
 
 var _ = Describe("operator restart mid-call", Label("restart", "disruptive"), Serial, func() {
-	It("a call whose operator Pod is deleted while its Job runs completes once, with one Job", func(ctx SpecContext) {
+	It("a call whose leader operator Pod is deleted while its Job runs completes once, with one Job", func(ctx SpecContext) {
 		DeferCleanup(func(ctx SpecContext) { waitOperatorAvailable(ctx) })
 		createTool(ctx, toolgatetest.MakeTool("e2e-sleep-long", demoNS).Image(toolImage).
 			Command("/tools/sleep").RunnerInImage("").Timeout(2*time.Minute).
@@ -282,22 +282,22 @@ var _ = Describe("operator restart mid-call", Label("restart", "disruptive"), Se
 		Eventually(func() int { return len(jobsOf(ctx, call)) }).
 			WithContext(ctx).WithTimeout(callTimeout).WithPolling(100 * time.Millisecond).Should(Equal(1))
 
-		By("deleting the operator Pod(s)")
-		var pods corev1.PodList
-		Expect(admin.List(ctx, &pods, client.InNamespace(systemNS),
-			client.MatchingLabels{"app.kubernetes.io/name": release})).To(Succeed())
-		Expect(pods.Items).NotTo(BeEmpty())
-		for i := range pods.Items {
-			Expect(admin.Delete(ctx, &pods.Items[i])).To(Succeed())
-		}
+		By("deleting the leader's Pod (the standby takes over)")
+		leader, err := deleteLeaderPod(ctx, false)
+		Expect(err).NotTo(HaveOccurred())
 		deletedAt := time.Now().Truncate(time.Second)
+		Eventually(func(g Gomega) {
+			pod, err := leaderPod(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pod.Name).NotTo(Equal(leader))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed(), "a new leader")
 
 		got := waitTerminal(ctx, call, 3*time.Minute)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded))
 		Expect(got.Status.Attempts).To(HaveLen(1))
 		Expect(got.Status.Attempts[0].Attempt).To(Equal(int32(1)))
-		// The result was frozen after the operator Pod was deleted (the body sleeps 3 s), so
-		// it is the restarted operator, not the deleted one, that saw the call through.
+		// The result was frozen after the leader's Pod was deleted (the body sleeps 3 s), so
+		// it is the new leader, not the deleted one, that saw the call through.
 		Expect(got.Status.CompletionTime).NotTo(BeNil())
 		Expect(got.Status.CompletionTime.Time).NotTo(BeTemporally("<", deletedAt))
 

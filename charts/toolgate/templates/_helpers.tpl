@@ -79,3 +79,24 @@ toolgate.fileObjects: the objects of a YAML file under files/ (copied from confi
 {{- define "toolgate.egressExcept" -}}
 {{- concat .Values.networkPolicy.egress.except .Values.networkPolicy.egress.clusterCIDRs | join "," }}
 {{- end }}
+
+{{/*
+toolgate.podAntiAffinity: spread the operator's replicas over nodes. soft: preferred (a
+single-node cluster still schedules them all); hard: required (one replica per node).
+*/}}
+{{- define "toolgate.podAntiAffinity" -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "toolgate.selectorLabels" . | fromYaml)) }}
+{{- if eq .Values.podAntiAffinity "soft" }}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+  - weight: 100
+    podAffinityTerm:
+      {{- toYaml $term | nindent 6 }}
+{{- else if eq .Values.podAntiAffinity "hard" }}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+  - {{- toYaml $term | nindent 4 }}
+{{- else }}
+{{- fail (printf "podAntiAffinity %q: want soft, hard or \"\"" .Values.podAntiAffinity) }}
+{{- end }}
+{{- end }}
