@@ -73,6 +73,9 @@ type ToolCallReconciler struct {
 	written  written
 	refusals refusals
 	audits   pendingAudits
+	// registries and isolation share live reads among concurrent calls (coalesce.go).
+	registries coalescer[*registry]
+	isolation  coalescer[isolationRead]
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete
