@@ -51,7 +51,7 @@ type CallOptions struct {
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
-		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second,
+		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
 		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
 }
 
