@@ -21,31 +21,52 @@ import (
 // toolgate's two NetworkPolicies in the call's namespace; in ensure and require mode it
 // then checks, from a live read, that the Pod the Job makes is isolated as its tool's
 // sandbox.network requires. It returns a non-empty refusal when the call must not run;
-// an error for a failure worth retrying.
+// an error for a failure worth retrying. The read (and the ensuring) is shared with the
+// calls of the namespace that asked at the same time, as admission's (coalesce.go).
 func (r *ToolCallReconciler) ensureIsolation(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error) {
 	opts := r.Options.NetworkPolicy
 	if opts.Mode == NetworkPolicyOff || opts.Mode == "" {
 		return "", nil
 	}
-	list := &networkingv1.NetworkPolicyList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(call.Namespace)); err != nil {
-		if apierrors.IsForbidden(err) {
-			return "the operator may not read NetworkPolicies in namespace " + call.Namespace + ": " + err.Error(), nil
-		}
-		return "", err
-	}
-	if opts.Mode == NetworkPolicyEnsure {
-		for _, want := range ToolNetworkPolicies(call.Namespace, opts.EgressExcept) {
-			if msg, err := r.ensurePolicy(ctx, list, want); msg != "" || err != nil {
-				return msg, err
-			}
-		}
+	read, err := r.isolation.do(ctx, call.Namespace, func(ctx context.Context) (isolationRead, error) {
+		return r.readIsolation(ctx, call.Namespace)
+	})
+	if err != nil || read.refusal != "" {
+		return read.refusal, err
 	}
 	network := call.Status.Tool.Spec.Sandbox.Network
 	if network == "" {
 		network = v1alpha1.NetworkNone
 	}
-	return isolationGap(network, podLabels, list.Items, opts.Mode == NetworkPolicyEnsure), nil
+	return isolationGap(network, podLabels, read.policies, opts.Mode == NetworkPolicyEnsure), nil
+}
+
+// isolationRead is a namespace's NetworkPolicies read live (in ensure mode after toolgate's
+// own were created or repaired), or why no call of the namespace can be isolated now.
+// It is shared by the calls that asked for it: read only.
+type isolationRead struct {
+	policies []networkingv1.NetworkPolicy
+	refusal  string
+}
+
+// readIsolation lists the namespace's NetworkPolicies and, in ensure mode, ensures toolgate's.
+func (r *ToolCallReconciler) readIsolation(ctx context.Context, namespace string) (isolationRead, error) {
+	opts := r.Options.NetworkPolicy
+	list := &networkingv1.NetworkPolicyList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		if apierrors.IsForbidden(err) {
+			return isolationRead{refusal: "the operator may not read NetworkPolicies in namespace " + namespace + ": " + err.Error()}, nil
+		}
+		return isolationRead{}, err
+	}
+	if opts.Mode == NetworkPolicyEnsure {
+		for _, want := range ToolNetworkPolicies(namespace, opts.EgressExcept) {
+			if msg, err := r.ensurePolicy(ctx, list, want); msg != "" || err != nil {
+				return isolationRead{refusal: msg}, err
+			}
+		}
+	}
+	return isolationRead{policies: list.Items}, nil
 }
 
 // ensurePolicy creates want, or puts its spec back on a policy of that name whose spec

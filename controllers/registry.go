@@ -14,8 +14,8 @@ import (
 )
 
 // registry is one namespace's view of the registrations, read through the reader it is
-// given (admission: live LISTs; post-execute: the informer cache; the CLI and gateway: the
-// caller's API access): the pipeline's resolution index plus the objects behind it and the
+// given (admission and post-execute: live LISTs, shared by concurrent calls; the CLI and
+// gateway: the caller's API access): the pipeline's resolution index plus the objects behind it and the
 // namespace's policies.
 type registry struct {
 	index    *pipeline.Index
@@ -45,17 +45,13 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 	return reg, nil
 }
 
-// loadPolicies lists the namespace's ToolPolicies: all that post-execute reads.
-func loadPolicies(ctx context.Context, c client.Reader, namespace string) ([]pipeline.PolicySpec, error) {
-	list := &v1alpha1.ToolPolicyList{}
-	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, err
-	}
-	specs := make([]pipeline.PolicySpec, 0, len(list.Items))
-	for i := range list.Items {
-		specs = append(specs, policySpec(&list.Items[i]))
-	}
-	return specs, nil
+// liveRegistry is loadRegistry through the API reader, shared with the calls of the
+// namespace that asked at the same time (coalesce.go): its LISTs start after this call, so
+// whatever existed when it was made is in the answer. The registry is shared: read only.
+func (r *ToolCallReconciler) liveRegistry(ctx context.Context, namespace string) (*registry, error) {
+	return r.registries.do(ctx, namespace, func(ctx context.Context) (*registry, error) {
+		return loadRegistry(ctx, r.APIReader, namespace)
+	})
 }
 
 // loadIndex lists the namespace's Tools and ToolScopes and every ClusterTool and builds

@@ -22,9 +22,10 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	start := r.Clock.Now()
 	// Admission reads the registrations and policies live, not from the informer cache:
 	// a ToolPolicy, ToolScope or Tool created before the call governs it even when the
-	// cache has not seen it yet (the API server answers such LISTs from its own watch
-	// cache, consistently). An error requeues the call; nothing has been written yet.
-	reg, err := loadRegistry(ctx, r.APIReader, call.Namespace)
+	// cache has not seen it yet (the API server answers such LISTs consistently). The
+	// LISTs are shared with the calls that asked at the same time (liveRegistry). An
+	// error requeues the call; nothing has been written yet.
+	reg, err := r.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -51,7 +51,7 @@ type CallOptions struct {
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
-		JobRetention: 10 * time.Minute, Workers: 4, LogReadTimeout: 10 * time.Second,
+		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
 		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
 }
 
@@ -73,6 +73,9 @@ type ToolCallReconciler struct {
 	written  written
 	refusals refusals
 	audits   pendingAudits
+	// registries and isolation share live reads among concurrent calls (coalesce.go).
+	registries coalescer[*registry]
+	isolation  coalescer[isolationRead]
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete

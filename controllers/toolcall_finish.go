@@ -91,7 +91,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 		return final, d, nil
 	}
 	output, schemaErr := compileSchema(r.Compiler, rawOf(call.Status.Tool.Spec.Output))
-	policies, err := loadPolicies(ctx, r.APIReader, call.Namespace)
+	reg, err := r.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		deadline := r.postExecuteDeadline(call)
 		if r.Clock.Now().Before(deadline) {
@@ -101,7 +101,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 			"the PostExecute policies could not be read by "+deadline.UTC().Format(time.RFC3339)+": "+err.Error())
 		return final, d, nil
 	}
-	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(policies), policyInput(call, frozen), res, output)
+	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), policyInput(call, frozen), res, output)
 	if schemaErr != nil && !final.IsError {
 		final, d = pipeline.Withhold(final, pipeline.ReasonOutputSchemaInvalid,
 			"the tool's output schema does not compile: "+schemaErr.Error())

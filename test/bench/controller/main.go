@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/bench/internal/proccpu"
 )
 
 type options struct {
@@ -152,6 +153,7 @@ func run(o options) (rep *Report, err error) {
 	baseOp, baseCluster, baseHarness := ops.operatorCounts(operator), cluster.Snapshot(), harness.Snapshot()
 	baseREST, baseReconciles := ops.registryCounts()
 	loadBefore := loadAverage()
+	cpuBefore := proccpu.Read()
 	stopProfile, err := startProfile(o.cpuProfile)
 	if err != nil {
 		return nil, err
@@ -167,6 +169,7 @@ func run(o options) (rep *Report, err error) {
 		progress("timed out waiting for the calls")
 	}
 	stopProfile()
+	cpu := proccpu.Read().Sub(cpuBefore)
 	time.Sleep(o.settle)
 
 	opDelta := ops.operatorCounts(operator).Sub(baseOp)
@@ -184,6 +187,10 @@ func run(o options) (rep *Report, err error) {
 		Memory:           readMemory(),
 		Keep:             o.keep,
 		OperatorProcess:  o.operatorProcess,
+		CPUSeconds:       map[string]float64{},
+	}
+	for name, d := range cpu {
+		rep.CPUSeconds[name] = d.Seconds()
 	}
 	if o.operatorProcess {
 		m := ops.operatorMemory()
@@ -294,6 +301,9 @@ func cacheOptions(o options) cache.Options {
 // callOptions are the operator's pipeline settings for this run.
 func callOptions(o options) controllers.CallOptions {
 	c := controllers.DefaultCallOptions()
+	if o.operatorWorkers > 0 {
+		c.Workers = o.operatorWorkers // the ToolCall controller's own setting wins over the manager's
+	}
 	switch {
 	case o.keep:
 		c.Retention = controllers.RetentionOptions{}

@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -26,6 +29,9 @@ type Report struct {
 	Succeeded       int     `json:"succeeded"`
 	WallSeconds     float64 `json:"wallSeconds"`
 	Throughput      float64 `json:"callsPerSecond"`
+	// CPUSeconds is the CPU time (user + system) each process used during the calls:
+	// "self" (this process), kube-apiserver, etcd and, with -operator-process, the operator.
+	CPUSeconds map[string]float64 `json:"cpuSeconds,omitempty"`
 
 	// Latencies: create → Job ADDED; Pod terminated → terminal phase; Job Complete →
 	// terminal phase; create → terminal phase.
@@ -205,6 +211,14 @@ func (rep *Report) Print(out io.Writer) {
 	p("succeeded\t%d", rep.Succeeded)
 	p("wall time\t%.2fs (first create → last result frozen)", rep.WallSeconds)
 	p("throughput\t%.1f calls/s", rep.Throughput)
+	if len(rep.CPUSeconds) > 0 {
+		names := slices.Sorted(maps.Keys(rep.CPUSeconds))
+		parts := make([]string, 0, len(names))
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %.1f", n, rep.CPUSeconds[n]))
+		}
+		p("CPU during the calls (s)\t%s", strings.Join(parts, ", "))
+	}
 	p("")
 	p("latency (ms)\tn\tp50\tp99\tmax")
 	for _, l := range []struct {

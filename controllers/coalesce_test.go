@@ -1,0 +1,299 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// gatedReads is a read function for a coalescer: read n (from 1) reports that it started,
+// waits until its gate is opened (gates[n], when present) and answers n.
+type gatedReads struct {
+	mu      sync.Mutex
+	n       int
+	gates   map[int]chan struct{}
+	started chan int
+	fail    map[int]error
+	ctxErrs []error // the read's own context error when it answered
+}
+
+func newGatedReads(gated ...int) *gatedReads {
+	g := &gatedReads{gates: map[int]chan struct{}{}, started: make(chan int, 100), fail: map[int]error{}}
+	for _, n := range gated {
+		g.gates[n] = make(chan struct{})
+	}
+	return g
+}
+
+func (g *gatedReads) read(ctx context.Context) (int, error) {
+	g.mu.Lock()
+	g.n++
+	n, gate, err := g.n, g.gates[g.n], g.fail[g.n]
+	g.mu.Unlock()
+	g.started <- n
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}
+	g.mu.Lock()
+	g.ctxErrs = append(g.ctxErrs, ctx.Err())
+	g.mu.Unlock()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return n, err
+}
+
+func (g *gatedReads) reads() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// nextJoined is how many callers wait for the round after the read in flight of key.
+func (c *coalescer[T]) nextJoined(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.inFlight[key]; r != nil && r.next != nil {
+		return r.next.joined
+	}
+	return 0
+}
+
+// waitUntil polls cond (a state change made by other goroutines) for up to 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+type answer struct {
+	n   int
+	err error
+}
+
+func ask(c *coalescer[int], ctx context.Context, key string, g *gatedReads) chan answer {
+	out := make(chan answer, 1)
+	go func() {
+		n, err := c.do(ctx, key, g.read)
+		out <- answer{n, err}
+	}()
+	return out
+}
+
+func TestCoalescerCallerDuringAReadGetsTheNextRead(t *testing.T) {
+	c := &coalescer[int]{}
+	g := newGatedReads(1)
+	first := ask(c, context.Background(), "ns", g)
+	if n := <-g.started; n != 1 {
+		t.Fatalf("first read is %d", n)
+	}
+	// Read 1 is in flight: a caller asking now must not get its answer.
+	second := ask(c, context.Background(), "ns", g)
+	waitUntil(t, "the second caller joined the next round", func() bool { return c.nextJoined("ns") == 1 })
+	close(g.gates[1])
+	if a := <-first; a.n != 1 || a.err != nil {
+		t.Errorf("first caller got %+v, want read 1", a)
+	}
+	if a := <-second; a.n != 2 || a.err != nil {
+		t.Errorf("second caller got %+v, want read 2 (it asked while read 1 was in flight)", a)
+	}
+	// Idle again: the next caller starts a read of its own.
+	if n, err := c.do(context.Background(), "ns", g.read); n != 3 || err != nil {
+		t.Errorf("a caller after the rounds got %d, %v; want read 3", n, err)
+	}
+}
+
+func TestCoalescerConcurrentCallersShareReads(t *testing.T) {
+	const callers = 50
+	c := &coalescer[int]{}
+	g := newGatedReads(1)
+	first := ask(c, context.Background(), "ns", g)
+	<-g.started
+	others := make([]chan answer, 0, callers-1)
+	for range callers - 1 {
+		others = append(others, ask(c, context.Background(), "ns", g))
+	}
+	waitUntil(t, "every caller joined the next round", func() bool { return c.nextJoined("ns") == callers-1 })
+	close(g.gates[1])
+	if a := <-first; a.n != 1 {
+		t.Errorf("first caller got read %d", a.n)
+	}
+	for i, ch := range others {
+		if a := <-ch; a.n != 2 || a.err != nil {
+			t.Errorf("caller %d got %+v, want the shared read 2", i, a)
+		}
+	}
+	if n := g.reads(); n != 2 {
+		t.Errorf("%d callers cost %d reads, want 2", callers, n)
+	}
+}
+
+func TestCoalescerKeysDoNotShare(t *testing.T) {
+	c := &coalescer[int]{}
+	g := newGatedReads(1)
+	a := ask(c, context.Background(), "a", g)
+	<-g.started
+	b := ask(c, context.Background(), "b", g) // another namespace: its own read at once
+	if ab := <-b; ab.n != 2 {
+		t.Errorf("key b got read %d, want its own read 2", ab.n)
+	}
+	close(g.gates[1])
+	if aa := <-a; aa.n != 1 {
+		t.Errorf("key a got read %d", aa.n)
+	}
+}
+
+func TestCoalescerErrorGoesToEveryCallerOfItsRound(t *testing.T) {
+	c := &coalescer[int]{}
+	g := newGatedReads(1)
+	boom := errors.New("the API server is away")
+	g.fail[2] = boom
+	first := ask(c, context.Background(), "ns", g)
+	<-g.started
+	second, third := ask(c, context.Background(), "ns", g), ask(c, context.Background(), "ns", g)
+	waitUntil(t, "two callers joined the next round", func() bool { return c.nextJoined("ns") == 2 })
+	close(g.gates[1])
+	if a := <-first; a.err != nil {
+		t.Errorf("first caller: %v", a.err)
+	}
+	for _, ch := range []chan answer{second, third} {
+		if a := <-ch; !errors.Is(a.err, boom) {
+			t.Errorf("a caller of the failed round got %+v, want its error", a)
+		}
+	}
+	if n, err := c.do(context.Background(), "ns", g.read); err != nil || n != 3 {
+		t.Errorf("after a failed round a caller got %d, %v; want a fresh read 3", n, err)
+	}
+}
+
+func TestCoalescerCancelledCallerLeavesTheReadToTheOthers(t *testing.T) {
+	c := &coalescer[int]{}
+	g := newGatedReads(1, 2)
+	first := ask(c, context.Background(), "ns", g)
+	<-g.started
+	ctx, cancel := context.WithCancel(context.Background())
+	leaving, staying := ask(c, ctx, "ns", g), ask(c, context.Background(), "ns", g)
+	waitUntil(t, "two callers joined the next round", func() bool { return c.nextJoined("ns") == 2 })
+	close(g.gates[1])
+	<-first
+	<-g.started // read 2 runs for both
+	cancel()
+	if a := <-leaving; !errors.Is(a.err, context.Canceled) {
+		t.Errorf("the cancelled caller got %+v, want context.Canceled", a)
+	}
+	close(g.gates[2])
+	if a := <-staying; a.n != 2 || a.err != nil {
+		t.Errorf("the other caller got %+v, want read 2: one caller's cancellation must not cancel the shared read", a)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, err := range g.ctxErrs {
+		if err != nil {
+			t.Errorf("read %d's context ended: %v", i+1, err)
+		}
+	}
+}
+
+func TestCoalescerBoundsARead(t *testing.T) {
+	c := &coalescer[int]{timeout: 10 * time.Millisecond}
+	g := newGatedReads(1) // never opened: the read waits for its context
+	if _, err := c.do(context.Background(), "ns", g.read); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a hung read gave %v, want its deadline", err)
+	}
+}
+
+func TestCoalescerPanickingReadIsAnError(t *testing.T) {
+	c := &coalescer[int]{}
+	var calls atomic.Int32
+	_, err := c.do(context.Background(), "ns", func(context.Context) (int, error) {
+		calls.Add(1)
+		panic("boom")
+	})
+	if err == nil || calls.Load() != 1 {
+		t.Errorf("a panicking read gave %v after %d calls, want an error", err, calls.Load())
+	}
+	if n, err := c.do(context.Background(), "ns", func(context.Context) (int, error) { return 7, nil }); n != 7 || err != nil {
+		t.Errorf("after a panic a read gave %d, %v", n, err)
+	}
+}
+
+// liveRegistry over a fake API reader whose ToolPolicy LISTs take their answer when they
+// start and are held until released: a policy created while a LIST is in flight must govern
+// every call that asked after it was created, and a burst shares its LISTs.
+func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testing.T) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	var lists atomic.Int32
+	listed, release := make(chan struct{}, 10), make(chan struct{})
+	live := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lists.Add(1)
+			err := c.List(ctx, list, opts...) // the answer is what existed when the LIST started
+			if _, ok := list.(*v1alpha1.ToolPolicyList); ok && lists.Load() <= 4 {
+				listed <- struct{}{}
+				<-release
+			}
+			return err
+		}}).Build()
+	r := &ToolCallReconciler{APIReader: live}
+	ctx := context.Background()
+	type got struct {
+		reg *registry
+		err error
+	}
+	askRegistry := func() chan got {
+		out := make(chan got, 1)
+		go func() {
+			reg, err := r.liveRegistry(ctx, "ns")
+			out <- got{reg, err}
+		}()
+		return out
+	}
+
+	first := askRegistry()
+	<-listed // the first round's ToolPolicy LIST has its answer and is in flight
+	policy := &v1alpha1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-all", Namespace: "ns"},
+		Spec: v1alpha1.ToolPolicySpec{Stage: v1alpha1.StagePreExecute,
+			Rules: []v1alpha1.PolicyRule{{Name: "r", Expression: "true", Verdict: v1alpha1.VerdictDeny}}}}
+	if err := live.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	const burst = 20
+	later := make([]chan got, 0, burst)
+	for range burst {
+		later = append(later, askRegistry())
+	}
+	waitUntil(t, "the burst joined the next round", func() bool { return r.registries.nextJoined("ns") == burst })
+	close(release)
+	if g := <-first; g.err != nil || len(g.reg.policies) != 0 {
+		t.Fatalf("first caller: %v, %d policies (its LIST started before the policy existed)", g.err, len(g.reg.policies))
+	}
+	for i, ch := range later {
+		g := <-ch
+		if g.err != nil || len(g.reg.policies) != 1 {
+			t.Fatalf("caller %d, who asked after the policy was created: %v, %d policies; want the policy", i, g.err, len(g.reg.policies))
+		}
+	}
+	if n := lists.Load(); n != 8 {
+		t.Errorf("%d callers cost %d LISTs, want 8 (two rounds of four)", burst+1, n)
+	}
+}

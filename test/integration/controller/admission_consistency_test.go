@@ -1,0 +1,87 @@
+package controller_test
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+// Admission reads the registrations live and shares those reads among the calls that ask
+// at the same time (controllers/coalesce.go). Sharing must never hand a call the answer of
+// a read that started before the call existed: a policy created just before a call governs
+// it, however busy the operator is with other calls of the namespace.
+var _ = Describe("A policy created just before a call", Label("admission", "policy", "consistency"), func() {
+	It("governs the call, in 100 back-to-back pairs during a burst of other calls", func(ctx SpecContext) {
+		const pairs, background, creators = 100, 300, 4
+		const pairEvery, backgroundEvery = 60 * time.Millisecond, 20 * time.Millisecond
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+
+		// The load: other calls of the namespace, created at a steady rate while the pairs
+		// run, so that the operator's shared reads are in flight when a pair's call asks. (A
+		// burst would not do: its calls queue, and a call that waited in the queue asks long
+		// after its policy was created, when any read in flight has it anyway.)
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range creators {
+			wg.Go(func() {
+				defer GinkgoRecover()
+				for i := range next {
+					Expect(k8sClient.Create(ctx, MakeToolCall(fmt.Sprintf("bg-%03d", i), ns).Tool("echo").
+						Requester(AdminUser).Args(map[string]any{"text": "background"}).Obj())).To(Succeed())
+				}
+			})
+		}
+		go func() {
+			defer close(next)
+			tick := time.NewTicker(backgroundEvery)
+			defer tick.Stop()
+			for i := range background {
+				select {
+				case next <- i:
+				case <-ctx.Done():
+					return
+				}
+				<-tick.C
+			}
+		}()
+
+		tick := time.NewTicker(pairEvery)
+		defer tick.Stop()
+		for i := range pairs {
+			<-tick.C
+			text := fmt.Sprintf("pair-%03d", i)
+			create(ctx,
+				MakeToolPolicy("deny-"+text, ns).Stage(v1alpha1.StagePreExecute).Rule(v1alpha1.PolicyRule{
+					Name: "this-pair", Expression: fmt.Sprintf("arguments.text == %q", text),
+					Verdict: v1alpha1.VerdictDeny, Message: "denied: " + text}).Obj(),
+				MakeToolCall(text, ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": text}).Obj())
+		}
+		wg.Wait()
+
+		for i := range pairs {
+			text := fmt.Sprintf("pair-%03d", i)
+			call := waitTerminal(ctx, ns, text)
+			Expect(call).To(HavePhase(v1alpha1.PhaseDenied), "%s: the policy created just before it must govern it\n%s", text, explain(call))
+			Expect(call.Status.Result.Error).To(Equal("denied: " + text))
+		}
+		calls := &v1alpha1.ToolCallList{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.List(ctx, calls, client.InNamespace(ns))).To(Succeed())
+			done := 0
+			for _, c := range calls.Items {
+				if c.Status.Phase == v1alpha1.PhaseSucceeded {
+					done++
+				}
+			}
+			g.Expect(done).To(Equal(background), "every background call succeeds")
+		}).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed())
+	})
+})
