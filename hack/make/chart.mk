@@ -55,6 +55,10 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set rbac.create=false,rbac.userRoles=false,admissionPolicy.enabled=false,metrics.enabled=false,leaderElection.enabled=false,serviceAccount.create=false > $(CHART_OUT)/minimal.yaml
 	@grep -q 'name: toolgate-tools-deny-all' $(CHART_OUT)/local.yaml || { echo "local values render no NetworkPolicy"; exit 1; }
 	@! grep -q 'kind: ClusterRole$$' $(CHART_OUT)/minimal.yaml || { echo "rbac.create=false still renders a ClusterRole"; exit 1; }
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set apiPriorityAndFairness.enabled=false > $(CHART_OUT)/no-apf.yaml
+	@! grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/' $(CHART_OUT)/no-apf.yaml || { echo "apiPriorityAndFairness.enabled=false still renders flowcontrol objects"; exit 1; }
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other -f $(CHART)/ci/apf-values.yaml --show-only templates/flowcontrol.yaml > $(CHART_OUT)/apf.yaml
+	go run ./hack/installdiff $(CHART_OUT)/apf.yaml $(CHART)/ci/apf-expected.yaml
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

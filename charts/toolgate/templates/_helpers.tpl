@@ -79,3 +79,21 @@ toolgate.fileObjects: the objects of a YAML file under files/ (copied from confi
 {{- define "toolgate.egressExcept" -}}
 {{- concat .Values.networkPolicy.egress.except .Values.networkPolicy.egress.clusterCIDRs | join "," }}
 {{- end }}
+
+{{/*
+toolgate.apfLimited: the `limited` block of a PriorityLevelConfiguration from a level's
+values (nominalConcurrencyShares, lendablePercent, optional borrowingLimitPercent, queuing).
+*/}}
+{{- define "toolgate.apfLimited" -}}
+nominalConcurrencyShares: {{ .nominalConcurrencyShares }}
+lendablePercent: {{ .lendablePercent }}
+{{- if hasKey . "borrowingLimitPercent" }}
+borrowingLimitPercent: {{ .borrowingLimitPercent }}
+{{- end }}
+limitResponse:
+  type: Queue
+  queuing:
+    queues: {{ .queuing.queues }}
+    handSize: {{ .queuing.handSize }}
+    queueLengthLimit: {{ .queuing.queueLengthLimit }}
+{{- end }}
