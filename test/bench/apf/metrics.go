@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -13,12 +15,13 @@ import (
 
 // levelCounters are kube-apiserver's apiserver_flowcontrol_* figures of one priority level.
 type levelCounters struct {
-	Dispatched   float64 `json:"dispatched"`   // requests executed
-	Rejected     float64 `json:"rejected"`     // answered 429 (queue full, timed out in queue, ...)
-	WaitSum      float64 `json:"waitSeconds"`  // total time executed requests waited in a queue
-	WaitCount    float64 `json:"waitCount"`    // executed requests the wait histogram counted
-	NominalSeats float64 `json:"nominalSeats"` // gauge: seats from its shares
-	CurrentSeats float64 `json:"currentSeats"` // gauge: seats after lending and borrowing
+	Dispatched   float64            `json:"dispatched"` // requests executed
+	Rejected     float64            `json:"rejected"`   // not executed: queue-full, time-out (in queue), cancelled (by the client)
+	ByReason     map[string]float64 `json:"rejectedByReason,omitempty"`
+	WaitSum      float64            `json:"waitSeconds"`  // total time executed requests waited in a queue
+	WaitCount    float64            `json:"waitCount"`    // executed requests the wait histogram counted
+	NominalSeats float64            `json:"nominalSeats"` // gauge: seats from its shares
+	CurrentSeats float64            `json:"currentSeats"` // gauge: seats after lending and borrowing
 }
 
 // scrapeAPF reads /metrics of kube-apiserver (as the admin, whom APF exempts) and sums the
@@ -51,6 +54,10 @@ func scrapeAPF(ctx context.Context, cs *kubernetes.Clientset) (map[string]levelC
 	})
 	each("apiserver_flowcontrol_rejected_requests_total", func(_ string, m *dto.Metric, c *levelCounters) {
 		c.Rejected += m.GetCounter().GetValue()
+		if c.ByReason == nil {
+			c.ByReason = map[string]float64{}
+		}
+		c.ByReason[label(m, "reason")] += m.GetCounter().GetValue()
 	})
 	each("apiserver_flowcontrol_request_wait_duration_seconds", func(_ string, m *dto.Metric, c *levelCounters) {
 		if label(m, "execute") == "true" {
@@ -81,6 +88,7 @@ type levelDelta struct {
 	Level        string  `json:"level"`
 	Dispatched   float64 `json:"dispatched"`
 	Rejected     float64 `json:"rejected"`
+	ByReason     string  `json:"rejectedByReason,omitempty"`
 	MeanWaitMS   float64 `json:"meanWaitMs"`
 	NominalSeats float64 `json:"nominalSeats"`
 	CurrentSeats float64 `json:"currentSeats"`
@@ -93,6 +101,14 @@ func deltas(before, after map[string]levelCounters) []levelDelta {
 		b := before[level]
 		d := levelDelta{Level: level, Dispatched: a.Dispatched - b.Dispatched, Rejected: a.Rejected - b.Rejected,
 			NominalSeats: a.NominalSeats, CurrentSeats: a.CurrentSeats}
+		var reasons []string
+		for reason, n := range a.ByReason {
+			if n -= b.ByReason[reason]; n > 0 {
+				reasons = append(reasons, fmt.Sprintf("%s %.0f", reason, n))
+			}
+		}
+		sort.Strings(reasons)
+		d.ByReason = strings.Join(reasons, ", ")
 		if n := a.WaitCount - b.WaitCount; n > 0 {
 			d.MeanWaitMS = (a.WaitSum - b.WaitSum) / n * 1000
 		}

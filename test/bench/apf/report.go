@@ -149,8 +149,12 @@ func (r *report) print(w io.Writer) {
 		fmt.Fprintln(w)
 		var parts []string
 		for _, l := range p.Levels {
-			parts = append(parts, fmt.Sprintf("%s: %.0f dispatched, %.0f rejected, mean queue wait %.1f ms, seats %.0f nominal / %.0f current",
-				l.Level, l.Dispatched, l.Rejected, l.MeanWaitMS, l.NominalSeats, l.CurrentSeats))
+			rejected := fmt.Sprintf("%.0f rejected", l.Rejected)
+			if l.ByReason != "" {
+				rejected += " (" + l.ByReason + ")"
+			}
+			parts = append(parts, fmt.Sprintf("%s: %.0f dispatched, %s, mean queue wait %.1f ms, seats %.0f nominal / %.0f current",
+				l.Level, l.Dispatched, rejected, l.MeanWaitMS, l.NominalSeats, l.CurrentSeats))
 		}
 		fmt.Fprintf(w, "    %s\n", strings.Join(parts, "\n    "))
 		for _, e := range []string{p.OperatorFirstError, p.AgentFirstError} {
