@@ -19,10 +19,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,8 +62,7 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel)))
 	// client-go logs every request the end of a phase cancels; the harness counts errors.
-	klog.SetOutput(io.Discard)
-	klog.LogToStderr(false)
+	klog.SetLogger(logr.Discard())
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	rep, err := run(ctx, o)

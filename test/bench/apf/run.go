@@ -26,6 +26,7 @@ type bench struct {
 	op       *ident
 	agents   []*ident
 	probes   []client.ObjectKey
+	apfOn    bool
 }
 
 func run(ctx context.Context, o options) (*report, error) {
@@ -116,6 +117,10 @@ func (b *bench) setup(ctx context.Context) (*report, error) {
 // setAPF applies or removes the chart's objects and waits until the operator's requests
 // are classified accordingly.
 func (b *bench) setAPF(ctx context.Context, on bool) error {
+	if on == b.apfOn {
+		return nil
+	}
+	b.apfOn = on
 	probe := func(ctx context.Context) error { return b.op.c.Get(ctx, b.probes[0], &v1alpha1.ToolCall{}) }
 	if on {
 		if err := applyAPF(ctx, b.env.Client, b.objs); err != nil {
