@@ -59,6 +59,10 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@! grep -qE 'kind: PodDisruptionBudget|podAntiAffinity' $(CHART_OUT)/minimal.yaml || { echo "one replica still renders a PodDisruptionBudget or anti-affinity"; exit 1; }
 	@grep -q 'preferredDuringSchedulingIgnoredDuringExecution' $(CHART_OUT)/default.yaml || { echo "two replicas render no soft anti-affinity"; exit 1; }
 	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set leaderElection.enabled=false >/dev/null 2>&1 || { echo "two replicas without leader election rendered"; exit 1; }
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set apiPriorityAndFairness.enabled=false > $(CHART_OUT)/no-apf.yaml
+	@! grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/' $(CHART_OUT)/no-apf.yaml || { echo "apiPriorityAndFairness.enabled=false still renders flowcontrol objects"; exit 1; }
+	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other -f $(CHART)/ci/apf-values.yaml --show-only templates/flowcontrol.yaml > $(CHART_OUT)/apf.yaml
+	go run ./hack/installdiff $(CHART_OUT)/apf.yaml $(CHART)/ci/apf-expected.yaml
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

@@ -82,6 +82,10 @@ type Options struct {
 	// own (removed by Stop), so that Env.RestartAPIServer can stop and start it again on
 	// the same port and etcd with the same serving certificate: clients keep working.
 	RestartableAPIServer bool
+
+	// APIServerFlags are more kube-apiserver flags, without the leading dashes, e.g.
+	// {"max-requests-inflight": "20"}; each replaces envtest's value of the same flag.
+	APIServerFlags map[string]string
 }
 
 // Env is a running kube-apiserver and etcd with toolgate's CRDs (and, unless skipped, its
@@ -122,6 +126,9 @@ func Start(opts Options) (*Env, error) {
 		Scheme:                   scheme,
 		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds},
 		AttachControlPlaneOutput: opts.AttachControlPlaneOutput,
+	}
+	for flag, value := range opts.APIServerFlags {
+		te.ControlPlane.GetAPIServer().Configure().Set(flag, value)
 	}
 	certDir := ""
 	if opts.RestartableAPIServer {

@@ -100,3 +100,21 @@ podAntiAffinity:
 {{- fail (printf "podAntiAffinity %q: want soft, hard or \"\"" .Values.podAntiAffinity) }}
 {{- end }}
 {{- end }}
+
+{{/*
+toolgate.apfLimited: the `limited` block of a PriorityLevelConfiguration from a level's
+values (nominalConcurrencyShares, lendablePercent, optional borrowingLimitPercent, queuing).
+*/}}
+{{- define "toolgate.apfLimited" -}}
+nominalConcurrencyShares: {{ .nominalConcurrencyShares }}
+lendablePercent: {{ .lendablePercent }}
+{{- if hasKey . "borrowingLimitPercent" }}
+borrowingLimitPercent: {{ .borrowingLimitPercent }}
+{{- end }}
+limitResponse:
+  type: Queue
+  queuing:
+    queues: {{ .queuing.queues }}
+    handSize: {{ .queuing.handSize }}
+    queueLengthLimit: {{ .queuing.queueLengthLimit }}
+{{- end }}
