@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // clusterHiddenNote is shown when the catalog lacks the ClusterTools the caller may not list.
@@ -92,7 +92,7 @@ func inScope(scope string) string {
 	return " (scope " + scope + ")"
 }
 
-func viewCatalog(ns, scope string, cat *controllers.Catalog) catalogView {
+func viewCatalog(ns, scope string, cat *catalog.Catalog) catalogView {
 	v := catalogView{Namespace: ns, Scope: scope, Tools: []toolView{}, ClusterToolsHidden: cat.ClusterToolsHidden}
 	for _, t := range cat.Tools {
 		tv := toolView{Name: t.Name, Kind: string(t.Kind), Object: t.Object, Scope: t.Scope,
