@@ -40,6 +40,10 @@ func (g *Gateway) serve(cat *catalog.Catalog) {
 		g.clusterHiddenLogged = true
 		g.log.Info("Not allowed to list ClusterTools: the cluster layer is not listed (calls still resolve it)")
 	}
+	if cat.NotASubject && !g.notSubjectLogged {
+		g.notSubjectLogged = true
+		g.log.Info("Not a subject of the scope: no tools are listed (every call would be denied)", "user", g.opts.Client.Identity)
+	}
 	tools := make([]*mcp.Tool, 0, len(cat.Tools))
 	for _, vt := range cat.Tools {
 		t, err := ToolFor(vt)

@@ -70,6 +70,7 @@ type Gateway struct {
 	// the goroutine that refreshes touches it.
 	served              map[string][]byte
 	clusterHiddenLogged bool
+	notSubjectLogged    bool
 	// inFlight are the calls in flight by session; slots bound them (nil: no bound).
 	inFlight inFlight
 	slots    chan struct{}

@@ -69,16 +69,6 @@ func (t *tenants) get(ctx context.Context, id *Identity) (*Gateway, error) {
 	return g, nil
 }
 
-// lookup returns the identity's gateway if it is running.
-func (t *tenants) lookup(id *Identity) *Gateway {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if tn := t.byKey[id.Key()]; tn != nil {
-		return tn.g
-	}
-	return nil
-}
-
 // evictOne stops the longest-unused idle gateway; t.mu is held.
 func (t *tenants) evictOne() bool {
 	var oldest string
