@@ -11,9 +11,13 @@
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the
 //     call's name; it is not cancelled.
+//   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
+//     for one audience, and the gateway acts as its identity (impersonation), one Gateway
+//     per identity; sessions are bound to the identity that created them.
 //   - A request the client cancels before the result deletes its ToolCall, so a departed
 //     agent leaves no work behind (this needs the delete verb on toolcalls). Cancelling is
-//     notifications/cancelled, the end of stdio or of an HTTP session, or, in the stateless
+//     notifications/cancelled, the end of stdio or of an HTTP session (a DELETE cancels the
+//     session's calls at once), or, in the stateless
 //     protocol, closing the request's POST; stopping the gateway cancels every call in
 //     flight.
 package gateway
