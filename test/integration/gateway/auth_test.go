@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"net/http/httptest"
 	"strings"
 	"time"
@@ -195,3 +198,37 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 })
 
 func decodeJSON(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+// The official TypeScript SDK against the authenticating gateway, when it is installed
+// (TOOLGATE_TS_SDK: a directory whose node_modules holds @modelcontextprotocol/sdk, e.g.
+// test/ts after `npm install` there; npm needs the network, so make test skips it).
+var _ = Describe("The TypeScript SDK", Label("http", "auth", "typescript"), func() {
+	It("connects with a token, lists the tools, calls one and closes", func(ctx SpecContext) {
+		dir := os.Getenv("TOOLGATE_TS_SDK")
+		if dir == "" {
+			Skip("TOOLGATE_TS_SDK is not set")
+		}
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		user, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
+		url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
+		// ES modules resolve packages next to the script, not through NODE_PATH.
+		script, err := os.ReadFile("../../ts/trial.mjs")
+		Expect(err).NotTo(HaveOccurred())
+		path := filepath.Join(dir, "toolgate-trial.mjs")
+		Expect(os.WriteFile(path, script, 0o600)).To(Succeed())
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, "node", path, url, tok, "echo", `{"text":"from typescript"}`)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		Expect(err).NotTo(HaveOccurred(), "stdout %s\nstderr %s", out, stderr.String())
+		var got struct {
+			Tools  []string           `json:"tools"`
+			Result mcp.CallToolResult `json:"result"`
+		}
+		Expect(json.Unmarshal(out, &got)).To(Succeed(), "%s", out)
+		Expect(got.Tools).To(ContainElement("echo"))
+		Expect(got.Result.IsError).To(BeFalse())
+		Expect(callOf(ctx, ns, &got.Result).Spec.Requester).To(Equal(user))
+	})
+})
