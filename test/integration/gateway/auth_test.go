@@ -57,6 +57,11 @@ func token(ctx SpecContext, ns, sa, audience string) string {
 // startAuthGateway serves ns (and scope) over authenticating HTTP, as the suite's admin
 // identity reviews tokens and impersonates; it returns the server's URL.
 func startAuthGateway(ctx SpecContext, ns, scope string, opts gateway.HTTPOptions) string {
+	url, _ := startAuthServer(ctx, ns, scope, opts)
+	return url
+}
+
+func startAuthServer(ctx SpecContext, ns, scope string, opts gateway.HTTPOptions) (string, *gateway.HTTPServer) {
 	gctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	opts.Config = env.Config
@@ -66,7 +71,7 @@ func startAuthGateway(ctx SpecContext, ns, scope string, opts gateway.HTTPOption
 	Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(s.Handler())
 	DeferCleanup(srv.Close)
-	return srv.URL
+	return srv.URL, s
 }
 
 // bearer adds a token to every request.
@@ -176,6 +181,23 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 		Eventually(returned).WithContext(ctx).WithTimeout(10 * time.Second).Should(Receive())
 		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).Should(BeEmpty(),
 			"the call is cancelled (today: deleted)")
+	})
+
+	It("expires an idle session, and then the identity's gateway", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		_, tok := serviceAccountAgent(ctx, ns, "agent-e", gateway.DefaultAudience)
+		url, s := startAuthServer(ctx, ns, "", gateway.HTTPOptions{SessionIdle: 2 * time.Second})
+		resp := rawRequest(ctx, http.MethodPost, url, tok, "", initialize)
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
+		session := resp.Header.Get("Mcp-Session-Id")
+		Expect(session).NotTo(BeEmpty())
+		Expect(s.Identities()).To(Equal(1))
+		// The client leaves without a DELETE (as the TypeScript SDK's close() does).
+		Eventually(func() int {
+			return rawRequest(ctx, http.MethodPost, url, tok, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).StatusCode
+		}).WithContext(ctx).WithTimeout(10*time.Second).WithPolling(3*time.Second).Should(Equal(http.StatusNotFound))
+		Eventually(s.Identities).WithContext(ctx).WithTimeout(10 * time.Second).Should(BeZero())
 	})
 
 	It("bounds the calls in flight per identity", func(ctx SpecContext) {
