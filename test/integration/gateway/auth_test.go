@@ -196,7 +196,7 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 		// The client leaves without a DELETE (as the TypeScript SDK's close() does).
 		Eventually(func() int {
 			return rawRequest(ctx, http.MethodPost, url, tok, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).StatusCode
-		}).WithContext(ctx).WithTimeout(10*time.Second).WithPolling(3*time.Second).Should(Equal(http.StatusNotFound))
+		}).WithContext(ctx).WithTimeout(10 * time.Second).WithPolling(3 * time.Second).Should(Equal(http.StatusNotFound))
 		Eventually(s.Identities).WithContext(ctx).WithTimeout(10 * time.Second).Should(BeZero())
 	})
 
