@@ -26,7 +26,7 @@ const (
 	// namespace (which made registering thousands of Tools quadratic).
 	indexToolName = "toolgate.dev/tool-name"
 	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
-	AnnotationCallName = "toolgate.dev/call-name"
+	AnnotationCallName = v1alpha1.AnnotationCallName
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {

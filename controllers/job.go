@@ -18,23 +18,24 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
-// Labels and annotations toolgate puts on the Jobs and Pods it creates.
+// Labels and annotations toolgate puts on the Jobs and Pods it creates (defined in the API
+// package, where clients read them).
 const (
-	LabelManagedBy      = "app.kubernetes.io/managed-by"
-	ManagedByValue      = "toolgate"
-	LabelCall           = "toolgate.dev/call"
-	LabelAttempt        = "toolgate.dev/attempt"
-	LabelTool           = "toolgate.dev/tool"
-	LabelNetwork        = "toolgate.dev/network"
-	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	LabelManagedBy      = toolgatev1alpha1.LabelManagedBy
+	ManagedByValue      = toolgatev1alpha1.ManagedByValue
+	LabelCall           = toolgatev1alpha1.LabelCall
+	LabelAttempt        = toolgatev1alpha1.LabelAttempt
+	LabelTool           = toolgatev1alpha1.LabelTool
+	LabelNetwork        = toolgatev1alpha1.LabelNetwork
+	AnnotationArgDigest = toolgatev1alpha1.AnnotationArgDigest
 	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
-	AnnotationTool = "toolgate.dev/tool"
+	AnnotationTool = toolgatev1alpha1.AnnotationTool
 	// JobFinalizer holds a tool Job until the operator has seen its end: a Job deleted while
 	// its call runs is then observed (JobDeleted), never mistaken for one not yet created.
 	JobFinalizer = "toolgate.dev/outcome"
 
 	// ToolContainerName is the container that runs the runner and, under it, the tool body.
-	ToolContainerName = "tool"
+	ToolContainerName = toolgatev1alpha1.ToolContainerName
 	// RunnerInitContainerName copies the runner into the shared volume for arbitrary images.
 	RunnerInitContainerName = "toolgate-runner"
 
@@ -123,12 +124,7 @@ func shortHash(s string, n int) string {
 }
 
 // CallLabelValue is the value of LabelCall for a call: its name when that fits a label.
-func CallLabelValue(callName string) string {
-	if len(callName) <= validation.LabelValueMaxLength {
-		return callName
-	}
-	return strings.TrimRight(callName[:52], ".-") + "-" + shortHash(callName, 8)
-}
+func CallLabelValue(callName string) string { return toolgatev1alpha1.CallLabelValue(callName) }
 
 // ToolLabelValue is the value of LabelTool for a tool name. Tool names ([a-zA-Z0-9_-], up to
 // 64) are not all label values ("_probe", 64 characters): those get a readable prefix and a

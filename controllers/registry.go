@@ -54,18 +54,6 @@ func (r *ToolCallReconciler) liveRegistry(ctx context.Context, namespace string)
 	})
 }
 
-// loadIndex lists the namespace's Tools and ToolScopes and every ClusterTool and builds
-// the resolution index. With skipForbiddenCluster, a caller that may not list
-// ClusterTools gets the index without the cluster layer (reg.clusterHidden) instead of
-// an error.
-func loadIndex(ctx context.Context, c client.Reader, namespace string, skipForbiddenCluster bool) (*registry, error) {
-	l, err := fetch(ctx, c, namespace, false, skipForbiddenCluster)
-	if err != nil {
-		return nil, err
-	}
-	return buildRegistry(l), nil
-}
-
 // lists is what a registry is built from.
 type lists struct {
 	tools         v1alpha1.ToolList

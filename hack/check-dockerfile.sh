@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 module=github.com/toolgate/toolgate
 status=0
 sources=$(awk '/^COPY [a-z]/{print $2}' Dockerfile)
-for pkg in $(go list -deps ./cmd/manager ./cmd/runner | grep "^$module/"); do
+for pkg in $(go list -deps ./cmd/manager ./cmd/runner ./cmd/toolgate | grep "^$module/"); do
   dir=${pkg#"$module/"}/
   covered=no
   for src in $sources; do

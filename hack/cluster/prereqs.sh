@@ -85,7 +85,7 @@ has_go_package() {
 }
 
 # build_images: everything `make images` packs. The operator images are packed only when
-# their commands exist: manager.tar carries /manager and /toolgate/runner (the runner the
+# their commands exist: manager.tar carries /manager, /toolgate/toolgate (the CLI) and /toolgate/runner (the runner the
 # operator copies into tool Pods); runner.tar carries the runner alone, for init containers.
 build_images() {
   ensure_base_images
@@ -101,9 +101,11 @@ build_images() {
     return 0
   fi
   go_static "$IMAGES_DIR/bin/manager" ./cmd/manager always
-  local files=(-file "$IMAGES_DIR/bin/manager=/manager")
+  # The CLI rides along for the chart's MCP gateway (toolgate mcp --http).
+  go_static "$IMAGES_DIR/bin/toolgate" ./cmd/toolgate always
+  local files=(-file "$IMAGES_DIR/bin/manager=/manager" -file "$IMAGES_DIR/bin/toolgate=/toolgate/toolgate")
   if $have_runner; then files+=(-file "$IMAGES_DIR/bin/runner=/toolgate/runner"); fi
-  if stale "$IMAGES_DIR/manager.tar" "$IMAGES_DIR/bin/manager" "$IMAGES_DIR/bin/runner"; then
+  if stale "$IMAGES_DIR/manager.tar" "$IMAGES_DIR/bin/manager" "$IMAGES_DIR/bin/runner" "$IMAGES_DIR/bin/toolgate"; then
     imgpack -name toolgate.local/manager:dev -entrypoint /manager -user 65532:65532 \
       "${files[@]}" -out "$IMAGES_DIR/manager.tar"
   fi

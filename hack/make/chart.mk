@@ -63,6 +63,12 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@! grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/' $(CHART_OUT)/no-apf.yaml || { echo "apiPriorityAndFairness.enabled=false still renders flowcontrol objects"; exit 1; }
 	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other -f $(CHART)/ci/apf-values.yaml --show-only templates/flowcontrol.yaml > $(CHART_OUT)/apf.yaml
 	go run ./hack/installdiff $(CHART_OUT)/apf.yaml $(CHART)/ci/apf-expected.yaml
+	@! grep -q 'component: gateway' $(CHART_OUT)/default.yaml || { echo "the MCP gateway is rendered by default"; exit 1; }
+	$(HELM) lint --strict $(CHART) --set gateway.enabled=true,gateway.namespace=agents,gateway.tls.secretName=gw-tls
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system \
+	  --set gateway.enabled=true,gateway.namespace=agents,gateway.impersonate.anyUser=false > $(CHART_OUT)/gateway.yaml
+	@grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false renders no ServiceAccount-only Role"; exit 1; }
+	@! grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false still impersonates any user"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // CreatedBy is the toolgate.dev/created-by label of the calls the CLI creates.
@@ -163,7 +163,7 @@ func checkTool(ctx context.Context, c *agentclient.Client, tool, scope string, n
 }
 
 // unknownToolMessage names the tool, where it was looked for, and what is visible there.
-func unknownToolMessage(tool, scope, namespace string, visible []controllers.VisibleTool) string {
+func unknownToolMessage(tool, scope, namespace string, visible []catalog.VisibleTool) string {
 	where := fmt.Sprintf("namespace %q", namespace)
 	if scope != "" {
 		where = fmt.Sprintf("scope %q of %s", scope, where)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pkg/agentclient"
 )
 
@@ -90,9 +89,9 @@ func gatherDescribe(ctx context.Context, c *agentclient.Client, kube kubernetes.
 // callPods lists the tool Pods of a call (of one attempt when attempt is set): labelled
 // with the call, and carrying its full name in the toolgate.dev/call-name annotation.
 func callPods(ctx context.Context, kube kubernetes.Interface, ns, call, attempt string) ([]corev1.Pod, error) {
-	set := labels.Set{controllers.LabelCall: controllers.CallLabelValue(call)}
+	set := labels.Set{v1alpha1.LabelCall: v1alpha1.CallLabelValue(call)}
 	if attempt != "" {
-		set[controllers.LabelAttempt] = attempt
+		set[v1alpha1.LabelAttempt] = attempt
 	}
 	list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: set.String()})
 	if err != nil {
@@ -100,7 +99,7 @@ func callPods(ctx context.Context, kube kubernetes.Interface, ns, call, attempt 
 	}
 	var pods []corev1.Pod
 	for _, p := range list.Items {
-		if p.Annotations[controllers.AnnotationCallName] == call {
+		if p.Annotations[v1alpha1.AnnotationCallName] == call {
 			pods = append(pods, p)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 )
 
 // describeView is everything `describe` shows about one call. Related objects the caller
@@ -244,7 +243,7 @@ func describePods(pods []corev1.Pod) string {
 	rows := make([][]string, 0, len(pods))
 	for i := range pods {
 		p := &pods[i]
-		rows = append(rows, []string{p.Name, p.Labels[controllers.LabelAttempt], string(p.Status.Phase), containerState(p)})
+		rows = append(rows, []string{p.Name, p.Labels[v1alpha1.LabelAttempt], string(p.Status.Phase), containerState(p)})
 	}
 	return indent(table([]string{"NAME", "ATTEMPT", "PHASE", "TOOL CONTAINER"}, rows), "  ")
 }
@@ -252,7 +251,7 @@ func describePods(pods []corev1.Pod) string {
 // containerState summarises the tool container: waiting, running or how it terminated.
 func containerState(p *corev1.Pod) string {
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name != controllers.ToolContainerName {
+		if cs.Name != v1alpha1.ToolContainerName {
 			continue
 		}
 		switch s := cs.State; {

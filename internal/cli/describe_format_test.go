@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 )
 
 func describedCall() describeView {
@@ -25,9 +24,9 @@ func describedCall() describeView {
 	job := &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
 		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}}
 	pod := corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "echo-x-1-abcde", Labels: map[string]string{controllers.LabelAttempt: "1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "echo-x-1-abcde", Labels: map[string]string{v1alpha1.LabelAttempt: "1"}},
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
-			Name: controllers.ToolContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}},
+			Name: v1alpha1.ToolContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}}},
 	}
 	events := []corev1.Event{
 		{Type: "Normal", Reason: "ResultFrozen", Message: "call of echo ended Succeeded", EventTime: metav1.NewMicroTime(t0.Add(2 * time.Second))},
@@ -185,7 +184,7 @@ func TestContainerState(t *testing.T) {
 	}
 	for _, tc := range cases {
 		pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "init"}, {Name: controllers.ToolContainerName, State: tc.state}}}}
+			{Name: "init"}, {Name: v1alpha1.ToolContainerName, State: tc.state}}}}
 		if got := containerState(pod); got != tc.want {
 			t.Errorf("containerState = %q, want %q", got, tc.want)
 		}

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
 type logsOptions struct {
@@ -71,7 +71,7 @@ func (o *logsOptions) run(ctx context.Context, name string) error {
 }
 
 func (o *logsOptions) copyLog(ctx context.Context, kube kubernetes.Interface, ns string, pod *corev1.Pod) error {
-	opts := &corev1.PodLogOptions{Container: controllers.ToolContainerName, Follow: o.follow}
+	opts := &corev1.PodLogOptions{Container: v1alpha1.ToolContainerName, Follow: o.follow}
 	stream, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, opts).Stream(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the log of Pod %s: %w", pod.Name, explain(err, apiOp{verb: "get", resource: "pods/log", namespace: ns}))

@@ -14,7 +14,7 @@ import (
 
 type mcpOptions struct {
 	f         *Factory
-	http      string
+	http      gateway.HTTPOptions
 	remote    bool
 	scope     string
 	session   string
@@ -28,27 +28,43 @@ func newMCPCommand(f *Factory) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve the tools of a namespace (or --scope) as an MCP server, on stdio or --http",
 		Long: "mcp is a Model Context Protocol gateway: tools/list returns the tools the scope sees,\n" +
-			"and every tools/call becomes a ToolCall made as you (the kubeconfig's identity), whose\n" +
-			"frozen result is returned as the MCP result. Without --http it speaks on stdin/stdout\n" +
-			"(for an agent runtime that starts it); logs go to stderr.\n\n" +
-			"The gateway does not authenticate HTTP clients: each acts as your identity. --http\n" +
-			"therefore listens on loopback only (127.0.0.1, [::1], localhost) unless --allow-remote\n" +
-			"says the address is meant to be reachable (behind authentication of your own).",
+			"and every tools/call becomes a ToolCall whose frozen result is returned as the MCP\n" +
+			"result. Without --http it speaks on stdin/stdout as you (the kubeconfig's identity),\n" +
+			"for an agent runtime that starts it; logs go to stderr.\n\n" +
+			"With --http every request needs a bearer token the API server accepts for --audience\n" +
+			"(TokenReview; e.g. kubectl create token SA --audience toolgate), and the gateway acts\n" +
+			"as that token's identity (impersonation): your kubeconfig identity needs create on\n" +
+			"tokenreviews and impersonate on users, groups, uids and userextras. Without TLS\n" +
+			"(--tls-cert-file, --tls-key-file) it listens on loopback only, unless --allow-remote.",
 		Example: "  toolgate mcp -n toolgate-demo --scope demo\n" +
-			"  toolgate mcp -n toolgate-demo --scope demo --http 127.0.0.1:8090",
+			"  toolgate mcp -n toolgate-demo --scope demo --http 127.0.0.1:8090\n" +
+			"  toolgate mcp -n agents --http :8443 --tls-cert-file tls.crt --tls-key-file tls.key",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd)
 		},
 	}
-	cmd.Flags().StringVar(&o.http, "http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
-	cmd.Flags().BoolVar(&o.remote, "allow-remote", false,
-		"let --http listen on a non-loopback address (its clients are not authenticated: put authentication in front)")
-	cmd.Flags().StringVar(&o.scope, "scope", "", "the ToolScope whose tools are served (default: the namespace layer)")
-	cmd.Flags().StringVar(&o.session, "session", "", "spec.session of every call (orders calls of unsafe tools)")
-	cmd.Flags().DurationVar(&o.wait, "wait-timeout", gateway.DefaultWaitBound,
+	fl := cmd.Flags()
+	fl.StringVar(&o.http.Addr, "http", "", "serve streamable HTTP on this address (host:port) instead of stdio")
+	fl.BoolVar(&o.remote, "allow-remote", false,
+		"let --http listen beyond loopback without TLS (bearer tokens then travel in clear text: a trusted network only)")
+	fl.StringVar(&o.http.Audience, "audience", gateway.DefaultAudience, "the audience a client's token must be for")
+	fl.StringVar(&o.http.ResourceURL, "resource-url", "", "the gateway's public URL in its OAuth metadata (default: from each request)")
+	fl.StringSliceVar(&o.http.AuthorizationServers, "authorization-server", nil, "issuer of the accepted tokens, for the metadata (repeatable)")
+	fl.StringVar(&o.http.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (re-read when it changes)")
+	fl.StringVar(&o.http.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file")
+	fl.DurationVar(&o.http.SessionIdle, "session-idle-timeout", gateway.DefaultSessionIdle, "close an HTTP session without a request for this long")
+	fl.IntVar(&o.http.MaxIdentities, "max-identities", gateway.DefaultMaxIdentities, "identities served at once")
+	fl.IntVar(&o.http.MaxCalls, "max-calls-per-identity", gateway.DefaultMaxCalls, "tools/calls in flight at once per identity")
+	fl.Int64Var(&o.http.MaxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "the largest request body")
+	fl.StringSliceVar(&o.http.AllowedHosts, "allowed-hosts", nil, "the only Host headers served (DNS-rebinding protection; default: any)")
+	fl.StringSliceVar(&o.http.AllowedOrigins, "allowed-origins", nil, "browser origins allowed besides the gateway's own (e.g. http://localhost:6274)")
+	fl.StringSliceVar(&o.http.ImpersonateExtras, "impersonate-extras", gateway.SAExtras, "user extras passed on when acting as a client")
+	fl.StringVar(&o.scope, "scope", "", "the ToolScope whose tools are served (default: the namespace layer)")
+	fl.StringVar(&o.session, "session", "", "spec.session of every call (orders calls of unsafe tools)")
+	fl.DurationVar(&o.wait, "wait-timeout", gateway.DefaultWaitBound,
 		"how long a tools/call waits for its result before answering that the call is still running")
-	cmd.Flags().IntVarP(&o.verbosity, "verbosity", "v", 0, "log verbosity on stderr (1: the MCP SDK's messages too)")
+	fl.IntVarP(&o.verbosity, "verbosity", "v", 0, "log verbosity on stderr (1: the MCP SDK's messages too)")
 	return cmd
 }
 
@@ -56,20 +72,24 @@ func (o *mcpOptions) run(cmd *cobra.Command) error {
 	if o.wait <= 0 {
 		return Usagef("--wait-timeout must be positive, not %s", o.wait)
 	}
-	if err := checkListenAddress(o.http, o.remote); err != nil {
+	if (o.http.TLSCertFile == "") != (o.http.TLSKeyFile == "") {
+		return Usagef("--tls-cert-file and --tls-key-file go together")
+	}
+	if err := checkListenAddress(o.http.Addr, o.remote || o.http.TLSCertFile != ""); err != nil {
 		return err
 	}
 	c, err := o.f.AgentClient(cmd.Context())
 	if err != nil {
 		return err
 	}
-	return gateway.Serve(cmd.Context(), gateway.Options{
-		Client:    c,
-		Scope:     o.scope,
-		Session:   o.session,
-		WaitBound: o.wait,
-		Logger:    o.logger(),
-	}, o.http)
+	base := gateway.Options{Client: c, Scope: o.scope, Session: o.session, WaitBound: o.wait, Logger: o.logger()}
+	if o.http.Addr == "" {
+		return gateway.Serve(cmd.Context(), base)
+	}
+	if o.http.Config, err = o.f.RESTConfig(); err != nil {
+		return err
+	}
+	return gateway.ServeHTTP(cmd.Context(), base, o.http)
 }
 
 // logger writes to stderr: on stdio, stdout carries the protocol.
@@ -84,11 +104,11 @@ func (o *mcpOptions) logger() logr.Logger {
 	}, funcr.Options{Verbosity: o.verbosity})
 }
 
-// checkListenAddress refuses an --http address reachable from other machines unless
-// --allow-remote says so: until the gateway authenticates its clients, anyone who reaches
-// it acts as the kubeconfig's identity. Loopback is 127.0.0.0/8, ::1 and the name localhost;
-// an empty host (":8090") is every interface, and other names are not resolved (what they
-// resolve to can change) — both count as remote.
+// checkListenAddress refuses an --http address reachable from other machines without
+// TLS unless --allow-remote says so: clients send bearer tokens, which must not cross a
+// network in clear text. Loopback is 127.0.0.0/8, ::1 and the name localhost; an empty
+// host (":8090") is every interface, and other names are not resolved (what they resolve
+// to can change) — both count as remote.
 func checkListenAddress(addr string, allowRemote bool) error {
 	if addr == "" {
 		return nil
@@ -107,7 +127,7 @@ func checkListenAddress(addr string, allowRemote bool) error {
 	if host == "" {
 		where = "every interface"
 	}
-	return Usagef("--http %s listens on %s, beyond this machine, and the gateway does not authenticate "+
-		"its HTTP clients (each would act as your identity): listen on loopback (e.g. 127.0.0.1:PORT), "+
-		"or pass --allow-remote if the address is meant to be reachable and authentication is in front of it", addr, where)
+	return Usagef("--http %s listens on %s, beyond this machine, without TLS: clients' bearer tokens would "+
+		"travel in clear text. Serve TLS (--tls-cert-file, --tls-key-file), listen on loopback (e.g. 127.0.0.1:PORT), "+
+		"or pass --allow-remote if the network is trusted (inside a cluster)", addr, where)
 }

@@ -10,13 +10,12 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 )
 
-// toolgate mcp --http listens on loopback only unless --allow-remote says otherwise: the
-// gateway does not authenticate its HTTP clients, and each would act as the kubeconfig's
-// identity. An address that passes the check goes on to read the kubeconfig (which points
+// toolgate mcp --http listens on loopback only unless TLS or --allow-remote says
+// otherwise: clients send bearer tokens, which must not travel in clear text. An address that passes the check goes on to read the kubeconfig (which points
 // nowhere here: exit 1), one that does not is a usage error (exit 3) before any connection.
 func TestMCPHTTPRefusesRemoteAddresses(t *testing.T) {
 	nowhere := "--kubeconfig=" + filepath.Join(t.TempDir(), "missing")
-	const refused = "beyond this machine, and the gateway does not authenticate its HTTP clients"
+	const refused = "beyond this machine, without TLS: clients' bearer tokens would travel in clear text"
 	cases := []struct {
 		name       string
 		args       []string
@@ -38,6 +37,8 @@ func TestMCPHTTPRefusesRemoteAddresses(t *testing.T) {
 		{name: "no port", args: []string{"--http", "127.0.0.1"}, wantCode: ExitUsage, wantErrOut: `--http "127.0.0.1" is not host:port`},
 		{name: "remote, allowed", args: []string{"--http", "0.0.0.0:8090", "--allow-remote"}, wantCode: ExitFailure, wantErrOut: "reading the kubeconfig"},
 		{name: "every interface, allowed", args: []string{"--http", ":8090", "--allow-remote"}, wantCode: ExitFailure, wantErrOut: "reading the kubeconfig"},
+		{name: "remote with TLS", args: []string{"--http", ":8443", "--tls-cert-file", "c", "--tls-key-file", "k"}, wantCode: ExitFailure, wantErrOut: "reading the kubeconfig"},
+		{name: "a certificate without its key", args: []string{"--http", ":8443", "--tls-cert-file", "c"}, wantCode: ExitUsage, wantErrOut: "go together"},
 		{name: "stdio needs no check", args: nil, wantCode: ExitFailure, wantErrOut: "reading the kubeconfig"},
 	}
 	for _, tc := range cases {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // maxDescription bounds the DESCRIPTION column of `tools`.
@@ -73,7 +73,7 @@ func age(t, now time.Time) string {
 // toolTable is `tools`' table: NAME KIND SCOPE CONCURRENCY-SAFE READ-ONLY DESCRIPTION.
 // SCOPE is the ToolScope a Tool registers in, <namespace> for the namespace layer and
 // <cluster> for a ClusterTool.
-func toolTable(tools []controllers.VisibleTool) string {
+func toolTable(tools []catalog.VisibleTool) string {
 	rows := make([][]string, 0, len(tools))
 	for _, t := range tools {
 		rows = append(rows, []string{t.Name, string(t.Kind), toolScope(t),
@@ -83,7 +83,7 @@ func toolTable(tools []controllers.VisibleTool) string {
 	return table([]string{"NAME", "KIND", "SCOPE", "CONCURRENCY-SAFE", "READ-ONLY", "DESCRIPTION"}, rows)
 }
 
-func toolScope(t controllers.VisibleTool) string {
+func toolScope(t catalog.VisibleTool) string {
 	switch {
 	case t.Kind == v1alpha1.ToolKindClusterTool:
 		return "<cluster>"

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 func TestCallTable(t *testing.T) {
@@ -47,7 +47,7 @@ func TestCallTable(t *testing.T) {
 
 func TestToolTable(t *testing.T) {
 	long := strings.Repeat("x", 70)
-	tools := []controllers.VisibleTool{
+	tools := []catalog.VisibleTool{
 		{Name: "echo", Kind: v1alpha1.ToolKindTool, Spec: &v1alpha1.ToolSpec{Description: "Returns its arguments.\nMore text.", ReadOnly: true}},
 		{Name: "grep", Kind: v1alpha1.ToolKindTool, Scope: "team", Spec: &v1alpha1.ToolSpec{ConcurrencySafe: true, Description: long}},
 		{Name: "now", Kind: v1alpha1.ToolKindClusterTool, Spec: &v1alpha1.ToolSpec{ReadOnly: true}},

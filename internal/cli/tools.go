@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // clusterHiddenNote is shown when the catalog lacks the ClusterTools the caller may not list.
@@ -38,6 +38,7 @@ type catalogView struct {
 	Scope              string     `json:"scope,omitempty"`
 	Tools              []toolView `json:"tools"`
 	ClusterToolsHidden bool       `json:"clusterToolsHidden,omitempty"`
+	NotASubject        bool       `json:"notASubject,omitempty"`
 }
 
 func newToolsCommand(f *Factory) *cobra.Command {
@@ -82,6 +83,9 @@ func (o *toolsOptions) run(ctx context.Context) error {
 	if cat.ClusterToolsHidden {
 		fprintf(o.f.IO.ErrOut, "%s\n", clusterHiddenNote)
 	}
+	if cat.NotASubject {
+		fprintf(o.f.IO.ErrOut, "you are not a subject of scope %q: every call in it would be denied (NotASubject)\n", o.scope)
+	}
 	return nil
 }
 
@@ -92,8 +96,9 @@ func inScope(scope string) string {
 	return " (scope " + scope + ")"
 }
 
-func viewCatalog(ns, scope string, cat *controllers.Catalog) catalogView {
-	v := catalogView{Namespace: ns, Scope: scope, Tools: []toolView{}, ClusterToolsHidden: cat.ClusterToolsHidden}
+func viewCatalog(ns, scope string, cat *catalog.Catalog) catalogView {
+	v := catalogView{Namespace: ns, Scope: scope, Tools: []toolView{}, ClusterToolsHidden: cat.ClusterToolsHidden,
+		NotASubject: cat.NotASubject}
 	for _, t := range cat.Tools {
 		tv := toolView{Name: t.Name, Kind: string(t.Kind), Object: t.Object, Scope: t.Scope,
 			Description: t.Spec.Description, ConcurrencySafe: t.Spec.ConcurrencySafe, ReadOnly: t.Spec.ReadOnly}

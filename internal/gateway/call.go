@@ -42,8 +42,15 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(g.ctx, cancel)()
+	defer g.inFlight.add(sessionID(req), cancel)()
 	tool := req.Params.Name
 	log := g.log.WithValues("tool", tool)
+	if !g.acquire() {
+		log.Info("tools/call", "outcome", outcomeRejected, "error", "too many calls in flight")
+		return textError(fmt.Sprintf("%s has %d calls in flight, the most this gateway runs at once for one identity: "+
+			"wait for one to finish and call again", g.opts.Client.Identity, cap(g.slots))), nil
+	}
+	defer g.release()
 	args := bytes.TrimSpace(req.Params.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte(`{}`)
@@ -101,7 +108,7 @@ func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.Call
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody will read the result, so the call is
 		// deleted rather than left running unowned.
-		g.abandon(ctx, last)
+		g.cancelCall(ctx, last)
 		return nil, outcomeCancelled, ctx.Err()
 	case waitCtx.Err() != nil:
 		return StillRunningResult(last, g.opts.WaitBound), outcomeStillRunning, nil
@@ -110,6 +117,37 @@ func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.Call
 	}
 	return nil, outcomeFailed, fmt.Errorf("waiting for ToolCall %s/%s: %w", last.Namespace, last.Name, err)
 }
+
+// sessionID is the MCP session of a request ("" outside a session).
+func sessionID(req *mcp.CallToolRequest) string {
+	if req.Session == nil {
+		return ""
+	}
+	return req.Session.ID()
+}
+
+// acquire takes one of the identity's call slots, if any is free (always, without a limit).
+func (g *Gateway) acquire() bool {
+	if g.slots == nil {
+		return true
+	}
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (g *Gateway) release() {
+	if g.slots != nil {
+		<-g.slots
+	}
+}
+
+// cancelCall is what a cancelled request does to its ToolCall: today it deletes it
+// (abandon). It is the one place to change when cancelling keeps the record.
+func (g *Gateway) cancelCall(ctx context.Context, call *v1alpha1.ToolCall) { g.abandon(ctx, call) }
 
 // abandon deletes the ToolCall of a cancelled request. Deleting it (not just leaving it)
 // keeps a disconnected agent from leaving work behind; the Job goes with it (owner

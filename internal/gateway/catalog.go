@@ -10,8 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // refresh reads the scope's tools and brings the server's tool set in line: tools that
@@ -35,10 +35,14 @@ func (g *Gateway) refresh(ctx context.Context) error {
 }
 
 // serve serves the tools of cat.
-func (g *Gateway) serve(cat *controllers.Catalog) {
+func (g *Gateway) serve(cat *catalog.Catalog) {
 	if cat.ClusterToolsHidden && !g.clusterHiddenLogged {
 		g.clusterHiddenLogged = true
 		g.log.Info("Not allowed to list ClusterTools: the cluster layer is not listed (calls still resolve it)")
+	}
+	if cat.NotASubject && !g.notSubjectLogged {
+		g.notSubjectLogged = true
+		g.log.Info("Not a subject of the scope: no tools are listed (every call would be denied)", "user", g.opts.Client.Identity)
 	}
 	tools := make([]*mcp.Tool, 0, len(cat.Tools))
 	for _, vt := range cat.Tools {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // AnnotationTitle on a Tool or ClusterTool is the tool's human-readable MCP title (the spec
@@ -32,7 +32,7 @@ const (
 // ToolFor is the MCP tool a visible toolgate tool is served as: the name the model sees,
 // the description, the parameters as inputSchema (any object when absent), the output
 // schema, and hints from readOnly and the sandbox's network.
-func ToolFor(vt controllers.VisibleTool) (*mcp.Tool, error) {
+func ToolFor(vt catalog.VisibleTool) (*mcp.Tool, error) {
 	spec := vt.Spec
 	if spec == nil {
 		return nil, fmt.Errorf("tool %q has no spec", vt.Name)

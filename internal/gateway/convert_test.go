@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
@@ -33,17 +33,17 @@ func wire(t *testing.T, v any) map[string]any {
 func TestToolFor(t *testing.T) {
 	cases := []struct {
 		name    string
-		tool    controllers.VisibleTool
+		tool    catalog.VisibleTool
 		want    string
 		wantErr string
 	}{{
 		name: "no parameters: any object; not read-only: no destructive or idempotent claim",
-		tool: controllers.VisibleTool{Name: "deploy", Spec: &v1alpha1.ToolSpec{Description: "Deploys."}},
+		tool: catalog.VisibleTool{Name: "deploy", Spec: &v1alpha1.ToolSpec{Description: "Deploys."}},
 		want: `{"name":"deploy","description":"Deploys.","inputSchema":{"type":"object"},
 			"annotations":{"readOnlyHint":false,"idempotentHint":false,"openWorldHint":false}}`,
 	}, {
 		name: "parameters, output, read-only, egress, title annotation",
-		tool: controllers.VisibleTool{
+		tool: catalog.VisibleTool{
 			Name:        "grep",
 			Annotations: map[string]string{AnnotationTitle: "Search files"},
 			Spec: &v1alpha1.ToolSpec{
@@ -60,21 +60,21 @@ func TestToolFor(t *testing.T) {
 			"annotations":{"title":"Search files","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":true}}`,
 	}, {
 		name: "a schema without type is served as an object schema",
-		tool: controllers.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"properties":{"a":{"type":"string"}}}`)}},
+		tool: catalog.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"properties":{"a":{"type":"string"}}}`)}},
 		want: `{"name":"x","inputSchema":{"type":"object","properties":{"a":{"type":"string"}}},
 			"annotations":{"readOnlyHint":false,"idempotentHint":false,"openWorldHint":false}}`,
 	}, {
 		name: "a type list with object becomes object",
-		tool: controllers.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"type":["object","null"]}`)}},
+		tool: catalog.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"type":["object","null"]}`)}},
 		want: `{"name":"x","inputSchema":{"type":"object"},
 			"annotations":{"readOnlyHint":false,"idempotentHint":false,"openWorldHint":false}}`,
 	}, {
 		name:    "a schema that admits no object is refused",
-		tool:    controllers.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"type":"string"}`)}},
+		tool:    catalog.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`{"type":"string"}`)}},
 		wantErr: "the arguments of a call are always an object",
 	}, {
 		name:    "parameters that are not a schema object are refused",
-		tool:    controllers.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`[1]`)}},
+		tool:    catalog.VisibleTool{Name: "x", Spec: &v1alpha1.ToolSpec{Parameters: raw(`[1]`)}},
 		wantErr: "not a JSON Schema object",
 	}}
 	for _, tc := range cases {

@@ -11,9 +11,13 @@
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the
 //     call's name; it is not cancelled.
+//   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
+//     for one audience, and the gateway acts as its identity (impersonation), one Gateway
+//     per identity; sessions are bound to the identity that created them.
 //   - A request the client cancels before the result deletes its ToolCall, so a departed
 //     agent leaves no work behind (this needs the delete verb on toolcalls). Cancelling is
-//     notifications/cancelled, the end of stdio or of an HTTP session, or, in the stateless
+//     notifications/cancelled, the end of stdio or of an HTTP session (a DELETE cancels the
+//     session's calls at once), or, in the stateless
 //     protocol, closing the request's POST; stopping the gateway cancels every call in
 //     flight.
 package gateway
@@ -52,6 +56,9 @@ type Options struct {
 	WaitBound time.Duration
 	// Logger receives one line per call and one per change of the tool list.
 	Logger logr.Logger
+	// MaxCalls bounds the tools/calls in flight at once (0: no bound); a call beyond it is
+	// answered at once with isError.
+	MaxCalls int
 }
 
 // Gateway is an MCP server backed by toolgate.
@@ -67,6 +74,10 @@ type Gateway struct {
 	// the goroutine that refreshes touches it.
 	served              map[string][]byte
 	clusterHiddenLogged bool
+	notSubjectLogged    bool
+	// inFlight are the calls in flight by session; slots bound them (nil: no bound).
+	inFlight inFlight
+	slots    chan struct{}
 }
 
 // New loads the scope's tools (an unknown scope is an error) and keeps them current,
@@ -85,8 +96,11 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	}
 	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
 	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}}
+	if opts.MaxCalls > 0 {
+		g.slots = make(chan struct{}, opts.MaxCalls)
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: Version}, &mcp.ServerOptions{
-		Logger:       slog.New(logr.ToSlogHandler(log.WithName("mcp").V(1))),
+		Logger:       sdkLogger(log.WithName("mcp")),
 		Instructions: "Each tool call runs as a sandboxed Kubernetes Job under toolgate's policies; some calls wait for a person's approval.",
 		// Advertise tools (with list_changed) even while the scope has none yet.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -110,6 +124,42 @@ func (g *Gateway) load(ctx context.Context) error {
 	return nil
 }
 
+// sdkLogger is log for the MCP SDK: everything it says, its errors included (a
+// notification to a client that has gone, a connection that closed), is at verbosity 1,
+// below the default level: what matters is logged by the gateway itself.
+func sdkLogger(log logr.Logger) *slog.Logger {
+	return slog.New(levelCap{logr.ToSlogHandler(log.V(1))})
+}
+
+// levelCap lowers every record above Info to Info.
+type levelCap struct{ slog.Handler }
+
+func (h levelCap) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, min(l, slog.LevelInfo))
+}
+
+func (h levelCap) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = min(r.Level, slog.LevelInfo)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h levelCap) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelCap{h.Handler.WithAttrs(attrs)}
+}
+func (h levelCap) WithGroup(name string) slog.Handler { return levelCap{h.Handler.WithGroup(name)} }
+
+// CancelSession cancels the tools/calls in flight of an MCP session (their ToolCalls
+// are cancelled as a client's cancellation would) and reports how many there were.
+func (g *Gateway) CancelSession(id string) int { return g.inFlight.cancelSession(id) }
+
+// idle reports whether the gateway has no client session and no call in flight.
+func (g *Gateway) idle() bool {
+	for range g.server.Sessions() {
+		return false
+	}
+	return g.inFlight.count() == 0
+}
+
 // Server is the underlying MCP server.
 func (g *Gateway) Server() *mcp.Server { return g.server }
 
@@ -126,17 +176,24 @@ func (g *Gateway) serveIO(ctx context.Context, in io.Reader, out io.Writer) erro
 	return g.server.Run(ctx, stdioTransport(in, out))
 }
 
-// Serve runs a gateway: over stdio when httpAddr is "", else over streamable HTTP on
-// httpAddr, until ctx ends.
-func Serve(ctx context.Context, opts Options, httpAddr string) error {
+// Serve runs a gateway over stdio until ctx ends or the client leaves.
+func Serve(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, err := New(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if httpAddr == "" {
-		return g.ServeStdio(ctx)
+	return g.ServeStdio(ctx)
+}
+
+// ServeHTTP runs the authenticating HTTP server (NewHTTP) until ctx ends.
+func ServeHTTP(ctx context.Context, base Options, opts HTTPOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s, err := NewHTTP(ctx, base, opts)
+	if err != nil {
+		return err
 	}
-	return g.serveHTTP(ctx, httpAddr)
+	return s.Serve(ctx)
 }

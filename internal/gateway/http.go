@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -15,85 +13,75 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// shutdownGrace bounds an HTTP shutdown: open event streams are closed after it.
-const shutdownGrace = 5 * time.Second
-
 // statelessProtocol is the first MCP version without the initialize handshake: each
 // request is one POST that carries its own protocol version.
 const statelessProtocol = "2026-07-28"
 
-// HTTPHandler serves clients over the streamable HTTP transport, with the SDK's DNS
-// rebinding protection and cross-origin protection. Clients of the initialize handshake
-// (protocol 2025-11-25 and before) get sessions, whose event stream carries list_changed;
-// a request they cancel (notifications/cancelled, or a DELETE of the session) is a
+// HTTPHandler serves this gateway's one identity over streamable HTTP without
+// authenticating clients: every client acts as Options.Client. It is for tests and for
+// embedding behind authentication of your own; `toolgate mcp --http` serves NewHTTP's
+// handler, which authenticates every client and acts as each.
+func (g *Gateway) HTTPHandler() http.Handler {
+	stream := streamable(g.log, func(*http.Request) *mcp.Server { return g.server }, 0)
+	cancelOnDelete := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			g.CancelSession(r.Header.Get(sessionHeader))
+		}
+		stream.ServeHTTP(w, r)
+	})
+	return http.NewCrossOriginProtection().Handler(rejectMalformed(cancelOnDelete, mcp.DefaultMaxRequestBodyBytes))
+}
+
+// sessionHeader is the streamable HTTP transport's session header.
+const sessionHeader = "Mcp-Session-Id"
+
+// streamable is the SDK's streamable HTTP transport for the servers getServer picks.
+// Clients of the initialize handshake (protocol 2025-11-25 and before) get sessions, whose
+// event stream carries list_changed, closed after idle without a request (0: never); a
+// request they cancel (notifications/cancelled, or a DELETE of the session) is a
 // cancelled call, a dropped connection is not (as that protocol has it). Requests of the
 // stateless protocol (2026-07-28 and later) go to a stateless handler, where the POST is
-// the request: closing it cancels the call. A body that is not JSON-RPC is answered with
-// a JSON-RPC error (parse error or invalid request) and HTTP 400.
-func (g *Gateway) HTTPHandler() http.Handler {
-	getServer := func(*http.Request) *mcp.Server { return g.server }
-	logger := slog.New(logr.ToSlogHandler(g.log.WithName("http").V(1)))
-	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: logger})
+// the request: closing it cancels the call.
+func streamable(log logr.Logger, getServer func(*http.Request) *mcp.Server, idle time.Duration) http.Handler {
+	logger := sdkLogger(log.WithName("http"))
+	sessions := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: logger, SessionTimeout: idle})
 	stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Logger: logger, Stateless: true, PropagateRequestCancellation: true,
 	})
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
 			stateless.ServeHTTP(w, r)
 			return
 		}
 		sessions.ServeHTTP(w, r)
 	})
-	return http.NewCrossOriginProtection().Handler(rejectMalformed(route))
-}
-
-func (g *Gateway) serveHTTP(ctx context.Context, addr string) error {
-	srv := &http.Server{
-		Addr:              addr,
-		Handler:           g.HTTPHandler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Requests end with the gateway: their tools/calls are cancelled (and deleted).
-		BaseContext: func(net.Listener) context.Context { return ctx },
-	}
-	failed := make(chan error, 1)
-	go func() { failed <- srv.ListenAndServe() }()
-	g.log.Info("Serving MCP over streamable HTTP", "address", addr)
-	select {
-	case err := <-failed:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-	defer cancel()
-	defer g.calls.Wait()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		// Open event streams outlive a graceful shutdown; close them.
-		return srv.Close()
-	}
-	return nil
 }
 
 // rejectMalformed answers a POST whose body is not JSON (-32700) or not JSON-RPC
 // (-32600) itself, as a JSON-RPC error response without id, where the SDK would answer
-// in plain text. Everything else, oversized bodies included, goes on to the SDK.
-func rejectMalformed(next http.Handler) http.Handler {
+// in plain text; a body over limit bytes is refused with 413 before it is read whole.
+func rejectMalformed(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, mcp.DefaultMaxRequestBodyBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
 			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		if len(body) <= mcp.DefaultMaxRequestBodyBytes {
-			if code, msg := checkJSONRPC(body); code != 0 {
-				writeRPCError(w, code, msg)
-				return
-			}
+		if int64(len(body)) > limit {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = w.Write(rpcError(jsonrpc.CodeInvalidRequest, fmt.Sprintf("invalid request: the body is over %d bytes", limit)))
+			return
 		}
+		if code, msg := checkJSONRPC(body); code != 0 {
+			writeRPCError(w, code, msg)
+			return
+		}
+		r.Body = readCloser{bytes.NewReader(body), r.Body}
 		next.ServeHTTP(w, r)
 	})
 }

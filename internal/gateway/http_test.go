@@ -36,7 +36,7 @@ func TestRejectMalformed(t *testing.T) {
 				passed = string(b)
 			})
 			rec := httptest.NewRecorder()
-			rejectMalformed(next).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body)))
+			rejectMalformed(next, 1<<20).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tc.body)))
 			if tc.wantCode == 0 {
 				if passed != tc.body {
 					t.Fatalf("the SDK got body %q, want %q", passed, tc.body)

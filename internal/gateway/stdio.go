@@ -6,11 +6,12 @@ import (
 	"io"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // stdioTransport is the SDK's newline-delimited transport over in and out, except that
-// a line which is not JSON (-32700) or not JSON-RPC (-32600) is answered with a JSON-RPC
+// a line which is not JSON (-32700), not JSON-RPC or a batch (-32600) is answered with a JSON-RPC
 // error (id null) and skipped, where the SDK would end the session: one bad line from a
 // client must not take the gateway down. A line longer than mcp.DefaultMaxLineLength
 // ends the session, as it does in the SDK.
@@ -30,7 +31,13 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 		if len(line) == 0 {
 			continue
 		}
-		if code, msg := checkJSONRPC(line); code != 0 {
+		code, msg := checkJSONRPC(line)
+		if code == 0 && line[0] == '[' {
+			// The SDK's stdio transport ends the session on a batch (MCP dropped
+			// batching in 2025-06-18): answer it and go on.
+			code, msg = jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported; send one message per line"
+		}
+		if code != 0 {
 			if _, err := out.Write(rpcError(code, msg)); err != nil {
 				break
 			}

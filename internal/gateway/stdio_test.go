@@ -68,6 +68,10 @@ func TestStdioAnswersBadLinesAndGoesOn(t *testing.T) {
 	if code := errorCode(next()); code != -32600 {
 		t.Errorf("not JSON-RPC: code %v, want -32600", code)
 	}
+	send(`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`)
+	if code := errorCode(next()); code != -32600 {
+		t.Errorf("a batch: code %v, want -32600", code)
+	}
 	send(``)
 	send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if m := next(); m["id"] != float64(2) || m["result"] == nil {

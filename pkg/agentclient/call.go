@@ -14,7 +14,7 @@ import (
 
 // LabelCreatedBy marks calls created through this package with the client that made them
 // ("toolgate-cli", "toolgate-mcp").
-const LabelCreatedBy = "toolgate.dev/created-by"
+const LabelCreatedBy = v1alpha1.LabelCreatedBy
 
 // CallRequest is what a caller asks for; the identity comes from the Client.
 type CallRequest struct {

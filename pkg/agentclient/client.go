@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // Client talks to one namespace as one identity.
@@ -53,10 +53,11 @@ func WhoAmI(ctx context.Context, c client.Client) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
-// Tools lists the tools a call in scope would resolve ("" is the namespace layer), sorted
-// by name.
-func (c *Client) Tools(ctx context.Context, scope string) (*controllers.Catalog, error) {
-	return controllers.VisibleTools(ctx, c.C, c.Namespace, scope)
+// Tools lists the tools a call of this client's identity in scope would resolve ("" is
+// the namespace layer), sorted by name: none when the identity is not a subject of the
+// scope (Catalog.NotASubject).
+func (c *Client) Tools(ctx context.Context, scope string) (*catalog.Catalog, error) {
+	return catalog.VisibleTools(ctx, c.C, c.Namespace, scope, c.Identity)
 }
 
 // Get reads one ToolCall.

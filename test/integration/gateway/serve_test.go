@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
@@ -22,7 +23,7 @@ func freeAddr() string {
 	return addr
 }
 
-var _ = Describe("gateway.Serve over HTTP", Label("serve"), func() {
+var _ = Describe("gateway.ServeHTTP", Label("serve"), func() {
 	for _, version := range []string{"", legacyProtocol} {
 		It("serves until its context ends, then stops and deletes the calls still in flight"+protocolLabel(version), func(ctx SpecContext) {
 			ns := newNamespace(ctx)
@@ -32,15 +33,17 @@ var _ = Describe("gateway.Serve over HTTP", Label("serve"), func() {
 			serveCtx, stop := context.WithCancel(context.Background())
 			DeferCleanup(stop)
 			served := make(chan error, 1)
+			_, tok := serviceAccountAgent(ctx, ns, "agent", gateway.DefaultAudience)
 			go func() {
-				served <- gateway.Serve(serveCtx, gateway.Options{Client: agentClient(ctx, agentCfg, ns), Logger: GinkgoLogr}, addr)
+				served <- gateway.ServeHTTP(serveCtx, gateway.Options{Client: agentClient(ctx, env.Config, ns), Logger: GinkgoLogr},
+					gateway.HTTPOptions{Addr: addr, Config: env.Config})
 			}()
 
 			var cs *mcp.ClientSession
 			Eventually(func() error {
 				var err error
 				cs, err = mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "v0"}, nil).
-					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+					Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr, HTTPClient: &http.Client{Transport: bearer{tok}}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 				return err
 			}).WithContext(ctx).Should(Succeed())
 			// The server is gone by the end: closing (a DELETE of the session) may fail.

@@ -1,0 +1,64 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Well-known labels and annotations toolgate puts on the objects it creates, and the name
+// of the tool container. They live here, not in the operator's packages, so that clients
+// (pkg/agentclient, the CLI, the MCP gateway) read them without importing the operator.
+const (
+	// LabelManagedBy is app.kubernetes.io/managed-by, ManagedByValue on toolgate's Jobs and Pods.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "toolgate"
+	// LabelCall on a Job or Pod is CallLabelValue of the call it runs for.
+	LabelCall = "toolgate.dev/call"
+	// LabelAttempt on a Job or Pod is the attempt number.
+	LabelAttempt = "toolgate.dev/attempt"
+	// LabelTool on a Job or Pod is the tool name, hashed when it is no label value.
+	LabelTool = "toolgate.dev/tool"
+	// LabelNetwork on a tool Pod is its sandbox network mode.
+	LabelNetwork = "toolgate.dev/network"
+	// AnnotationArgDigest on a Job or Pod is the call's status.argumentsDigest.
+	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
+	AnnotationTool = "toolgate.dev/tool"
+	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
+	AnnotationCallName = "toolgate.dev/call-name"
+	// LabelCreatedBy on a ToolCall names the client that made it ("toolgate-cli", "toolgate-mcp").
+	LabelCreatedBy = "toolgate.dev/created-by"
+	// ToolContainerName is the container that runs the runner and, under it, the tool body.
+	ToolContainerName = "tool"
+)
+
+// labelValueMax is the longest label value (validation.LabelValueMaxLength).
+const labelValueMax = 63
+
+// CallLabelValue is the value of LabelCall for a call: its name when that fits a label,
+// else a cut name and a hash of the whole.
+func CallLabelValue(callName string) string {
+	if len(callName) <= labelValueMax {
+		return callName
+	}
+	sum := sha256.Sum256([]byte(callName))
+	return strings.TrimRight(callName[:52], ".-") + "-" + hex.EncodeToString(sum[:])[:8]
+}

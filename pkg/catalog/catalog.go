@@ -1,0 +1,161 @@
+// Package catalog lists the tools a ToolScope makes visible, with the resolution the
+// operator uses (pipeline.Index): what the CLI's `tools` command and the MCP gateway's
+// tools/list show. It reads through the caller's own API access and imports nothing of
+// the operator, so that clients (pkg/agentclient) stay small.
+package catalog
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// VisibleTool is one tool a scope sees, with the object behind it.
+type VisibleTool struct {
+	// Name is the model-facing name.
+	Name string
+	// Kind is Tool or ClusterTool; Object is the object's metadata.name.
+	Kind   v1alpha1.ToolKind
+	Object string
+	// Scope is the ToolScope a namespaced Tool registers in ("" for the namespace layer).
+	Scope       string
+	Spec        *v1alpha1.ToolSpec
+	Annotations map[string]string
+}
+
+// Catalog is what a scope sees.
+type Catalog struct {
+	// Tools is sorted by name.
+	Tools []VisibleTool
+	// ClusterToolsHidden is set when the reader may not list ClusterTools (an agent bound
+	// by a RoleBinding only): Tools then lacks the cluster layer, which the operator
+	// still resolves.
+	ClusterToolsHidden bool
+	// NotASubject is set when the requester asked about is not a subject of the scope:
+	// every call would be denied (NotASubject), so Tools is empty.
+	NotASubject bool
+}
+
+// VisibleTools lists the tools a call in scope of namespace would resolve ("" is the
+// namespace layer), sorted by name. It reads no ToolPolicies, so the toolgate-agent role
+// suffices. When requester is not "", a requester who is not a subject of the scope sees
+// no tools (Catalog.NotASubject). An unknown scope or a cycle in its chain is an error
+// (*pipeline.ResolveError).
+func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, requester string) (*Catalog, error) {
+	l, err := fetch(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	idx, tools, cluster := l.index()
+	regs, err := idx.Visible(scope)
+	if err != nil {
+		return nil, err
+	}
+	if requester != "" {
+		if ok, err := idx.IsSubject(scope, requester); err != nil {
+			return nil, err
+		} else if !ok {
+			return &Catalog{Tools: []VisibleTool{}, ClusterToolsHidden: l.clusterHidden, NotASubject: true}, nil
+		}
+	}
+	out := make([]VisibleTool, 0, len(regs))
+	for _, r := range regs {
+		kind, objName, _ := strings.Cut(r.Key, "/")
+		v := VisibleTool{Name: r.Name, Kind: v1alpha1.ToolKind(kind), Object: objName}
+		if v.Kind == v1alpha1.ToolKindTool {
+			t := tools[objName]
+			v.Scope, v.Spec, v.Annotations = t.Spec.Scope, &t.Spec.ToolSpec, t.Annotations
+		} else {
+			t := cluster[objName]
+			v.Spec, v.Annotations = &t.Spec, t.Annotations
+		}
+		out = append(out, v)
+	}
+	return &Catalog{Tools: out, ClusterToolsHidden: l.clusterHidden}, nil
+}
+
+// lists is what the index is built from.
+type lists struct {
+	tools         v1alpha1.ToolList
+	cluster       v1alpha1.ClusterToolList
+	scopes        v1alpha1.ToolScopeList
+	clusterHidden bool
+}
+
+// fetch runs the three LISTs concurrently; the error reported is the first in a fixed
+// order (tools, scopes, cluster tools). A reader that may not list ClusterTools gets the
+// lists without them (clusterHidden).
+func fetch(ctx context.Context, c client.Reader, namespace string) (*lists, error) {
+	l := &lists{}
+	ns := client.InNamespace(namespace)
+	calls := []func() error{
+		func() error { return c.List(ctx, &l.tools, ns) },
+		func() error { return c.List(ctx, &l.scopes, ns) },
+		func() error {
+			err := c.List(ctx, &l.cluster)
+			if apierrors.IsForbidden(err) {
+				l.clusterHidden = true
+				return nil
+			}
+			return err
+		},
+	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Go(func() { errs[i] = call() })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// index builds the resolution index (objects being deleted are left out) and the objects
+// behind it by name.
+func (l *lists) index() (*pipeline.Index, map[string]*v1alpha1.Tool, map[string]*v1alpha1.ClusterTool) {
+	tools := map[string]*v1alpha1.Tool{}
+	cluster := map[string]*v1alpha1.ClusterTool{}
+	var nsRegs, clusterRegs []pipeline.Registration
+	for i := range l.tools.Items {
+		t := &l.tools.Items[i]
+		if t.DeletionTimestamp.IsZero() {
+			tools[t.Name] = t
+			nsRegs = append(nsRegs, pipeline.Registration{Name: ToolName(&t.Spec.ToolSpec, t.Name), Scope: t.Spec.Scope,
+				Key: string(v1alpha1.ToolKindTool) + "/" + t.Name, CreatedAt: t.CreationTimestamp.Time, Ready: true})
+		}
+	}
+	for i := range l.cluster.Items {
+		t := &l.cluster.Items[i]
+		if t.DeletionTimestamp.IsZero() {
+			cluster[t.Name] = t
+			clusterRegs = append(clusterRegs, pipeline.Registration{Name: ToolName(&t.Spec, t.Name),
+				Key: string(v1alpha1.ToolKindClusterTool) + "/" + t.Name, CreatedAt: t.CreationTimestamp.Time, Ready: true})
+		}
+	}
+	scopes := make([]pipeline.Scope, 0, len(l.scopes.Items))
+	for i := range l.scopes.Items {
+		s := &l.scopes.Items[i]
+		scopes = append(scopes, pipeline.Scope{Name: s.Name, Parent: s.Spec.Parent, Allow: s.Spec.Allow,
+			Deny: s.Spec.Deny, Subjects: s.Spec.Subjects})
+	}
+	return pipeline.NewIndex(clusterRegs, nsRegs, scopes), tools, cluster
+}
+
+// ToolName is the model-facing name of a tool: spec.name, or metadata.name when empty (as
+// the operator resolves it).
+func ToolName(spec *v1alpha1.ToolSpec, objectName string) string {
+	if spec.Name != "" {
+		return spec.Name
+	}
+	return objectName
+}
