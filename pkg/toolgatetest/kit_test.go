@@ -19,6 +19,7 @@ package toolgatetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,15 +58,32 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 2 {
-		t.Fatalf("got %d objects, want a policy and a binding", len(objs))
+	if len(objs) != 6 {
+		t.Fatalf("got %d objects, want three policies and three bindings", len(objs))
 	}
 	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
-	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 3 {
+	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 4 {
 		t.Errorf("first object: %#v", objs[0])
 	}
-	if b, ok := objs[1].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
-		t.Errorf("second object: %#v", objs[1])
+	var mutating []string
+	for _, o := range objs[1:3] {
+		m, ok := o.(*admissionregistrationv1.MutatingAdmissionPolicy)
+		if !ok || len(m.Spec.Mutations) != 1 || m.Spec.Mutations[0].PatchType != admissionregistrationv1.PatchTypeJSONPatch {
+			t.Errorf("policy: %#v", o)
+			continue
+		}
+		mutating = append(mutating, m.Name)
+	}
+	if want := []string{"toolgate-requester", "toolgate-approver"}; fmt.Sprint(mutating) != fmt.Sprint(want) {
+		t.Errorf("mutating policies %v, want %v", mutating, want)
+	}
+	if b, ok := objs[3].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
+		t.Errorf("first binding: %#v", objs[3])
+	}
+	for i, name := range mutating {
+		if b, ok := objs[4+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
+			t.Errorf("binding %d: %#v", 4+i, objs[4+i])
+		}
 	}
 }
 
