@@ -259,15 +259,17 @@ func (s *HTTPServer) Serve(ctx context.Context) error {
 		}
 		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get}
 	}
+	// Read before serving: ListenAndServe writes srv.TLSConfig (HTTP/2 set-up).
+	useTLS := srv.TLSConfig != nil
 	failed := make(chan error, 1)
 	go func() {
-		if srv.TLSConfig != nil {
+		if useTLS {
 			failed <- srv.ListenAndServeTLS("", "")
 			return
 		}
 		failed <- srv.ListenAndServe()
 	}()
-	s.base.Logger.Info("Serving MCP over streamable HTTP", "address", s.opts.Addr, "tls", srv.TLSConfig != nil,
+	s.base.Logger.Info("Serving MCP over streamable HTTP", "address", s.opts.Addr, "tls", useTLS,
 		"audience", s.opts.Audience)
 	select {
 	case err := <-failed:
