@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // ClusterToolReconciler registers ClusterTools, the global layer.
@@ -33,11 +34,11 @@ func (r *ClusterToolReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var regs []pipeline.Registration
 	for i := range peers.Items {
 		if peers.Items[i].DeletionTimestamp.IsZero() {
-			regs = append(regs, clusterToolRegistration(&peers.Items[i]))
+			regs = append(regs, catalog.ClusterToolRegistration(&peers.Items[i]))
 		}
 	}
 	cond := specCondition(r.Compiler, &tool.Spec)
-	if winner := duplicateOf(pipeline.NewIndex(regs, nil, nil), clusterToolRegistration(tool).Key); winner != "" {
+	if winner := duplicateOf(pipeline.NewIndex(regs, nil, nil), catalog.ClusterToolRegistration(tool).Key); winner != "" {
 		cond = duplicateCondition(winner)
 	}
 	status := registeredStatus(&tool.Spec, tool.Name, tool.Generation, tool.Status.Conditions, cond)
@@ -62,10 +63,10 @@ func (r *ClusterToolReconciler) namesakes(ctx context.Context, o client.Object) 
 	if err := r.List(ctx, tools); err != nil {
 		return nil
 	}
-	name := ToolName(&t.Spec, t.Name)
+	name := catalog.ToolName(&t.Spec, t.Name)
 	var reqs []reconcile.Request
 	for i := range tools.Items {
-		if ToolName(&tools.Items[i].Spec, tools.Items[i].Name) == name {
+		if catalog.ToolName(&tools.Items[i].Spec, tools.Items[i].Name) == name {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tools.Items[i])})
 		}
 	}

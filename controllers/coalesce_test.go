@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -74,15 +76,12 @@ func (c *coalescer[T]) nextJoined(key string) int {
 	return 0
 }
 
-// waitUntil polls cond (a state change made by other goroutines) for up to 10 s.
+// waitUntil waits, polling, until cond (a state change made by other goroutines) holds,
+// for up to 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(cond).WithTimeout(10*time.Second).WithPolling(time.Millisecond).
+		Should(gomega.BeTrue(), "waiting until %s", what)
 }
 
 type answer struct {

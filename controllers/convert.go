@@ -1,66 +1,17 @@
 package controllers
 
 import (
-	"encoding/json"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
-	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // This file maps API objects to the pipeline's own input types: data flows one way,
 // API object → pipeline input → verdicts → status.
-
-// ToolName is the model-facing name of a tool: spec.name, or metadata.name when empty.
-func ToolName(spec *v1alpha1.ToolSpec, objectName string) string {
-	if spec.Name != "" {
-		return spec.Name
-	}
-	return objectName
-}
-
-// SpecDigest is "sha256:<hex>" of the JSON encoding of a tool spec.
-func SpecDigest(spec any) string {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return ""
-	}
-	return frame.DigestOf(b)
-}
-
-func toolRegistration(t *v1alpha1.Tool) pipeline.Registration {
-	return pipeline.Registration{
-		Name:       ToolName(&t.Spec.ToolSpec, t.Name),
-		Scope:      t.Spec.Scope,
-		Key:        string(v1alpha1.ToolKindTool) + "/" + t.Name,
-		CreatedAt:  t.CreationTimestamp.Time,
-		Ready:      true,
-		SpecDigest: SpecDigest(&t.Spec.ToolSpec),
-	}
-}
-
-func clusterToolRegistration(t *v1alpha1.ClusterTool) pipeline.Registration {
-	return pipeline.Registration{
-		Name:       ToolName(&t.Spec, t.Name),
-		Key:        string(v1alpha1.ToolKindClusterTool) + "/" + t.Name,
-		CreatedAt:  t.CreationTimestamp.Time,
-		Ready:      true,
-		SpecDigest: SpecDigest(&t.Spec),
-	}
-}
-
-func scopeOf(s *v1alpha1.ToolScope) pipeline.Scope {
-	return pipeline.Scope{
-		Name:     s.Name,
-		Parent:   s.Spec.Parent,
-		Allow:    s.Spec.Allow,
-		Deny:     s.Spec.Deny,
-		Subjects: s.Spec.Subjects,
-	}
-}
 
 func policySpec(p *v1alpha1.ToolPolicy) pipeline.PolicySpec {
 	spec := pipeline.PolicySpec{
@@ -112,7 +63,7 @@ func policyInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Inpu
 	if snap := call.Status.Tool; snap != nil {
 		in.Tool = pipeline.ToolInfo{Scope: snap.Scope, Annotations: snap.Annotations, Name: snap.Name}
 		if snap.Spec != nil {
-			in.Tool.Name = ToolName(snap.Spec, snap.Name)
+			in.Tool.Name = catalog.ToolName(snap.Spec, snap.Name)
 		}
 	}
 	return in

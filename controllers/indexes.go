@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 const (
@@ -45,7 +46,7 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		if !ok {
 			return nil
 		}
-		return []string{ToolName(&t.Spec.ToolSpec, t.Name)}
+		return []string{catalog.ToolName(&t.Spec.ToolSpec, t.Name)}
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package controllers
 import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // metricTool is the tool label of a call's metrics: the model-facing name of the
@@ -14,7 +15,7 @@ func metricTool(call *v1alpha1.ToolCall) string {
 	if snap == nil || snap.Spec == nil {
 		return metrics.UnknownTool
 	}
-	return ToolName(snap.Spec, snap.Name)
+	return catalog.ToolName(snap.Spec, snap.Name)
 }
 
 // countTerminal counts a call whose terminal status was just written. writeStatus calls it,

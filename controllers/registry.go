@@ -5,25 +5,22 @@ import (
 	"strings"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // registry is one namespace's view of the registrations, read through the reader it is
-// given (admission and post-execute: live LISTs, shared by concurrent calls; the CLI and
-// gateway: the caller's API access): the pipeline's resolution index plus the objects behind it and the
-// namespace's policies.
+// given (admission and post-execute: live LISTs, shared by concurrent calls): the
+// pipeline's resolution index plus the objects behind it and the namespace's policies.
 type registry struct {
 	index    *pipeline.Index
 	tools    map[string]*v1alpha1.Tool
 	cluster  map[string]*v1alpha1.ClusterTool
 	policies []pipeline.PolicySpec
-	// clusterHidden is set when the reader may not list ClusterTools (see loadIndex).
-	clusterHidden bool
 }
 
 // resolvedTool is the tool a call resolved to, frozen as the call's snapshot.
@@ -32,15 +29,26 @@ type resolvedTool struct {
 	snapshot *v1alpha1.ToolSnapshot
 }
 
-// loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every ClusterTool.
+// loadRegistry lists Tools, ToolScopes and ToolPolicies of the namespace and every
+// ClusterTool, the four LISTs at once. A registration error is reported before a policy
+// one, so that a caller missing several permissions always hears of the same one.
 func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*registry, error) {
-	l, err := fetch(ctx, c, namespace, true, false)
+	var policies v1alpha1.ToolPolicyList
+	var policiesErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { policiesErr = c.List(ctx, &policies, client.InNamespace(namespace)) })
+	l, err := catalog.Fetch(ctx, c, namespace, false)
+	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
-	reg := buildRegistry(l)
-	for i := range l.policies.Items {
-		reg.policies = append(reg.policies, policySpec(&l.policies.Items[i]))
+	if policiesErr != nil {
+		return nil, policiesErr
+	}
+	reg := &registry{}
+	reg.index, reg.tools, reg.cluster = l.Index()
+	for i := range policies.Items {
+		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
 	}
 	return reg, nil
 }
@@ -52,78 +60,6 @@ func (r *ToolCallReconciler) liveRegistry(ctx context.Context, namespace string)
 	return r.registries.do(ctx, namespace, func(ctx context.Context) (*registry, error) {
 		return loadRegistry(ctx, r.APIReader, namespace)
 	})
-}
-
-// lists is what a registry is built from.
-type lists struct {
-	tools         v1alpha1.ToolList
-	cluster       v1alpha1.ClusterToolList
-	scopes        v1alpha1.ToolScopeList
-	policies      v1alpha1.ToolPolicyList
-	clusterHidden bool
-}
-
-// fetch runs the LISTs concurrently: read live (admission, the CLI) each is a round trip.
-// The error reported is the first in a fixed order (tools, scopes, cluster tools,
-// policies), so that a caller missing several permissions always hears of the same one.
-func fetch(ctx context.Context, c client.Reader, namespace string, withPolicies, skipForbiddenCluster bool) (*lists, error) {
-	l := &lists{}
-	ns := client.InNamespace(namespace)
-	calls := []func() error{
-		func() error { return c.List(ctx, &l.tools, ns) },
-		func() error { return c.List(ctx, &l.scopes, ns) },
-		func() error {
-			err := c.List(ctx, &l.cluster)
-			if err != nil && skipForbiddenCluster && apierrors.IsForbidden(err) {
-				l.clusterHidden = true
-				return nil
-			}
-			return err
-		},
-	}
-	if withPolicies {
-		calls = append(calls, func() error { return c.List(ctx, &l.policies, ns) })
-	}
-	errs := make([]error, len(calls))
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		wg.Go(func() { errs[i] = call() })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
-}
-
-// buildRegistry indexes the listed registrations (objects being deleted are left out).
-func buildRegistry(l *lists) *registry {
-	tools, clusterTools, scopes := &l.tools, &l.cluster, &l.scopes
-	reg := &registry{tools: map[string]*v1alpha1.Tool{}, cluster: map[string]*v1alpha1.ClusterTool{},
-		clusterHidden: l.clusterHidden}
-	var nsRegs, clusterRegs []pipeline.Registration
-	var scopeList []pipeline.Scope
-	for i := range tools.Items {
-		t := &tools.Items[i]
-		if t.DeletionTimestamp.IsZero() {
-			reg.tools[t.Name] = t
-			nsRegs = append(nsRegs, toolRegistration(t))
-		}
-	}
-	for i := range clusterTools.Items {
-		t := &clusterTools.Items[i]
-		if t.DeletionTimestamp.IsZero() {
-			reg.cluster[t.Name] = t
-			clusterRegs = append(clusterRegs, clusterToolRegistration(t))
-		}
-	}
-	for i := range scopes.Items {
-		scopeList = append(scopeList, scopeOf(&scopes.Items[i]))
-	}
-	reg.index = pipeline.NewIndex(clusterRegs, nsRegs, scopeList)
-	return reg
 }
 
 // resolve finds the tool a call names in its scope; a Deny decision says why it cannot.

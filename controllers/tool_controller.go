@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // ToolReconciler registers namespaced Tools: the resolved name, the spec digest, schema
@@ -38,16 +39,16 @@ func (r *ToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// Only namesakes can hold this Tool's name: the duplicate check reads those alone.
 	peers := &v1alpha1.ToolList{}
 	if err := r.List(ctx, peers, client.InNamespace(tool.Namespace),
-		client.MatchingFields{indexToolName: ToolName(&tool.Spec.ToolSpec, tool.Name)}); err != nil {
+		client.MatchingFields{indexToolName: catalog.ToolName(&tool.Spec.ToolSpec, tool.Name)}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var regs []pipeline.Registration
 	for i := range peers.Items {
 		if peers.Items[i].DeletionTimestamp.IsZero() {
-			regs = append(regs, toolRegistration(&peers.Items[i]))
+			regs = append(regs, catalog.ToolRegistration(&peers.Items[i]))
 		}
 	}
-	cond := r.registration(ctx, tool, duplicateOf(pipeline.NewIndex(nil, regs, nil), toolRegistration(tool).Key))
+	cond := r.registration(ctx, tool, duplicateOf(pipeline.NewIndex(nil, regs, nil), catalog.ToolRegistration(tool).Key))
 	status := registeredStatus(&tool.Spec.ToolSpec, tool.Name, tool.Generation, tool.Status.Conditions, cond)
 	return ctrl.Result{}, writeToolStatus(ctx, r.Client, r.Recorder, tool, &tool.Status, status)
 }
@@ -84,7 +85,7 @@ func (r *ToolReconciler) namesakes(ctx context.Context, o client.Object) []recon
 		return nil
 	}
 	return r.toolRequests(ctx, t.Namespace, func(*v1alpha1.Tool) bool { return true },
-		client.MatchingFields{indexToolName: ToolName(&t.Spec.ToolSpec, t.Name)})
+		client.MatchingFields{indexToolName: catalog.ToolName(&t.Spec.ToolSpec, t.Name)})
 }
 
 func (r *ToolReconciler) scopeTools(ctx context.Context, o client.Object) []reconcile.Request {
@@ -143,8 +144,8 @@ func registeredStatus(spec *v1alpha1.ToolSpec, objName string, generation int64,
 	out := v1alpha1.ToolStatus{
 		ObservedGeneration: generation,
 		Conditions:         append([]metav1.Condition(nil), conds...),
-		SpecDigest:         SpecDigest(spec),
-		ResolvedName:       ToolName(spec, objName),
+		SpecDigest:         catalog.SpecDigest(spec),
+		ResolvedName:       catalog.ToolName(spec, objName),
 	}
 	cond.ObservedGeneration = generation
 	setStatusCondition(&out.Conditions, cond)

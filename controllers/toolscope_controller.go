@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // ToolScopeReconciler checks a scope's parent chain: every parent exists, no cycle.
@@ -38,7 +39,7 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	list := make([]pipeline.Scope, 0, len(scopes.Items))
 	for i := range scopes.Items {
-		list = append(list, scopeOf(&scopes.Items[i]))
+		list = append(list, catalog.ScopeOf(&scopes.Items[i]))
 	}
 	chain, cond := scopeChain(pipeline.NewIndex(nil, nil, list), scope.Name)
 	cond.ObservedGeneration = scope.Generation

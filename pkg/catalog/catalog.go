@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // VisibleTool is one tool a scope sees, with the object behind it.
@@ -48,11 +50,11 @@ type Catalog struct {
 // no tools (Catalog.NotASubject). An unknown scope or a cycle in its chain is an error
 // (*pipeline.ResolveError).
 func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, requester string) (*Catalog, error) {
-	l, err := fetch(ctx, c, namespace)
+	l, err := Fetch(ctx, c, namespace, true)
 	if err != nil {
 		return nil, err
 	}
-	idx, tools, cluster := l.index()
+	idx, tools, cluster := l.Index()
 	regs, err := idx.Visible(scope)
 	if err != nil {
 		return nil, err
@@ -61,7 +63,7 @@ func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, reques
 		if ok, err := idx.IsSubject(scope, requester); err != nil {
 			return nil, err
 		} else if !ok {
-			return &Catalog{Tools: []VisibleTool{}, ClusterToolsHidden: l.clusterHidden, NotASubject: true}, nil
+			return &Catalog{Tools: []VisibleTool{}, ClusterToolsHidden: l.ClusterHidden, NotASubject: true}, nil
 		}
 	}
 	out := make([]VisibleTool, 0, len(regs))
@@ -77,30 +79,34 @@ func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, reques
 		}
 		out = append(out, v)
 	}
-	return &Catalog{Tools: out, ClusterToolsHidden: l.clusterHidden}, nil
+	return &Catalog{Tools: out, ClusterToolsHidden: l.ClusterHidden}, nil
 }
 
-// lists is what the index is built from.
-type lists struct {
-	tools         v1alpha1.ToolList
-	cluster       v1alpha1.ClusterToolList
-	scopes        v1alpha1.ToolScopeList
-	clusterHidden bool
+// Lists is what an index is built from: one namespace's Tools and ToolScopes and every
+// ClusterTool.
+type Lists struct {
+	Tools   v1alpha1.ToolList
+	Cluster v1alpha1.ClusterToolList
+	Scopes  v1alpha1.ToolScopeList
+	// ClusterHidden is set when the reader may not list ClusterTools and Fetch was asked
+	// to go on without them.
+	ClusterHidden bool
 }
 
-// fetch runs the three LISTs concurrently; the error reported is the first in a fixed
-// order (tools, scopes, cluster tools). A reader that may not list ClusterTools gets the
-// lists without them (clusterHidden).
-func fetch(ctx context.Context, c client.Reader, namespace string) (*lists, error) {
-	l := &lists{}
+// Fetch runs the three LISTs concurrently; the error reported is the first in a fixed
+// order (tools, scopes, cluster tools), so that a caller missing several permissions
+// always hears of the same one. With skipForbiddenCluster, a reader that may not list
+// ClusterTools gets the lists without them (ClusterHidden) instead of an error.
+func Fetch(ctx context.Context, c client.Reader, namespace string, skipForbiddenCluster bool) (*Lists, error) {
+	l := &Lists{}
 	ns := client.InNamespace(namespace)
 	calls := []func() error{
-		func() error { return c.List(ctx, &l.tools, ns) },
-		func() error { return c.List(ctx, &l.scopes, ns) },
+		func() error { return c.List(ctx, &l.Tools, ns) },
+		func() error { return c.List(ctx, &l.Scopes, ns) },
 		func() error {
-			err := c.List(ctx, &l.cluster)
-			if apierrors.IsForbidden(err) {
-				l.clusterHidden = true
+			err := c.List(ctx, &l.Cluster)
+			if err != nil && skipForbiddenCluster && apierrors.IsForbidden(err) {
+				l.ClusterHidden = true
 				return nil
 			}
 			return err
@@ -120,33 +126,29 @@ func fetch(ctx context.Context, c client.Reader, namespace string) (*lists, erro
 	return l, nil
 }
 
-// index builds the resolution index (objects being deleted are left out) and the objects
+// Index builds the resolution index (objects being deleted are left out) and the objects
 // behind it by name.
-func (l *lists) index() (*pipeline.Index, map[string]*v1alpha1.Tool, map[string]*v1alpha1.ClusterTool) {
+func (l *Lists) Index() (*pipeline.Index, map[string]*v1alpha1.Tool, map[string]*v1alpha1.ClusterTool) {
 	tools := map[string]*v1alpha1.Tool{}
 	cluster := map[string]*v1alpha1.ClusterTool{}
 	var nsRegs, clusterRegs []pipeline.Registration
-	for i := range l.tools.Items {
-		t := &l.tools.Items[i]
+	for i := range l.Tools.Items {
+		t := &l.Tools.Items[i]
 		if t.DeletionTimestamp.IsZero() {
 			tools[t.Name] = t
-			nsRegs = append(nsRegs, pipeline.Registration{Name: ToolName(&t.Spec.ToolSpec, t.Name), Scope: t.Spec.Scope,
-				Key: string(v1alpha1.ToolKindTool) + "/" + t.Name, CreatedAt: t.CreationTimestamp.Time, Ready: true})
+			nsRegs = append(nsRegs, ToolRegistration(t))
 		}
 	}
-	for i := range l.cluster.Items {
-		t := &l.cluster.Items[i]
+	for i := range l.Cluster.Items {
+		t := &l.Cluster.Items[i]
 		if t.DeletionTimestamp.IsZero() {
 			cluster[t.Name] = t
-			clusterRegs = append(clusterRegs, pipeline.Registration{Name: ToolName(&t.Spec, t.Name),
-				Key: string(v1alpha1.ToolKindClusterTool) + "/" + t.Name, CreatedAt: t.CreationTimestamp.Time, Ready: true})
+			clusterRegs = append(clusterRegs, ClusterToolRegistration(t))
 		}
 	}
-	scopes := make([]pipeline.Scope, 0, len(l.scopes.Items))
-	for i := range l.scopes.Items {
-		s := &l.scopes.Items[i]
-		scopes = append(scopes, pipeline.Scope{Name: s.Name, Parent: s.Spec.Parent, Allow: s.Spec.Allow,
-			Deny: s.Spec.Deny, Subjects: s.Spec.Subjects})
+	scopes := make([]pipeline.Scope, 0, len(l.Scopes.Items))
+	for i := range l.Scopes.Items {
+		scopes = append(scopes, ScopeOf(&l.Scopes.Items[i]))
 	}
 	return pipeline.NewIndex(clusterRegs, nsRegs, scopes), tools, cluster
 }
@@ -158,4 +160,41 @@ func ToolName(spec *v1alpha1.ToolSpec, objectName string) string {
 		return spec.Name
 	}
 	return objectName
+}
+
+// SpecDigest is "sha256:<hex>" of the JSON encoding of a tool spec.
+func SpecDigest(spec any) string {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return ""
+	}
+	return frame.DigestOf(b)
+}
+
+// ToolRegistration is a Tool as the resolution index knows it.
+func ToolRegistration(t *v1alpha1.Tool) pipeline.Registration {
+	return pipeline.Registration{
+		Name:       ToolName(&t.Spec.ToolSpec, t.Name),
+		Scope:      t.Spec.Scope,
+		Key:        string(v1alpha1.ToolKindTool) + "/" + t.Name,
+		CreatedAt:  t.CreationTimestamp.Time,
+		Ready:      true,
+		SpecDigest: SpecDigest(&t.Spec.ToolSpec),
+	}
+}
+
+// ClusterToolRegistration is a ClusterTool as the resolution index knows it.
+func ClusterToolRegistration(t *v1alpha1.ClusterTool) pipeline.Registration {
+	return pipeline.Registration{
+		Name:       ToolName(&t.Spec, t.Name),
+		Key:        string(v1alpha1.ToolKindClusterTool) + "/" + t.Name,
+		CreatedAt:  t.CreationTimestamp.Time,
+		Ready:      true,
+		SpecDigest: SpecDigest(&t.Spec),
+	}
+}
+
+// ScopeOf is a ToolScope as the resolution index knows it.
+func ScopeOf(s *v1alpha1.ToolScope) pipeline.Scope {
+	return pipeline.Scope{Name: s.Name, Parent: s.Spec.Parent, Allow: s.Spec.Allow, Deny: s.Spec.Deny, Subjects: s.Spec.Subjects}
 }
