@@ -74,25 +74,31 @@ func chaosSettingsFromEnv() chaosSettings {
 	if s.OperatorLog == "" {
 		s.OperatorLog = filepath.Join(dir, "operator.log")
 	}
-	if v, err := strconv.Atoi(os.Getenv("CHAOS_E2E_CALLS")); err == nil && v > 0 {
+	s.overrideFromEnv("CHAOS_E2E_")
+	return s
+}
+
+// overrideFromEnv replaces the settings given in the environment as <prefix>CALLS, RATE,
+// WAVE, FAULT_EVERY, SEED and BOUND; unset or invalid values keep the defaults.
+func (s *chaosSettings) overrideFromEnv(prefix string) {
+	if v, err := strconv.Atoi(os.Getenv(prefix + "CALLS")); err == nil && v > 0 {
 		s.Calls = v
 	}
-	if v, err := strconv.ParseFloat(os.Getenv("CHAOS_E2E_RATE"), 64); err == nil && v > 0 {
+	if v, err := strconv.ParseFloat(os.Getenv(prefix+"RATE"), 64); err == nil && v > 0 {
 		s.Rate = v
 	}
-	if v, err := strconv.Atoi(os.Getenv("CHAOS_E2E_WAVE")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv(prefix + "WAVE")); err == nil && v > 0 {
 		s.Wave = v
 	}
-	if v, err := time.ParseDuration(os.Getenv("CHAOS_E2E_FAULT_EVERY")); err == nil && v > 0 {
+	if v, err := time.ParseDuration(os.Getenv(prefix + "FAULT_EVERY")); err == nil && v > 0 {
 		s.Every = v
 	}
-	if v, err := strconv.ParseUint(os.Getenv("CHAOS_E2E_SEED"), 10, 64); err == nil {
+	if v, err := strconv.ParseUint(os.Getenv(prefix+"SEED"), 10, 64); err == nil {
 		s.Seed = v
 	}
-	if v, err := time.ParseDuration(os.Getenv("CHAOS_E2E_BOUND")); err == nil && v > 0 {
+	if v, err := time.ParseDuration(os.Getenv(prefix + "BOUND")); err == nil && v > 0 {
 		s.Bound = v
 	}
-	return s
 }
 
 // chaosFaultPlan: the faults in order; after them operator Pod deletions, one per wave of

@@ -20,10 +20,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -53,21 +51,7 @@ func haSettingsFromEnv() chaosSettings {
 	dir := filepath.Join(root, ".cluster", "ha-e2e")
 	s := chaosSettings{Calls: 45, Rate: 1, Every: 4 * time.Second, Seed: rand.Uint64(), Bound: 2 * time.Minute,
 		Report: filepath.Join(dir, "report.json"), OperatorLog: filepath.Join(dir, "operator.log")}
-	if v, err := strconv.Atoi(os.Getenv("HA_E2E_CALLS")); err == nil && v > 0 {
-		s.Calls = v
-	}
-	if v, err := strconv.ParseFloat(os.Getenv("HA_E2E_RATE"), 64); err == nil && v > 0 {
-		s.Rate = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("HA_E2E_FAULT_EVERY")); err == nil && v > 0 {
-		s.Every = v
-	}
-	if v, err := strconv.ParseUint(os.Getenv("HA_E2E_SEED"), 10, 64); err == nil {
-		s.Seed = v
-	}
-	if v, err := time.ParseDuration(os.Getenv("HA_E2E_BOUND")); err == nil && v > 0 {
-		s.Bound = v
-	}
+	s.overrideFromEnv("HA_E2E_")
 	s.Wave = (s.Calls + len(haFaultPlan) - 1) / len(haFaultPlan)
 	return s
 }

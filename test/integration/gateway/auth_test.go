@@ -228,7 +228,7 @@ var _ = Describe("The TypeScript SDK", Label("http", "auth", "typescript"), func
 	It("connects with a token, lists the tools, calls one and closes", func(ctx SpecContext) {
 		dir := os.Getenv("TOOLGATE_TS_SDK")
 		if dir == "" {
-			Skip("TOOLGATE_TS_SDK is not set")
+			Skip("TOOLGATE_TS_SDK is not set: the TypeScript SDK trial needs `npm install` in test/ts (network access), which make test does not do")
 		}
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj())
