@@ -37,6 +37,8 @@ type options struct {
 	rate                           float64
 	timeout, settle                time.Duration
 	outputSchema, cpuProfile       string
+	apiProfile                     string
+	apiProfileSeconds              int
 	json, verbose                  bool
 
 	keep, operatorProcess bool
@@ -60,6 +62,8 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "quiet time before the write counters are read (asynchronous events)")
 	flag.StringVar(&o.outputSchema, "output-schema", "", "the echo Tool's output schema (JSON); empty: none")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (operator, Kubelet, harness) during the calls")
+	flag.StringVar(&o.apiProfile, "apiserver-cpuprofile", "", "write a CPU profile of kube-apiserver, taken from the start of the creates for -apiserver-profile-seconds")
+	flag.IntVar(&o.apiProfileSeconds, "apiserver-profile-seconds", 30, "length of the kube-apiserver CPU profile")
 	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
 	flag.BoolVar(&o.verbose, "v", false, "log the reconcilers at info level (default: errors only)")
 	flag.BoolVar(&o.keep, "keep", false, "retention-free: the operator keeps every finished call (--toolcall-ttl=0, no history limit)")
@@ -112,7 +116,11 @@ func run(o options) (rep *Report, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	progress("starting envtest")
-	env, err := toolgatetest.Start(toolgatetest.Options{})
+	var envOpts toolgatetest.Options
+	if o.apiProfile != "" {
+		envOpts.APIServerFlags = map[string]string{"profiling": "true"}
+	}
+	env, err := toolgatetest.Start(envOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +166,10 @@ func run(o options) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	waitAPIProfile, err := startAPIServerProfile(ctx, env.Config, o.apiProfile, o.apiProfileSeconds)
+	if err != nil {
+		return nil, err
+	}
 	progress(fmt.Sprintf("creating %d ToolCalls with %d goroutines", o.n, o.concurrency))
 	createStart := time.Now()
 	createCalls(ctx, hc, ns.Name, o, rec)
@@ -170,6 +182,7 @@ func run(o options) (rep *Report, err error) {
 	}
 	stopProfile()
 	cpu := proccpu.Read().Sub(cpuBefore)
+	waitAPIProfile()
 	time.Sleep(o.settle)
 
 	opDelta := ops.operatorCounts(operator).Sub(baseOp)
