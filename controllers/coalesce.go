@@ -45,6 +45,13 @@ type round[T any] struct {
 // new round runs (callers of one key pass equivalent reads). The answer is shared by the
 // round's callers: they must not modify it.
 func (c *coalescer[T]) do(ctx context.Context, key string, read func(context.Context) (T, error)) (T, error) {
+	return c.join(key, read)(ctx)
+}
+
+// join joins, now, the next round of key that starts after this call, and returns a wait
+// for its answer: a caller may join early (while it does other work) and wait later, and
+// still gets a read that started after it joined.
+func (c *coalescer[T]) join(key string, read func(context.Context) (T, error)) func(context.Context) (T, error) {
 	c.mu.Lock()
 	if c.inFlight == nil {
 		c.inFlight = map[string]*round[T]{}
@@ -63,12 +70,14 @@ func (c *coalescer[T]) do(ctx context.Context, key string, read func(context.Con
 	}
 	mine.joined++
 	c.mu.Unlock()
-	select {
-	case <-mine.done:
-		return mine.val, mine.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
+	return func(ctx context.Context) (T, error) {
+		select {
+		case <-mine.done:
+			return mine.val, mine.err
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
 	}
 }
 

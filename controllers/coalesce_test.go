@@ -296,3 +296,23 @@ func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testin
 		t.Errorf("%d callers cost %d LISTs, want 8 (two rounds of four)", burst+1, n)
 	}
 }
+
+func TestCoalescerJoinEarlyWaitLater(t *testing.T) {
+	c := &coalescer[int]{}
+	g := newGatedReads(1)
+	first := ask(c, context.Background(), "ns", g)
+	<-g.started
+	// Joined while read 1 is in flight, waited for only after read 1 answered: still read 2.
+	wait := c.join("ns", g.read)
+	close(g.gates[1])
+	<-first
+	if n, err := wait(context.Background()); n != 2 || err != nil {
+		t.Errorf("an early joiner got %d, %v; want read 2, which started after it joined", n, err)
+	}
+	// Joined while idle: its read starts at once and is the one it gets, however late it waits.
+	wait = c.join("ns", g.read)
+	waitUntil(t, "read 3 started", func() bool { return g.reads() == 3 })
+	if n, err := wait(context.Background()); n != 3 || err != nil {
+		t.Errorf("a joiner on an idle key got %d, %v; want read 3", n, err)
+	}
+}

@@ -28,9 +28,11 @@ func (r *ToolCallReconciler) ensureIsolation(ctx context.Context, call *v1alpha1
 	if opts.Mode == NetworkPolicyOff || opts.Mode == "" {
 		return "", nil
 	}
-	read, err := r.isolation.do(ctx, call.Namespace, func(ctx context.Context) (isolationRead, error) {
-		return r.readIsolation(ctx, call.Namespace)
-	})
+	wait, ok := ctx.Value(isolationKey{}).(func(context.Context) (isolationRead, error))
+	if !ok {
+		wait = r.joinIsolation(call.Namespace)
+	}
+	read, err := wait(ctx)
 	if err != nil || read.refusal != "" {
 		return read.refusal, err
 	}
@@ -39,6 +41,29 @@ func (r *ToolCallReconciler) ensureIsolation(ctx context.Context, call *v1alpha1
 		network = v1alpha1.NetworkNone
 	}
 	return isolationGap(network, podLabels, read.policies, opts.Mode == NetworkPolicyEnsure), nil
+}
+
+// isolationKey keys, in a reconcile pass's context, the isolation read admission joined
+// early (withIsolationRead), so that the check before the Job waits for a read already
+// under way instead of starting one after the admission status write.
+type isolationKey struct{}
+
+// withIsolationRead joins the namespace's next isolation read now (in NetworkPolicy
+// ensure or require mode) and carries its answer in the returned context for
+// ensureIsolation. The read still starts after the reconciler saw the call, so a
+// NetworkPolicy created before the call is in it; it only runs alongside admission's
+// reads instead of after them.
+func (r *ToolCallReconciler) withIsolationRead(ctx context.Context, namespace string) context.Context {
+	if m := r.Options.NetworkPolicy.Mode; m == NetworkPolicyOff || m == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, isolationKey{}, r.joinIsolation(namespace))
+}
+
+func (r *ToolCallReconciler) joinIsolation(namespace string) func(context.Context) (isolationRead, error) {
+	return r.isolation.join(namespace, func(ctx context.Context) (isolationRead, error) {
+		return r.readIsolation(ctx, namespace)
+	})
 }
 
 // isolationRead is a namespace's NetworkPolicies read live (in ensure mode after toolgate's
