@@ -88,7 +88,7 @@ func (n *Notifier) attempt(ctx context.Context, d *delivery, attempt int) error 
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", errPermanent, err)
+		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	ts, sig := approvalevents.Sign(key, d.body, time.Now())
 	req.Header.Set("Content-Type", approvalevents.ContentType)
@@ -99,7 +99,9 @@ func (n *Notifier) attempt(ctx context.Context, d *delivery, attempt int) error 
 	start := time.Now()
 	resp, err := n.http.Do(req)
 	result := "error"
-	defer func() { metrics.ApprovalNotificationAttempt.WithLabelValues(result).Observe(time.Since(start).Seconds()) }()
+	defer func() {
+		metrics.ApprovalNotificationAttempt.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	}()
 	if err != nil {
 		var uerr *url.Error
 		if errors.As(err, &uerr) {
@@ -133,7 +135,7 @@ func (n *Notifier) key(ctx context.Context, d *delivery) ([]byte, error) {
 	s := &corev1.Secret{}
 	if err := n.secrets.Get(ctx, d.secret, s); err != nil {
 		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("%w: the operator may not read Secret %s (see the chart's approvalNotifications.secretNamespaces): %v", errPermanent, d.secret, err)
+			return nil, fmt.Errorf("%w: the operator may not read Secret %s (see the chart's approvalNotifications.secretNamespaces): %w", errPermanent, d.secret, err)
 		}
 		return nil, fmt.Errorf("reading Secret %s: %w", d.secret, err)
 	}
