@@ -33,7 +33,8 @@ func (r *ToolCallReconciler) notifyRequested(ctx context.Context, call *v1alpha1
 }
 
 // notifyDecided queues the event of a parked call's answer, after the status write that
-// recorded it: Approved when it goes on, Expired for ApprovalTimeout, Denied otherwise.
+// recorded it: Expired for ApprovalTimeout, Denied for any other ending (the result's reason
+// says which: ApprovalDenied, ApprovalDigestMismatch, …), Approved when it goes on.
 func (r *ToolCallReconciler) notifyDecided(ctx context.Context, call *v1alpha1.ToolCall) {
 	if r.Notifier == nil {
 		return
@@ -44,7 +45,7 @@ func (r *ToolCallReconciler) notifyDecided(ctx context.Context, call *v1alpha1.T
 	data.DecidedAt, data.Approver = &now, call.Status.Approver
 	kind := v1alpha1.ApprovalEventApproved
 	data.Reason = v1alpha1.ReasonApproved
-	if res := call.Status.Result; call.Status.Phase == v1alpha1.PhaseDenied && res != nil {
+	if res := call.Status.Result; res != nil {
 		kind, data.Reason = v1alpha1.ApprovalEventDenied, res.Reason
 		if res.Reason == string(pipeline.ReasonApprovalTimeout) {
 			kind = v1alpha1.ApprovalEventExpired
