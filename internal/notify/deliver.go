@@ -130,7 +130,11 @@ func (n *Notifier) key(ctx context.Context, d *delivery) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the default sink's key: %w", err)
 		}
-		return bytes.TrimRight(b, "\r\n"), nil
+		key := bytes.TrimRight(b, "\r\n")
+		if len(key) == 0 {
+			return nil, fmt.Errorf("%w: the default sink's key file %s is empty", errPermanent, d.keyFile)
+		}
+		return key, nil
 	}
 	s := &corev1.Secret{}
 	if err := n.secrets.Get(ctx, d.secret, s); err != nil {

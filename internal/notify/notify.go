@@ -215,6 +215,26 @@ func (n *Notifier) sinks(ctx context.Context, ev Event) []*delivery {
 		}
 		scope = s.Spec.Parent
 	}
+	return dedupe(out)
+}
+
+// dedupe drops a sink that repeats an earlier one (same URL and key): a parent and a child
+// scope naming one endpoint get one event.
+func dedupe(in []*delivery) []*delivery {
+	type id struct {
+		url, keyFile string
+		secret       types.NamespacedName
+		key          string
+	}
+	seen := map[id]bool{}
+	out := in[:0]
+	for _, d := range in {
+		k := id{d.url, d.keyFile, d.secret, d.secretKey}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, d)
+		}
+	}
 	return out
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -141,5 +143,49 @@ func TestFirstRequest(t *testing.T) {
 	afterForget := n.FirstRequest(key, "u2")
 	if !first || again || !recreated || !afterForget {
 		t.Fatalf("first %v again %v recreated %v afterForget %v", first, again, recreated, afterForget)
+	}
+}
+
+func TestSinksOfTheScopeChain(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = v1alpha1.AddToScheme(scheme)
+	sink := func(name, url string, events ...v1alpha1.ApprovalEvent) v1alpha1.ApprovalSink {
+		return v1alpha1.ApprovalSink{Name: name, URL: url, SecretRef: v1alpha1.SecretKeySelector{Name: "k", Key: "hmac-key"}, Events: events}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "root", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{
+			ApprovalSinks: []v1alpha1.ApprovalSink{sink("shared", "https://a.example/"), sink("late", "https://c.example/", v1alpha1.ApprovalEventExpired)}}},
+		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "mid", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{Parent: "root",
+			ApprovalSinks: []v1alpha1.ApprovalSink{sink("own", "https://b.example/"), sink("again", "https://a.example/")}}},
+		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "leaf", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{Parent: "mid"}},
+		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "loop-a", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{Parent: "loop-b",
+			ApprovalSinks: []v1alpha1.ApprovalSink{sink("x", "https://x.example/")}}},
+		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "loop-b", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{Parent: "loop-a"}},
+	).Build()
+	n := New(Options{Default: &DefaultSink{URL: "https://default.example/", KeyFile: "/k", Events: []v1alpha1.ApprovalEvent{v1alpha1.ApprovalEventRequested}}}, c, c, nil)
+	names := func(scope string, kind v1alpha1.ApprovalEvent) []string {
+		ev := event()
+		ev.Scope, ev.Kind = scope, kind
+		var out []string
+		for _, d := range n.sinks(context.Background(), ev) {
+			out = append(out, d.name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		scope string
+		kind  v1alpha1.ApprovalEvent
+		want  []string
+	}{
+		{"leaf", v1alpha1.ApprovalEventRequested, []string{"default", "mid/own", "mid/again"}},
+		{"leaf", v1alpha1.ApprovalEventExpired, []string{"mid/own", "mid/again", "root/late"}},
+		{"root", v1alpha1.ApprovalEventApproved, []string{"root/shared"}},
+		{"", v1alpha1.ApprovalEventRequested, []string{"default"}},
+		{"missing", v1alpha1.ApprovalEventDenied, nil},
+		{"loop-a", v1alpha1.ApprovalEventDenied, []string{"loop-a/x"}},
+	} {
+		if diff := cmp.Diff(tc.want, names(tc.scope, tc.kind)); diff != "" {
+			t.Errorf("sinks of %s for %s (-want +got):\n%s", tc.scope, tc.kind, diff)
+		}
 	}
 }
