@@ -1,8 +1,13 @@
 package main
 
 import (
+	"encoding/pem"
 	"flag"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,4 +61,42 @@ func TestNotifyFlags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// --approval-sink-ca-file adds a private CA: the client it builds reaches a server whose
+// certificate that CA signed; a file without a certificate is refused.
+func TestNotifyCAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "bad.crt")
+	if err := os.WriteFile(good, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parse := func(args ...string) (notify.Options, error) {
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		f := bindNotify(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.options()
+	}
+	if _, err := parse("--approval-sink-ca-file=" + bad); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
+		t.Fatalf("bad CA file: %v", err)
+	}
+	if _, err := (&http.Client{}).Get(srv.URL); err == nil {
+		t.Fatal("the test server is trusted without its CA")
+	}
+	o, err := parse("--approval-sink-ca-file=" + good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := o.HTTPClient.Get(srv.URL)
+	if err != nil {
+		t.Fatalf("with the CA file: %v", err)
+	}
+	_ = resp.Body.Close()
 }
