@@ -48,3 +48,20 @@ func TestApprovalCard(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkApprovalData is what a parked call costs the reconciler before the event is
+// queued: re-freezing the arguments and rendering the card.
+func BenchmarkApprovalData(b *testing.B) {
+	r := &ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}
+	call := &v1alpha1.ToolCall{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
+		Spec:       v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(`{"command":"wget -qO- http://10.0.0.1"}`)}},
+		Status: v1alpha1.ToolCallStatus{ArgumentsDigest: "sha256:ab", Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "sh",
+			Spec: &v1alpha1.ToolSpec{Presentation: &v1alpha1.Presentation{Call: `'sh: ' + arguments.command`}}}},
+	}
+	for b.Loop() {
+		if r.approvalData(call).Card == "" {
+			b.Fatal("no card")
+		}
+	}
+}

@@ -67,3 +67,30 @@ func TestDecodeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMarshalSign is the sender's cost of one event: build the CloudEvent, sign it.
+func BenchmarkMarshalSign(b *testing.B) {
+	d := Data{Namespace: "team", Name: "sh-q8v4d", UID: "4b6f0c1e-3a3d-4d0b-9a53-0f6f0e9d2c11", Tool: "sh", Requester: "agent",
+		Card: "sh: wget -qO- http://10.0.0.1", ArgumentsDigest: "sha256:9f2c", ApprovalDeadline: time.Now()}
+	key := []byte("0123456789abcdef0123456789abcdef")
+	for b.Loop() {
+		body, err := Marshal(TypeRequested, d, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		Sign(key, body, time.Now())
+	}
+}
+
+// BenchmarkVerify is the receiver's cost of checking one event.
+func BenchmarkVerify(b *testing.B) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	body, _ := Marshal(TypeRequested, Data{Namespace: "team", Name: "c", UID: "u", Card: "echo hi"}, time.Now())
+	ts, sig := Sign(key, body, time.Now())
+	v := Verifier{Keys: [][]byte{key}}
+	for b.Loop() {
+		if err := v.Verify(body, ts, sig); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
