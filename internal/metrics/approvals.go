@@ -28,12 +28,12 @@ var (
 		Buckets:   []float64{0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 	}, []string{"result"})
 
-	// ApprovalNotificationLatency is the time from the transition to the sink's 2xx,
-	// retries included.
+	// ApprovalNotificationLatency is the time from queueing the event (right after the status
+	// write that recorded the transition) to the sink's 2xx, retries included.
 	ApprovalNotificationLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace,
 		Name:      "approval_notification_delivery_seconds",
-		Help:      "Time from the approval transition being recorded to its CloudEvent's delivery, retries included, by sink origin.",
+		Help:      "Time from queueing an approval CloudEvent (after the status write recording the transition) to its delivery, retries included, by sink origin.",
 		Buckets:   []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300},
 	}, []string{"origin"})
 )

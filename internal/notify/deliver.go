@@ -36,8 +36,9 @@ type delivery struct {
 	event v1alpha1.ApprovalEvent
 	call  types.NamespacedName
 	uid   types.UID
-	at    time.Time
-	body  []byte
+	// queued is when the event was queued (real time: a re-sent event's own time is older).
+	queued time.Time
+	body   []byte
 }
 
 // work delivers one queued item; false when the queue shut down.
@@ -53,7 +54,7 @@ func (n *Notifier) work(ctx context.Context) bool {
 	case err == nil:
 		n.finish(d)
 		metrics.ApprovalNotifications.WithLabelValues(string(d.event), d.origin, "delivered").Inc()
-		metrics.ApprovalNotificationLatency.WithLabelValues(d.origin).Observe(time.Since(d.at).Seconds())
+		metrics.ApprovalNotificationLatency.WithLabelValues(d.origin).Observe(time.Since(d.queued).Seconds())
 	case ctx.Err() != nil:
 		n.finish(d)
 	case errors.Is(err, errPermanent) || attempt >= n.opts.MaxAttempts:

@@ -172,7 +172,7 @@ func (n *Notifier) Notify(ctx context.Context, ev Event) {
 		return
 	}
 	for _, s := range sinks {
-		s.body, s.event, s.at = body, ev.Kind, ev.At
+		s.body, s.event, s.queued = body, ev.Kind, time.Now()
 		s.call = types.NamespacedName{Namespace: d.Namespace, Name: d.Name}
 		s.uid = types.UID(d.UID)
 		if n.pending.Add(1) > int64(n.opts.MaxPending) {

@@ -4,15 +4,19 @@
 package notify_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -68,3 +72,18 @@ func startManager() {
 	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Notify: notifyOpts})
 	kubelet = mgr.Kubelet
 }
+
+// The delivery latency the suite saw (queued → 2xx, from the operator's histogram), reported
+// as a figure, never asserted.
+var _ = ReportAfterSuite("approval notification latency", func(Report) {
+	for _, origin := range []string{"default", "scope"} {
+		m := &dto.Metric{}
+		if err := metrics.ApprovalNotificationLatency.WithLabelValues(origin).(prometheus.Histogram).Write(m); err != nil {
+			continue
+		}
+		if h := m.GetHistogram(); h.GetSampleCount() > 0 {
+			fmt.Fprintf(GinkgoWriter, "approval notifications, %s sinks: %d delivered, mean %.1f ms from queue to 2xx\n",
+				origin, h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+		}
+	}
+})
