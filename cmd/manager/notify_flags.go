@@ -19,7 +19,7 @@ import (
 // the console link.
 type notifyFlags struct {
 	url, keyFile, events, console, caFile string
-	attempts                      int
+	attempts                              int
 }
 
 func bindNotify(fs *flag.FlagSet) *notifyFlags {

@@ -87,7 +87,8 @@ func TestNotifyCAFile(t *testing.T) {
 	if _, err := parse("--approval-sink-ca-file=" + bad); err == nil || !strings.Contains(err.Error(), "no PEM certificate") {
 		t.Fatalf("bad CA file: %v", err)
 	}
-	if _, err := (&http.Client{}).Get(srv.URL); err == nil {
+	if resp, err := (&http.Client{}).Get(srv.URL); err == nil {
+		_ = resp.Body.Close()
 		t.Fatal("the test server is trusted without its CA")
 	}
 	o, err := parse("--approval-sink-ca-file=" + good)
