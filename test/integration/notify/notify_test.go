@@ -156,6 +156,27 @@ var _ = Describe("A call that asks for approval", Label("notify"), func() {
 		Expect(sink.requests()).To(HaveLen(1), "the sink wants Expired only")
 	})
 
+	It("announces a call deleted and created again under the same name as a new call", func(ctx SpecContext) {
+		sink := newReceiver(teamKey)
+		DeferCleanup(sink.Close)
+		ns := setup(ctx, sink)
+		first := park(ctx, ns, "again", "team")
+		received(ctx, sink, first, approvalevents.TypeRequested)
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(first), &v1alpha1.ToolCall{})
+		}).WithContext(ctx).ShouldNot(Succeed())
+		second := park(ctx, ns, "again", "team")
+		Expect(second.UID).NotTo(Equal(first.UID))
+		Eventually(func() []string {
+			var ids []string
+			for _, n := range sink.events(ns, "again", approvalevents.TypeRequested) {
+				ids = append(ids, n.Event.ID())
+			}
+			return ids
+		}).WithContext(ctx).Should(ConsistOf(string(first.UID)+".requested", string(second.UID)+".requested"))
+	})
+
 	It("is not announced when it never asks", func(ctx SpecContext) {
 		sink := newReceiver(teamKey)
 		DeferCleanup(sink.Close)
