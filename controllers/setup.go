@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	AuditLogger logr.Logger
 	// RegisterMetrics adds toolgate's metrics to controller-runtime's registry (once per process).
 	RegisterMetrics bool
+	// Notify configures the approval notifications (internal/notify); zero: its defaults,
+	// no default sink (ToolScopes' approvalSinks still apply).
+	Notify notify.Options
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
@@ -67,9 +71,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.RegisterMetrics {
 		metrics.Register(phaseCounter(mgr.GetClient()))
 	}
+	// Sink Secrets are read with the API reader: one GET of the named Secret, no informer.
+	notifier := notify.New(opts.Notify, mgr.GetClient(), mgr.GetAPIReader(), rec)
+	if err := mgr.Add(notifier); err != nil {
+		return err
+	}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger},
+			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
+			Notifier: notifier},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

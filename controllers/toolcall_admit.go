@@ -43,6 +43,9 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 		return ctrl.Result{}, err
 	}
 	r.afterStatusWrite(call, outcome.events)
+	if call.Status.Phase == v1alpha1.PhaseAwaitingApproval {
+		r.notifyRequested(ctx, call)
+	}
 	ctrl.LoggerFrom(ctx).Info("call admitted", "tool", call.Spec.Tool, "requester", call.Spec.Requester,
 		"verdict", outcome.verdict, "reason", outcome.reason, "phase", call.Status.Phase, "argumentsDigest", call.Status.ArgumentsDigest)
 	metrics.Verdicts.WithLabelValues(metricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()

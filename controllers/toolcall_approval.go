@@ -54,6 +54,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		}
 	}
 	if decision.Verdict == pipeline.Ask {
+		r.notifyRequested(ctx, call)
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
@@ -74,6 +75,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{}, err
 	}
 	r.afterStatusWrite(call, events)
+	r.notifyDecided(ctx, call)
 	if call.Status.Phase == v1alpha1.PhaseRunning {
 		return r.createJob(ctx, call)
 	}

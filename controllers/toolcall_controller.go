@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -69,6 +70,8 @@ type ToolCallReconciler struct {
 	Options   CallOptions
 	// Audit receives the audit records; zero: the "audit" child of the process logger.
 	Audit logr.Logger
+	// Notifier sends approval CloudEvents to the sinks of parked calls; nil: none.
+	Notifier *notify.Notifier
 
 	written  written
 	refusals refusals
@@ -95,6 +98,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.refusals.forget(req.NamespacedName)
 			r.audits.forget(req.NamespacedName)
+			r.forgetNotified(req.NamespacedName)
 			_, err := r.tidyJobs(ctx, req.Namespace, req.Name, nil)
 			return ctrl.Result{}, err
 		}

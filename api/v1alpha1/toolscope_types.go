@@ -58,6 +58,16 @@ type ToolScopeSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=512
 	Subjects []string `json:"subjects,omitempty"`
+
+	// approvalSinks receive a signed CloudEvent when a call made in this scope, or in a scope
+	// below it, asks for approval and when that approval is answered or expires (the sinks of
+	// the scope and of every ancestor, plus the operator's default sink). At most 8, unique
+	// by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	ApprovalSinks []ApprovalSink `json:"approvalSinks,omitempty"`
 }
 
 // ToolScopeStatus is the resolved state of a ToolScope, written by the controller.

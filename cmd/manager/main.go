@@ -49,6 +49,7 @@ func main() {
 	netpolMode, egressExcept := string(opts.NetworkPolicy.Mode), strings.Join(opts.NetworkPolicy.EgressExcept, ",")
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
+	notifyOpts := bindNotify(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -99,6 +100,12 @@ func main() {
 		os.Exit(2)
 	}
 
+	notifications, err := notifyOpts.options()
+	if err != nil {
+		log.Error(err, "invalid approval notification settings")
+		os.Exit(2)
+	}
+
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(v1alpha1.AddToScheme(scheme))
@@ -115,7 +122,7 @@ func main() {
 		log.Error(err, "unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Notify: notifications}); err != nil {
 		log.Error(err, "unable to set up the controllers")
 		os.Exit(1)
 	}

@@ -75,6 +75,12 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	  --show-only templates/networkpolicy.yaml > $(CHART_OUT)/networkpolicy.yaml
 	$(KUBECTL) kustomize config/default/networkpolicy > $(CHART_OUT)/kustomize-networkpolicy.yaml
 	go run ./hack/installdiff $(CHART_OUT)/networkpolicy.yaml $(CHART_OUT)/kustomize-networkpolicy.yaml
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/notify-values.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/notify-values.yaml > $(CHART_OUT)/notify.yaml
+	@grep -q -- '--approval-sink-key-file=/etc/toolgate/approval-sink/hmac-key' $(CHART_OUT)/notify.yaml || { echo "the default approval sink's key is not mounted"; exit 1; }
+	@test "$$(grep -c 'namespace: team-' $(CHART_OUT)/notify.yaml)" -eq 2 || { echo "no RoleBindings for the approval sink Secrets"; exit 1; }
+	@! grep -q 'approval-sink' $(CHART_OUT)/default.yaml || { echo "approval notifications are rendered by default"; exit 1; }
+	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set approvalNotifications.defaultSink.url=https://x >/dev/null 2>&1 || { echo "a default sink without a key rendered"; exit 1; }
 
 .PHONY: chart-dry-run
 chart-dry-run: $(HELM_STAMP) ## Server-side dry run of the chart and config/examples against the running local cluster.

@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/notify"
 )
 
 // ManagerOptions configure StartManager. The zero value runs toolgate's reconcilers with
@@ -38,6 +39,9 @@ type ManagerOptions struct {
 	// (Env.StartKubelet): this manager only reads its logs, and the Kubelet keeps running
 	// while this manager is stopped (an operator outage).
 	KubeletRunsApart bool
+	// Notify configures the approval notifications (a default sink, the console link, the
+	// backoff, an HTTP client that trusts a test server); zero: the operator's defaults.
+	Notify notify.Options
 }
 
 // Manager is toolgate's reconcilers (and the simulated Kubelet) running against an Env.
@@ -61,7 +65,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	if m.Kubelet == nil && !opts.NoKubelet {
 		m.Kubelet = NewKubelet(mgr.GetClient())
 	}
-	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger}
+	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
 	if opts.CollectGarbage {
 		if err := setupGarbageCollector(mgr); err != nil {
 			return nil, err

@@ -219,6 +219,14 @@ func (w *ToolScopeWrapper) Subjects(users ...string) *ToolScopeWrapper {
 	return w
 }
 
+// ApprovalSink adds an entry to spec.approvalSinks: events to url, signed with the key
+// "hmac-key" of the Secret secretName in the scope's namespace; events empty means all.
+func (w *ToolScopeWrapper) ApprovalSink(name, url, secretName string, events ...toolgatev1alpha1.ApprovalEvent) *ToolScopeWrapper {
+	w.Spec.ApprovalSinks = append(w.Spec.ApprovalSinks, toolgatev1alpha1.ApprovalSink{Name: name, URL: url,
+		SecretRef: toolgatev1alpha1.SecretKeySelector{Name: secretName, Key: toolgatev1alpha1.DefaultSecretKey}, Events: events})
+	return w
+}
+
 // ToolPolicyWrapper builds a ToolPolicy.
 type ToolPolicyWrapper struct{ toolgatev1alpha1.ToolPolicy }
 
