@@ -55,16 +55,22 @@ func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall
 
 // stopCancelledJob deletes the running attempt's Job, foreground: the garbage collector
 // deletes its Pod before the Job. A Job that is absent (never created) or already being
-// deleted needs nothing.
+// deleted needs nothing. The cache may not hold a Job created a moment ago (a call
+// cancelled right after it started): absent there, the Job is read from the API server.
 func (r *ToolCallReconciler) stopCancelledJob(ctx context.Context, namespace, name string) error {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
 	job := &batchv1.Job{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, job); err != nil {
+	err := r.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, job)
+	}
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !job.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
+	err = r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
 		client.Preconditions{UID: &job.UID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return err
