@@ -24,8 +24,10 @@ func TestSpecImmutabilityCoversEveryField(t *testing.T) {
 		t.Fatal("no spec immutability rule in toolcall_types.go")
 	}
 	specRule := m[1]
-	body := src[strings.Index(src, "type ToolCallSpec struct {"):]
-	body = body[:strings.Index(body, "\n}\n")]
+	_, body, found := strings.Cut(src, "type ToolCallSpec struct {")
+	if body, _, _ = strings.Cut(body, "\n}\n"); !found {
+		t.Fatal("no ToolCallSpec in toolcall_types.go")
+	}
 	typ := reflect.TypeFor[ToolCallSpec]()
 	for i := range typ.NumField() {
 		f := typ.Field(i)
