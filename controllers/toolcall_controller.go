@@ -133,6 +133,9 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 
 // reconcile runs the step for the call's phase; each step ends with at most one status write.
 func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	if cancelRequested(call) {
+		return r.cancel(ctx, call) // toolcall_cancel.go
+	}
 	switch call.Status.Phase {
 	case "", v1alpha1.PhasePending:
 		return r.admit(ctx, call)

@@ -78,7 +78,7 @@ func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipel
 // controller, late, marked the Job past its deadline; OOM kills and unreadable frames
 // keep their own reasons.
 func killedAtJobDeadline(o pipeline.Outcome, job *batchv1.Job) bool {
-	if job == nil || jobFailedReason(job) != pipeline.TerminationDeadlineExceeded || o.Unreadable != "" {
+	if job == nil || jobDeadlineReason(job) != pipeline.TerminationDeadlineExceeded || o.Unreadable != "" {
 		return false
 	}
 	if !o.Started || o.TerminationReason == pipeline.TerminationOOMKilled || podReasonsKnown[o.TerminationReason] {
@@ -88,6 +88,22 @@ func killedAtJobDeadline(o pipeline.Outcome, job *batchv1.Job) bool {
 		return o.Report.Signal != ""
 	}
 	return o.ContainerExitCode != nil
+}
+
+// jobDeadlineReason is the reason the Job fails for: its Failed condition's, else its
+// FailureTarget condition's. The Job controller (Kubernetes 1.31 and later) marks a Job
+// past activeDeadlineSeconds FailureTarget/DeadlineExceeded, then deletes its Pod, and sets
+// Failed only once the Pod is gone: the Pod's SIGTERM end can be seen in between.
+func jobDeadlineReason(job *batchv1.Job) string {
+	if r := jobFailedReason(job); r != "" {
+		return r
+	}
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailureTarget && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // podOutcome reads a Pod-level failure, the tool container's end, an image that will

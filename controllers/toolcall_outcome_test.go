@@ -269,6 +269,12 @@ func TestAttemptOutcome(t *testing.T) {
 		{name: "Job deadline, body ended by the kill's SIGTERM", job: jobWith(failedCond("DeadlineExceeded")),
 			pod:  podWith(corev1.PodFailed, "", withFrame(143, "Error", frameNamed("honest SIGTERM"))),
 			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
+		// Kubernetes 1.31+: FailureTarget first, Pod deleted, Failed once the Pod is gone; the
+		// Pod's end can be read in between (the real-cluster HA run saw NonZeroExit so).
+		{name: "Job deadline marked FailureTarget only, body ended by the kill's SIGTERM",
+			job:  jobWith(batchv1.JobCondition{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "DeadlineExceeded"}),
+			pod:  podWith(corev1.PodFailed, "", withFrame(143, "Error", frameNamed("honest SIGTERM"))),
+			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},
 		{name: "Job deadline, container killed before the frame", job: jobWith(failedCond("DeadlineExceeded")),
 			pod:  podWith(corev1.PodFailed, "", terminatedWith(137, "Error", "")),
 			want: &wantResult{reason: pipeline.ReasonDeadlineExceeded}},

@@ -107,6 +107,8 @@ const (
 	ReasonImageNeverStarted Reason = "ImageNeverStarted"
 	// ReasonJobDeleted: the tool's Job or Pod was deleted before it finished.
 	ReasonJobDeleted Reason = "JobDeleted"
+	// ReasonCancelled: the call was cancelled before it ended (see Cancelled).
+	ReasonCancelled Reason = "Cancelled"
 	// ReasonExecutionRejected: Kubernetes refused to create the tool's Job (an invalid
 	// object, a quota, an admission policy or webhook, an API server that kept failing);
 	// the body never ran.

@@ -143,6 +143,9 @@ const (
 	ReasonNetworkIsolationMissing = "NetworkIsolationMissing"
 	// ReasonJobDeleted: the attempt's Job disappeared before it reported an outcome.
 	ReasonJobDeleted = "JobDeleted"
+	// ReasonCancelled: the call was cancelled (spec.cancel) before it ended; its Job, if
+	// any, was stopped and the result is an isError saying so.
+	ReasonCancelled = "Cancelled"
 	// ReasonExecutionRejected: Kubernetes refused to create the attempt's Job (invalid, over a
 	// quota, denied by an admission policy or webhook, or failing until the attempt's
 	// deadline); the body never ran. The Executed condition carries the API server's message.

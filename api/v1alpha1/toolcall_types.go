@@ -66,18 +66,21 @@ type ToolCallSpec struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Tool string `json:"tool"`
 
 	// scope is the ToolScope (same namespace) the call is made in. Empty: the namespace layer.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Scope string `json:"scope,omitempty"`
 
 	// session groups calls that are ordered by creation (see ToolSpec.concurrencySafe).
 	// Empty: the call is on its own. At most 253 characters.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Session string `json:"session,omitempty"`
 
 	// requester is the user the call is made for. The API server stamps it: the
@@ -88,6 +91,7 @@ type ToolCallSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Requester string `json:"requester"`
 
 	// requesterGroups are the requester's groups as the API server authenticated them
@@ -99,10 +103,12 @@ type ToolCallSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	RequesterGroups []string `json:"requesterGroups,omitempty"`
 
 	// arguments is the JSON object handed to the tool. Required; must be an object.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Arguments runtime.RawExtension `json:"arguments"`
 
 	// ttlSecondsAfterFinished is how long the call is kept after it reached a terminal phase
@@ -112,7 +118,17 @@ type ToolCallSpec struct {
 	// --toolcall-ttl (default 24h; 0 there keeps calls forever). Immutable, as the whole spec.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
+	// cancel asks the operator to stop the call: its Job (and Pod) is deleted and the call
+	// ends Failed with an isError result, reason Cancelled, frozen like any other result; the
+	// ToolCall stays until retention removes it. A call already terminal is unchanged. The
+	// only field of the spec that may change after create, and only from false to true: a
+	// cancelled call stays cancelled. The toolgate-cancel admission policy lets only the
+	// call's requester, or a user granted the verb "cancel" on toolcalls, set it.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
 }
 
 // ToolCallStatus is the walk of a call through the pipeline, written by the controller.
@@ -336,9 +352,14 @@ type ToolCall struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the request. Required; immutable.
+	// spec is the request. Required; immutable but for cancel, which may only be set
+	// (false to true): every other field has a rule "self == oldSelf" of its own (one rule
+	// over the whole spec but cancel would exceed the CEL cost budget, the arguments being
+	// unbounded), and the rule below keeps optional fields from being added or removed
+	// (TestSpecImmutabilityCoversEveryField fails on a field without both).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	// +kubebuilder:validation:XValidation:rule="has(self.scope) == has(oldSelf.scope) && has(self.session) == has(oldSelf.session) && has(self.requesterGroups) == has(oldSelf.requesterGroups) && has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished)",message="spec is immutable (only spec.cancel may be set)"
+	// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled call stays cancelled"
 	Spec ToolCallSpec `json:"spec"`
 
 	// status is the pipeline's record and the result, written by the controller.

@@ -41,3 +41,13 @@ const (
 	RequesterPolicyName = "toolgate-requester"
 	ApproverPolicyName  = "toolgate-approver"
 )
+
+// CancelPolicy is cancel-policy.yaml: the toolgate-cancel ValidatingAdmissionPolicy (only a
+// call's requester, or a user granted the verb "cancel" on toolcalls, may set spec.cancel)
+// and its binding.
+//
+//go:embed cancel-policy.yaml
+var CancelPolicy []byte
+
+// CancelPolicyName is the name of the cancel policy and of its binding.
+const CancelPolicyName = "toolgate-cancel"

@@ -18,6 +18,7 @@ var commands = []func(*Factory) *cobra.Command{
 	newApproveCommand,
 	newDenyCommand,
 	newToolsCommand,
+	newCancelCommand,
 	newMCPCommand,
 	newVersionCommand,
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -30,6 +31,10 @@ const DefaultAudience = "toolgate"
 const (
 	defaultReviewTTL  = 20 * time.Second
 	defaultReviewSize = 4096
+	// defaultRefusalTTL is how long a token the API server refused is refused without
+	// asking again: a client retrying a bad token (or many clients sharing one) costs the
+	// API server one TokenReview per token and TTL, not one per request.
+	defaultRefusalTTL = 5 * time.Second
 )
 
 // Identity is who a client's token says it is, as the API server's TokenReview reports
@@ -68,19 +73,25 @@ func (id *Identity) impersonate(cfg *rest.Config, keep []string) *rest.Config {
 // and remembers the answer for a short while (TTL, at most size tokens), so that every
 // request of a session is not a TokenReview. A cached answer outlives neither the TTL nor
 // the token's own expiry (for a JWT); a revoked token is therefore refused within TTL.
+// A token the API server refused (not authenticated, another audience) is remembered too,
+// for refusalTTL, in a map of its own (so that a flood of bad tokens cannot evict good
+// ones); a review that failed (the API server unreachable) is not remembered.
 type tokenReviewer struct {
-	client   authnclient.TokenReviewInterface
-	audience string
-	ttl      time.Duration
-	size     int
-	now      func() time.Time
+	client     authnclient.TokenReviewInterface
+	audience   string
+	ttl        time.Duration
+	refusalTTL time.Duration
+	size       int
+	now        func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]reviewed
+	mu      sync.Mutex
+	cache   map[string]reviewed
+	refused map[string]reviewed
 }
 
 type reviewed struct {
 	id      *Identity
+	err     error     // a refusal (auth.ErrInvalidToken), in the refused map only
 	expires time.Time // of the token, zero when unknown
 	until   time.Time // of the cache entry
 }
@@ -91,7 +102,8 @@ func newTokenReviewer(cfg *rest.Config, audience string) (*tokenReviewer, error)
 		return nil, err
 	}
 	return &tokenReviewer{client: c.TokenReviews(), audience: audience, ttl: defaultReviewTTL,
-		size: defaultReviewSize, now: time.Now, cache: map[string]reviewed{}}, nil
+		refusalTTL: defaultRefusalTTL, size: defaultReviewSize, now: time.Now,
+		cache: map[string]reviewed{}, refused: map[string]reviewed{}}, nil
 }
 
 // verify is the SDK's auth.TokenVerifier: the TokenInfo carries the identity (UserID is
@@ -102,9 +114,16 @@ func (r *tokenReviewer) verify(ctx context.Context, token string, _ *http.Reques
 	now := r.now()
 	r.mu.Lock()
 	e, ok := r.cache[key]
+	no, refused := r.refused[key]
 	r.mu.Unlock()
+	if refused && !now.After(no.until) {
+		return nil, no.err
+	}
 	if !ok || now.After(e.until) {
 		id, err := r.review(ctx, token)
+		if errors.Is(err, auth.ErrInvalidToken) && r.refusalTTL > 0 {
+			r.remember(r.refused, key, reviewed{err: err, until: now.Add(r.refusalTTL)}, now)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +131,7 @@ func (r *tokenReviewer) verify(ctx context.Context, token string, _ *http.Reques
 		if !e.expires.IsZero() && e.expires.Before(e.until) {
 			e.until = e.expires
 		}
-		r.remember(key, e, now)
+		r.remember(r.cache, key, e, now)
 	}
 	return &auth.TokenInfo{UserID: e.id.Key(), Expiration: e.expires, Extra: map[string]any{identityKey: e.id}}, nil
 }
@@ -158,24 +177,25 @@ func (r *tokenReviewer) review(ctx context.Context, token string) (*Identity, er
 	return id, nil
 }
 
-// remember stores e, first dropping expired entries when the cache is full, then any.
-func (r *tokenReviewer) remember(key string, e reviewed, now time.Time) {
+// remember stores e in cache (r.cache or r.refused), first dropping expired entries when
+// it is full, then any.
+func (r *tokenReviewer) remember(cache map[string]reviewed, key string, e reviewed, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.cache) >= r.size {
-		for k, old := range r.cache {
+	if len(cache) >= r.size {
+		for k, old := range cache {
 			if now.After(old.until) {
-				delete(r.cache, k)
+				delete(cache, k)
 			}
 		}
-		for k := range r.cache {
-			if len(r.cache) < r.size {
+		for k := range cache {
+			if len(cache) < r.size {
 				break
 			}
-			delete(r.cache, k)
+			delete(cache, k)
 		}
 	}
-	r.cache[key] = e
+	cache[key] = e
 }
 
 // jwtExpiry is the exp claim of a JWT, zero for any other token. The token is not

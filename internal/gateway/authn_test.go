@@ -28,7 +28,7 @@ func reviewerWith(status authenticationv1.TokenReviewStatus, calls *int) *tokenR
 		return true, tr, nil
 	})
 	return &tokenReviewer{client: cs.AuthenticationV1().TokenReviews(), audience: DefaultAudience, ttl: 20 * time.Second,
-		size: 2, now: time.Now, cache: map[string]reviewed{}}
+		refusalTTL: 5 * time.Second, size: 2, now: time.Now, cache: map[string]reviewed{}, refused: map[string]reviewed{}}
 }
 
 func jwt(exp time.Time) string {
@@ -123,5 +123,40 @@ func TestTokenReviewCacheBounds(t *testing.T) {
 	}
 	if len(r.cache) > r.size {
 		t.Errorf("%d cached tokens, more than %d", len(r.cache), r.size)
+	}
+}
+
+func TestTokenReviewRefusalsAreCachedBriefly(t *testing.T) {
+	calls := 0
+	r := reviewerWith(authenticationv1.TokenReviewStatus{Error: "bad"}, &calls)
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	for range 5 {
+		if _, err := r.verify(context.Background(), "bad-token", nil); !errors.Is(err, auth.ErrInvalidToken) {
+			t.Fatalf("err = %v, want ErrInvalidToken", err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("%d reviews for five requests with one refused token, want 1", calls)
+	}
+	now = now.Add(6 * time.Second)
+	if _, err := r.verify(context.Background(), "bad-token", nil); !errors.Is(err, auth.ErrInvalidToken) || calls != 2 {
+		t.Errorf("after the refusal TTL: err %v, %d reviews, want 2", err, calls)
+	}
+	// A review that failed is not a refusal: it is not remembered.
+	for range 2 {
+		if _, err := r.verify(context.Background(), "api-down", nil); err == nil || errors.Is(err, auth.ErrInvalidToken) {
+			t.Fatalf("err = %v, want a review error", err)
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d reviews, want 4 (the API error is asked again)", calls)
+	}
+	// A flood of refused tokens stays within its own bound and leaves good entries alone.
+	for i := range 10 {
+		_, _ = r.verify(context.Background(), fmt.Sprint("bad", i), nil)
+	}
+	if len(r.refused) > r.size || len(r.cache) != 0 {
+		t.Errorf("%d refused and %d accepted entries", len(r.refused), len(r.cache))
 	}
 }

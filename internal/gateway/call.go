@@ -9,9 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/agentclient"
@@ -30,9 +28,9 @@ const (
 	outcomeFailed           = "GatewayError"
 )
 
-// deleteTimeout bounds deleting the ToolCall of a cancelled request; the request's own
+// cancelTimeout bounds cancelling the ToolCall of a cancelled request; the request's own
 // context is already done by then.
-const deleteTimeout = 30 * time.Second
+const cancelTimeout = 30 * time.Second
 
 // callTool is the tools/call handler of every served tool: create a ToolCall, wait for its
 // frozen result (or for it to park for approval, or for the wait bound), and answer.
@@ -107,7 +105,7 @@ func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.Call
 		return AwaitingApprovalResult(last), outcomeAwaitingApproval, nil
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody will read the result, so the call is
-		// deleted rather than left running unowned.
+		// cancelled rather than left running unowned.
 		g.cancelCall(ctx, last)
 		return nil, outcomeCancelled, ctx.Err()
 	case waitCtx.Err() != nil:
@@ -145,24 +143,20 @@ func (g *Gateway) release() {
 	}
 }
 
-// cancelCall is what a cancelled request does to its ToolCall: today it deletes it
-// (abandon). It is the one place to change when cancelling keeps the record.
-func (g *Gateway) cancelCall(ctx context.Context, call *v1alpha1.ToolCall) { g.abandon(ctx, call) }
-
-// abandon deletes the ToolCall of a cancelled request. Deleting it (not just leaving it)
-// keeps a disconnected agent from leaving work behind; the Job goes with it (owner
-// reference). A call that already finished is kept: it is history, not work.
-func (g *Gateway) abandon(ctx context.Context, call *v1alpha1.ToolCall) {
+// cancelCall is what a cancelled request does to its ToolCall: it sets spec.cancel, as the
+// caller (the gateway's client acts as the caller's identity: impersonation over HTTP, the
+// kubeconfig on stdio), so the toolgate-cancel admission policy sees the requester. The
+// operator then stops the Job and ends the call Failed/Cancelled; the record stays until
+// retention removes it, so a disconnected agent leaves neither work running nor a gap in
+// the audit. A call that already finished is left alone: it is history, not work.
+func (g *Gateway) cancelCall(ctx context.Context, call *v1alpha1.ToolCall) {
 	if agentclient.Done(call) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	err := g.opts.Client.C.Delete(ctx, call,
-		client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &call.UID})
-	if err != nil && !apierrors.IsNotFound(err) {
-		g.log.Error(err, "Deleting the ToolCall of a cancelled tools/call", "toolCall", klog.KObj(call))
+	if _, err := g.opts.Client.Cancel(ctx, call.Name); err != nil && !apierrors.IsNotFound(err) {
+		g.log.Error(err, "Cancelling the ToolCall of a cancelled tools/call", "toolCall", klog.KObj(call))
 	}
 }
 

@@ -14,8 +14,10 @@
 //   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
 //     for one audience, and the gateway acts as its identity (impersonation), one Gateway
 //     per identity; sessions are bound to the identity that created them.
-//   - A request the client cancels before the result deletes its ToolCall, so a departed
-//     agent leaves no work behind (this needs the delete verb on toolcalls). Cancelling is
+//   - A request the client cancels before the result cancels its ToolCall (spec.cancel, as
+//     the caller: the operator stops the Job and ends the call Failed/Cancelled, and the
+//     record stays), so a departed agent leaves no work behind (this needs the patch verb
+//     on toolcalls, and the caller to be the call's requester). Cancelling is
 //     notifications/cancelled, the end of stdio or of an HTTP session (a DELETE cancels the
 //     session's calls at once), or, in the stateless
 //     protocol, closing the request's POST; stopping the gateway cancels every call in
@@ -66,7 +68,7 @@ type Gateway struct {
 	opts   Options
 	log    logr.Logger
 	server *mcp.Server
-	// ctx is New's: when it ends, calls still in flight are cancelled (and deleted).
+	// ctx is New's: when it ends, calls still in flight are cancelled (spec.cancel).
 	ctx context.Context
 	// calls counts the tools/calls in flight, so that Serve returns after their cleanup.
 	calls sync.WaitGroup

@@ -21,6 +21,17 @@ const (
 	maxBackoff = time.Minute
 )
 
+// refreshBackoff is the wait before retrying a refresh that failed failures times before.
+func refreshBackoff(failures int) time.Duration {
+	d := retryRefresh
+	for range failures {
+		if d *= 2; d >= maxBackoff {
+			return maxBackoff
+		}
+	}
+	return d
+}
+
 // run keeps the tool list current until ctx ends: one watch per kind that resolution
 // reads, each event a kick, and one refresh per burst of kicks.
 func (g *Gateway) run(ctx context.Context) {
@@ -35,6 +46,10 @@ func (g *Gateway) run(ctx context.Context) {
 	go g.watch(ctx, "Tool", func() client.ObjectList { return &v1alpha1.ToolList{} }, kick, ns)
 	go g.watch(ctx, "ToolScope", func() client.ObjectList { return &v1alpha1.ToolScopeList{} }, kick, ns)
 	go g.watch(ctx, "ClusterTool", func() client.ObjectList { return &v1alpha1.ClusterToolList{} }, kick)
+	// A refresh that keeps failing (the identity lost its RBAC, the API server is away) is
+	// retried after retryRefresh, doubling up to maxBackoff: one log line a minute, not one
+	// every two seconds, for as long as the identity's gateway lives.
+	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -44,9 +59,15 @@ func (g *Gateway) run(ctx context.Context) {
 		if !wait(ctx, settle) {
 			return
 		}
-		if err := g.refresh(ctx); err != nil && ctx.Err() == nil {
-			g.log.Error(err, "Refreshing the tool list; retrying")
-			time.AfterFunc(retryRefresh, kick)
+		err := g.refresh(ctx)
+		switch {
+		case err == nil:
+			failures = 0
+		case ctx.Err() == nil:
+			delay := refreshBackoff(failures)
+			failures++
+			g.log.Error(err, "Refreshing the tool list; retrying", "retryIn", delay.String(), "failures", failures)
+			time.AfterFunc(delay, kick)
 		}
 	}
 }

@@ -23,9 +23,12 @@ import (
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -79,10 +82,64 @@ func (e *Env) waitForIdentityPolicy(ctx context.Context) error {
 			return fmt.Errorf("admission policy %s not in effect: %w", p.name, last)
 		}
 	}
-	return nil
+	// Last: the probes above have seen the CRDs served.
+	return e.waitForCancelPolicy(ctx)
 }
 
 // IsIdentityPolicyDenial reports whether err is the toolgate-identity policy's refusal.
 func IsIdentityPolicyDenial(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "'"+admission.IdentityPolicyName+"'")
+}
+
+// cancelProbeUser may patch ToolCalls (RBAC) but is neither a probe call's requester nor
+// granted "cancel": the toolgate-cancel policy refuses its cancel.
+const cancelProbeUser = "toolgatetest:canceller"
+
+// waitForCancelPolicy polls until the toolgate-cancel policy refuses a cancel by a user who
+// is not the requester: a probe call in the default namespace, a throw-away ClusterRole that
+// lets cancelProbeUser patch calls, and dry-run patches as that user. The probe objects are
+// deleted afterwards (no manager runs yet, so the call is never reconciled).
+func (e *Env) waitForCancelPolicy(ctx context.Context) (err error) {
+	const name = "toolgatetest-cancel-probe"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{toolgatev1alpha1.GroupVersion.Group}, Resources: []string{"toolcalls"}, Verbs: []string{"get", "patch"},
+	}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: cancelProbeUser}}}
+	call := MakeToolCall(name, metav1.NamespaceDefault).Obj()
+	for _, obj := range []client.Object{role, binding, call} {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating the cancel probe's %T: %w", obj, err)
+		}
+		defer func() {
+			if derr := client.IgnoreNotFound(e.Client.Delete(context.WithoutCancel(ctx), obj)); derr != nil && err == nil {
+				err = fmt.Errorf("deleting the cancel probe's %T: %w", obj, derr)
+			}
+		}()
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: cancelProbeUser}
+	as, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return err
+	}
+	var last error
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`))
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = as.Patch(ctx, call.DeepCopy(), patch, client.DryRunAll)
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "'"+admission.CancelPolicyName+"'"), nil
+	})
+	if err != nil {
+		if last == nil {
+			last = errors.New("another user's cancel was admitted")
+		}
+		return fmt.Errorf("admission policy %s not in effect: %w", admission.CancelPolicyName, last)
+	}
+	return nil
+}
+
+// IsCancelPolicyDenial reports whether err is the toolgate-cancel policy's refusal.
+func IsCancelPolicyDenial(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "'"+admission.CancelPolicyName+"'")
 }

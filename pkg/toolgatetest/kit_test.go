@@ -58,8 +58,8 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 6 {
-		t.Fatalf("got %d objects, want three policies and three bindings", len(objs))
+	if len(objs) != 8 {
+		t.Fatalf("got %d objects, want four policies and four bindings", len(objs))
 	}
 	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 4 {
@@ -77,13 +77,20 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if want := []string{"toolgate-requester", "toolgate-approver"}; fmt.Sprint(mutating) != fmt.Sprint(want) {
 		t.Errorf("mutating policies %v, want %v", mutating, want)
 	}
-	if b, ok := objs[3].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
-		t.Errorf("first binding: %#v", objs[3])
+	c, ok := objs[3].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok || c.Name != "toolgate-cancel" || len(c.Spec.Validations) != 1 || len(c.Spec.MatchConditions) != 1 {
+		t.Errorf("fourth object: %#v", objs[3])
+	}
+	if b, ok := objs[4].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
+		t.Errorf("first binding: %#v", objs[4])
 	}
 	for i, name := range mutating {
-		if b, ok := objs[4+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
-			t.Errorf("binding %d: %#v", 4+i, objs[4+i])
+		if b, ok := objs[5+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
+			t.Errorf("binding %d: %#v", 5+i, objs[5+i])
 		}
+	}
+	if b, ok := objs[7].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || c == nil || b.Spec.PolicyName != c.Name {
+		t.Errorf("last binding: %#v", objs[7])
 	}
 }
 

@@ -131,8 +131,10 @@ func (k *Kubelet) collectForeground(ctx context.Context, job *batchv1.Job) error
 			continue
 		}
 		remaining++
-		if pod.DeletionTimestamp.IsZero() {
-			if err := k.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+		// A running Pod's deletion is graceful: the API server keeps it until its kubelet
+		// has stopped the containers. This kubelet stops them at once (grace period 0).
+		if pod.DeletionTimestamp.IsZero() || pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds > 0 {
+			if err := k.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}

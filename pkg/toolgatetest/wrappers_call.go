@@ -91,6 +91,9 @@ func (w *ToolCallWrapper) Args(v any) *ToolCallWrapper {
 	return w
 }
 
+// Cancel sets spec.cancel: the call is created already cancelled.
+func (w *ToolCallWrapper) Cancel() *ToolCallWrapper { w.Spec.Cancel = true; return w }
+
 // Label sets a label.
 func (w *ToolCallWrapper) Label(key, value string) *ToolCallWrapper {
 	metav1.SetMetaDataLabel(&w.ObjectMeta, key, value)

@@ -122,12 +122,14 @@ func approveAs(ctx context.Context, w *toolgatetest.ToolCallApprovalWrapper) {
 	Expect(approver.Create(ctx, w.Approver("approver").Reason("e2e: the replay spec").Obj())).To(Succeed())
 }
 
-// deleteAndCreateAgain deletes the call as the agent, waits until it and its Jobs are gone,
-// creates it again under the same name with the same arguments and waits until it is parked.
+// deleteAndCreateAgain deletes the call (as the admin: the shipped agent role may not
+// delete calls, but retention or an admin does, and the name is then free), waits until it
+// and its Jobs are gone, has the agent create it again under the same name with the same
+// arguments and waits until it is parked.
 func deleteAndCreateAgain(ctx context.Context, first *toolgatev1alpha1.ToolCall) *toolgatev1alpha1.ToolCall {
 	GinkgoHelper()
-	By("the agent deletes the call and creates it again under the same name")
-	Expect(agent.Delete(ctx, first)).To(Succeed())
+	By("the call is deleted and the agent creates it again under the same name")
+	Expect(admin.Delete(ctx, first)).To(Succeed())
 	Eventually(func(g Gomega) {
 		err := admin.Get(ctx, client.ObjectKeyFromObject(first), &toolgatev1alpha1.ToolCall{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the call is still there: %v", err)

@@ -51,11 +51,23 @@ var _ = Describe("ToolCall spec", Label("toolcall", "spec"), func() {
 			"tool":      func(s *toolgatev1alpha1.ToolCallSpec) { s.Tool = "other" },
 			"scope":     func(s *toolgatev1alpha1.ToolCallSpec) { s.Scope = "elsewhere" },
 			"session":   func(s *toolgatev1alpha1.ToolCallSpec) { s.Session = "s2" },
+			"ttl added": func(s *toolgatev1alpha1.ToolCallSpec) { ttl := int32(5); s.TTLSecondsAfterFinished = &ttl },
+			"arguments with cancel": func(s *toolgatev1alpha1.ToolCallSpec) {
+				s.Cancel, s.Arguments = true, runtime.RawExtension{Raw: []byte(`{"n":3}`)}
+			},
 		} {
 			changed := tc.DeepCopy()
 			mutate(&changed.Spec)
 			Expect(k8sClient.Update(ctx, changed)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec is immutable"), name)
 		}
+	})
+
+	It("lets spec.cancel be set once and never unset", func(ctx SpecContext) {
+		tc := createCall(ctx, tgt.MakeToolCall("c", ns))
+		tc.Spec.Cancel = true
+		Expect(k8sClient.Update(ctx, tc)).To(Succeed())
+		tc.Spec.Cancel = false
+		Expect(k8sClient.Update(ctx, tc)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec.cancel cannot be unset"))
 	})
 
 	It("allows metadata updates", func(ctx SpecContext) {

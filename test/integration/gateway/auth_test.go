@@ -159,11 +159,11 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 		Expect(toolNames(ctx, a)).To(ConsistOf("echo"), "agent-a's session goes on")
 	})
 
-	It("ends a session's running call at once when the client ends the session (DELETE)", func(ctx SpecContext) {
+	It("cancels a session's running call at once when the client ends the session (DELETE): the call stays, Cancelled, its requester the token's user", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kubelet.Script("forever", Outcome{Hold: true})
 		create(ctx, plainTool("forever", ns).Obj())
-		_, tok := serviceAccountAgent(ctx, ns, "agent-c", gateway.DefaultAudience)
+		userC, tok := serviceAccountAgent(ctx, ns, "agent-c", gateway.DefaultAudience)
 		url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
 		cs := connectToken(ctx, url, tok, legacyProtocol)
 		Eventually(func() []string { return toolNames(ctx, cs) }).WithContext(ctx).Should(ContainElement("forever"))
@@ -179,8 +179,7 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 		resp := rawRequest(ctx, http.MethodDelete, url, tok, cs.ID(), "")
 		Expect(resp.StatusCode).To(Equal(http.StatusNoContent))
 		Eventually(returned).WithContext(ctx).WithTimeout(10 * time.Second).Should(Receive())
-		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).Should(BeEmpty(),
-			"the call is cancelled (today: deleted)")
+		expectCancelledCall(ctx, ns, userC)
 	})
 
 	It("expires an idle session, and then the identity's gateway", func(ctx SpecContext) {

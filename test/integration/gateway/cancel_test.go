@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,7 +21,7 @@ import (
 var _ = Describe("A tools/call the client cancels", Label("cancel"), func() {
 	for _, tr := range transports {
 		for _, version := range []string{"", legacyProtocol} {
-			It("deletes its ToolCall over "+string(tr)+protocolLabel(version), func(ctx SpecContext) {
+			It("cancels its ToolCall, which stays, Failed/Cancelled, over "+string(tr)+protocolLabel(version), func(ctx SpecContext) {
 				ns := newNamespace(ctx)
 				kubelet.Script("forever", Outcome{Hold: true})
 				create(ctx, plainTool("forever", ns).Obj())
@@ -39,11 +41,28 @@ var _ = Describe("A tools/call the client cancels", Label("cancel"), func() {
 
 				cancel()
 				Eventually(returned).WithContext(ctx).Should(Receive(HaveOccurred()))
-				Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).Should(BeEmpty())
+				expectCancelledCall(ctx, ns, agentUser)
 			})
 		}
 	}
 })
+
+// expectCancelledCall waits until ns's one ToolCall ended Failed/Cancelled (the record
+// stays, the Job is gone) and checks who asked.
+func expectCancelledCall(ctx SpecContext, ns, requester string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		calls := toolCalls(ctx, ns)
+		g.Expect(calls).To(HaveLen(1))
+		g.Expect(calls[0].Spec.Cancel).To(BeTrue(), "cancelled, not deleted")
+		g.Expect(calls[0]).To(HavePhase(v1alpha1.PhaseFailed))
+		g.Expect(calls[0].Status.Result.Reason).To(Equal(v1alpha1.ReasonCancelled))
+		g.Expect(calls[0].Spec.Requester).To(Equal(requester))
+		jobs := &batchv1.JobList{}
+		g.Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
+		g.Expect(jobs.Items).To(BeEmpty(), "the Job is stopped: %v %v", calls[0].Status.Conditions, calls[0].Status.Result.Meta)
+	}).WithContext(ctx).Should(Succeed())
+}
 
 func protocolLabel(version string) string {
 	if version == "" {
@@ -53,7 +72,7 @@ func protocolLabel(version string) string {
 }
 
 var _ = Describe("A stateless-protocol tools/call whose HTTP request is closed", Label("cancel"), func() {
-	It("deletes its ToolCall: in that protocol the POST is the request", func(ctx SpecContext) {
+	It("cancels its ToolCall: in that protocol the POST is the request", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kubelet.Script("forever", Outcome{Hold: true})
 		create(ctx, plainTool("forever", ns).Obj())
@@ -92,6 +111,6 @@ var _ = Describe("A stateless-protocol tools/call whose HTTP request is closed",
 		Expect(answered).NotTo(Receive(), "no answer while the body runs")
 
 		closeRequest()
-		Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).Should(BeEmpty())
+		expectCancelledCall(ctx, ns, agentUser)
 	})
 })

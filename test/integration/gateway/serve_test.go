@@ -25,7 +25,7 @@ func freeAddr() string {
 
 var _ = Describe("gateway.ServeHTTP", Label("serve"), func() {
 	for _, version := range []string{"", legacyProtocol} {
-		It("serves until its context ends, then stops and deletes the calls still in flight"+protocolLabel(version), func(ctx SpecContext) {
+		It("serves until its context ends, then stops and cancels the calls still in flight"+protocolLabel(version), func(ctx SpecContext) {
 			ns := newNamespace(ctx)
 			kubelet.Script("forever", Outcome{Hold: true})
 			create(ctx, echoTool(ns).Obj(), plainTool("forever", ns).Obj())
@@ -59,7 +59,11 @@ var _ = Describe("gateway.ServeHTTP", Label("serve"), func() {
 			stop()
 			Eventually(served).WithContext(ctx).Should(Receive(Succeed()))
 			Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
-				Should(ConsistOf(HaveField("Status.Phase", v1alpha1.PhaseSucceeded)), "only the finished echo call is left")
+				Should(ConsistOf(
+					And(HaveField("Spec.Tool", "echo"), HaveField("Status.Phase", v1alpha1.PhaseSucceeded)),
+					And(HaveField("Spec.Tool", "forever"), HaveField("Status.Phase", v1alpha1.PhaseFailed),
+						HaveField("Status.Result.Reason", v1alpha1.ReasonCancelled)),
+				), "the finished echo call as it was, the one in flight cancelled (and kept)")
 		})
 	}
 })
