@@ -45,10 +45,14 @@ func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall
 		}
 		msg = fmt.Sprintf("cancelled (spec.cancel) while attempt %d ran; Job %s deleted", currentAttempt(call), call.Status.Job.Name)
 	}
+	parked := call.Status.Phase == v1alpha1.PhaseAwaitingApproval
 	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonCancelled, msg)
 	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Cancelled(stage, int(currentAttempt(call))), r.Clock.Now())
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
+	}
+	if parked { // the people asked to decide learn that nobody needs to: a Denied event, reason Cancelled
+		r.notifyDecided(ctx, call)
 	}
 	return ctrl.Result{}, nil
 }

@@ -141,6 +141,21 @@ var _ = Describe("A call that asks for approval", Label("notify"), func() {
 			"Reason": Equal("ApprovalDenied")}))
 	})
 
+	It("announces a parked call that its requester cancelled as denied, reason Cancelled", func(ctx SpecContext) {
+		sink := newReceiver(teamKey)
+		DeferCleanup(sink.Close)
+		ns := setup(ctx, sink)
+		call := park(ctx, ns, "c3c", "team")
+		received(ctx, sink, call, approvalevents.TypeRequested)
+		patch := client.MergeFrom(call.DeepCopy())
+		call.Spec.Cancel = true
+		Expect(k8sClient.Patch(ctx, call, patch)).To(Succeed())
+		waitPhase(ctx, call, v1alpha1.PhaseFailed)
+		n := received(ctx, sink, call, approvalevents.TypeDenied)
+		Expect(n.Data).To(gs.MatchFields(gs.IgnoreExtras, gs.Fields{"Decision": Equal("Denied"), "Approver": BeEmpty(),
+			"Reason": Equal(v1alpha1.ReasonCancelled)}))
+	})
+
 	It("announces the expiry of an unanswered call, only to sinks that want it", func(ctx SpecContext) {
 		sink := newReceiver(teamKey)
 		DeferCleanup(sink.Close)
