@@ -19,6 +19,7 @@ var commands = []func(*Factory) *cobra.Command{
 	newDenyCommand,
 	newToolsCommand,
 	newMCPCommand,
+	newConsoleCommand,
 	newVersionCommand,
 }
 
