@@ -17,7 +17,7 @@ import (
 type card struct {
 	Namespace, Name, UID string
 	// Present is the rendered presentation ("" without one); PresentError why it failed.
-	Present, PresentError string
+	Present, PresentError           string
 	Tool, Requester, Session, Phase string
 	// Asked is why a policy asks for approval.
 	Asked  string

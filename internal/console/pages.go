@@ -23,8 +23,8 @@ type page struct {
 	// Events is the Server-Sent Events URL that tells the page to refresh its live part;
 	// Path the page's own address (a POST's answer shows the page of another path).
 	Events, Path string
-	Flash  *flash
-	Login  *loginView
+	Flash        *flash
+	Login        *loginView
 	// Pending is the list page's, Call the call page's.
 	Pending *pendingView
 	Call    *callView
