@@ -138,14 +138,16 @@ func (s *Server) routes() http.Handler {
 }
 
 // securityHeaders keep the pages to their own script and style, out of frames, and
-// their URLs (which may carry the sign-in secret) out of Referer headers.
+// their URLs (which may carry the sign-in secret) out of other sites' Referer headers.
+// Not no-referrer: under it a browser sends "Origin: null" with a form POST, and over
+// plain HTTP beyond localhost (no Sec-Fetch-Site) the cross-origin check refuses that.
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "+
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)

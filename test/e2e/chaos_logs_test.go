@@ -54,7 +54,7 @@ func newOperatorLogs(cfg *rest.Config, out io.Writer) (*operatorLogs, error) {
 // run polls the operator's Pods every second until ctx ends and follows each new container.
 func (l *operatorLogs) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		pods, err := l.cs.CoreV1().Pods(systemNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + release})
+		pods, err := l.cs.CoreV1().Pods(systemNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + release + ",app.kubernetes.io/component=manager"})
 		if err == nil {
 			for i := range pods.Items {
 				l.maybeFollow(ctx, &pods.Items[i])

@@ -72,7 +72,9 @@ var _ = Describe("the approval console in a browser", Label("console", "browser"
 		saveScreenshot(bctx, "console-pending.png")
 
 		By("Approve: the call page follows the call to Succeeded without a reload")
-		Expect(chromedp.Do(bctx, chromedp.Click(chromedp.CSS(card+" button.approve")), chromedp.WaitVisible(chromedp.ID("flash")))).To(Succeed())
+		resp, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(card+" button.approve")))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(resp.Status).To(BeEquivalentTo(200))
 		Expect(chromedp.Run(bctx, chromedp.Text(chromedp.ID("flash")))).To(Equal("Approved call " + demoNS + "/" + call.Name + " as approver."))
 		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`window.__notReloaded = true`))
 		Expect(err).NotTo(HaveOccurred())

@@ -69,7 +69,7 @@ func leaderPod(ctx context.Context) (*corev1.Pod, error) {
 func operatorPods(ctx context.Context) ([]corev1.Pod, error) {
 	var pods corev1.PodList
 	if err := admin.List(ctx, &pods, client.InNamespace(systemNS),
-		client.MatchingLabels{"app.kubernetes.io/name": release}); err != nil {
+		client.MatchingLabels{"app.kubernetes.io/name": release, "app.kubernetes.io/component": "manager"}); err != nil {
 		return nil, err
 	}
 	live := pods.Items[:0]
@@ -107,7 +107,7 @@ func waitOperatorAvailableWithin(ctx context.Context, limit time.Duration) {
 		}
 		var all corev1.PodList
 		g.Expect(admin.List(ctx, &all, client.InNamespace(systemNS),
-			client.MatchingLabels{"app.kubernetes.io/name": release})).To(Succeed())
+			client.MatchingLabels{"app.kubernetes.io/name": release, "app.kubernetes.io/component": "manager"})).To(Succeed())
 		ready := 0
 		for i := range all.Items {
 			g.Expect(all.Items[i].DeletionTimestamp).To(BeNil(), "operator Pod %s terminating", all.Items[i].Name)
