@@ -45,7 +45,12 @@ func TestSignInAndTheGuardsOfAPost(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(path string, cookie *http.Cookie) *http.Response {
+	type answer struct {
+		StatusCode int
+		Header     http.Header
+		cookies    []*http.Cookie
+	}
+	get := func(path string, cookie *http.Cookie) answer {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		if cookie != nil {
 			req.AddCookie(cookie)
@@ -54,22 +59,22 @@ func TestSignInAndTheGuardsOfAPost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp
+		defer resp.Body.Close()
+		return answer{StatusCode: resp.StatusCode, Header: resp.Header, cookies: resp.Cookies()}
 	}
 
 	if r := get("/", nil); r.StatusCode != http.StatusSeeOther || r.Header.Get("Location") != loginPath {
 		t.Errorf("/ without a session: %d %s, want a redirect to the sign-in page", r.StatusCode, r.Header.Get("Location"))
 	}
-	if r := get(loginPath+"?secret=wrong", nil); r.StatusCode != http.StatusOK || len(r.Cookies()) != 0 {
-		t.Errorf("a wrong secret: %d, cookies %v; want the sign-in page and no session", r.StatusCode, r.Cookies())
+	if r := get(loginPath+"?secret=wrong", nil); r.StatusCode != http.StatusOK || len(r.cookies) != 0 {
+		t.Errorf("a wrong secret: %d, cookies %v; want the sign-in page and no session", r.StatusCode, r.cookies)
 	}
 	u, _ := url.Parse(s.LoginURL(srv.URL))
 	r := get(u.RequestURI(), nil)
-	if r.StatusCode != http.StatusSeeOther || len(r.Cookies()) != 1 {
-		t.Fatalf("the sign-in link: %d, cookies %v", r.StatusCode, r.Cookies())
+	if r.StatusCode != http.StatusSeeOther || len(r.cookies) != 1 {
+		t.Fatalf("the sign-in link: %d, cookies %v", r.StatusCode, r.cookies)
 	}
-	c := r.Cookies()[0]
+	c := r.cookies[0]
 	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" {
 		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/", c)
 	}
@@ -77,6 +82,11 @@ func TestSignInAndTheGuardsOfAPost(t *testing.T) {
 		if r.Header.Get(h) == "" {
 			t.Errorf("no %s header", h)
 		}
+	}
+	// no-referrer would make a browser send "Origin: null" with a form POST, which the
+	// cross-origin check refuses over plain HTTP (no Sec-Fetch-Site): the deployed console.
+	if got := r.Header.Get("Referrer-Policy"); got != "same-origin" {
+		t.Errorf("Referrer-Policy %q, want same-origin", got)
 	}
 	if r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Error("a CORS header")
@@ -118,7 +128,7 @@ func TestCard(t *testing.T) {
 	deadline := metav1.NewTime(time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC))
 	call := &v1alpha1.ToolCall{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u1"},
-		Spec: v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(`{"command":"ping x"}`)}},
+		Spec:       v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(`{"command":"ping x"}`)}},
 		Status: v1alpha1.ToolCallStatus{
 			Phase: v1alpha1.PhaseAwaitingApproval, ArgumentsDigest: "sha256:d", ApprovalDeadline: &deadline,
 			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAdmitted, Message: "a person must approve it"}},
