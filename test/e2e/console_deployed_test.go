@@ -58,21 +58,21 @@ var _ = Describe("the deployed approval console", Label("console", "browser", "a
 		DeferCleanup(stop)
 		By("the console sends a browser without a session to its sign-in form; the token signs it in")
 		Expect(chromedp.Do(bctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("textarea[name=token]")),
-			chromedp.SetValue(chromedp.CSS("textarea[name=token]"), tr.Status.Token))).To(Succeed())
-		resp, err := chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS("form.login button")))
+			browser.Fill("textarea[name=token]", tr.Status.Token))).To(Succeed())
+		resp, err := chromedp.RunResponse(bctx, browser.ClickOn("form.login button"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Status).To(BeEquivalentTo(200))
 		who := "system:serviceaccount:" + demoNS + ":" + name
 		Expect(chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector('.flash.error') ? document.querySelector('.flash.error').textContent : ''`))).
 			To(BeEmpty(), "the sign-in page's error")
-		Expect(chromedp.Run(bctx, chromedp.Text(chromedp.ID("user")))).To(Equal(who))
+		Expect(chromedp.Run(bctx, browser.TextOf("#user"))).To(Equal(who))
 		card := `article[data-call="` + demoNS + `/` + call.Name + `"]`
 		Expect(chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(card)))).To(Succeed())
 
-		resp, err = chromedp.RunResponse(bctx, chromedp.Click(chromedp.CSS(card+" button.approve")))
+		resp, err = chromedp.RunResponse(bctx, browser.ClickOn(card+" button.approve"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Status).To(BeEquivalentTo(200))
-		Expect(chromedp.Run(bctx, chromedp.Text(chromedp.ID("flash")))).To(Equal("Approved call " + demoNS + "/" + call.Name + " as " + who + "."))
+		Expect(chromedp.Run(bctx, browser.TextOf("#flash"))).To(Equal("Approved call " + demoNS + "/" + call.Name + " as " + who + "."))
 		Expect(chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`document.getElementById('phase').textContent === 'Succeeded'`,
 			chromedp.WithPollingTimeout(callTimeout)))).To(Succeed())
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 
 	"github.com/chromedp/chromedp"
 )
@@ -61,4 +62,40 @@ func Screenshot(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	return png, os.WriteFile(path, png, 0o644)
+}
+
+// The console swaps its live part in whenever its event stream reports a change, so a
+// node found by one protocol call may be gone by the next (chromedp's Text or Click query
+// the node, then act on it). These act in one evaluation in the page instead.
+
+// TextOf is the textContent of the first element matching the CSS selector, read in one
+// evaluation; an error when there is none.
+func TextOf(selector string) chromedp.Action[string] {
+	return chromedp.Evaluate[string](fmt.Sprintf(`(() => {
+  const el = document.querySelector(%s);
+  if (!el) { throw new Error('no element ' + %[1]s); }
+  return el.textContent.trim();
+})()`, strconv.Quote(selector)))
+}
+
+// ClickOn clicks the first element matching the CSS selector, found and clicked in one
+// evaluation. Wrap it in chromedp.RunResponse when the click navigates.
+func ClickOn(selector string) chromedp.Action[chromedp.Void] {
+	return jsVoid(fmt.Sprintf(`document.querySelector(%s).click()`, strconv.Quote(selector)))
+}
+
+// Fill sets the value of the first element matching the CSS selector (an input or
+// textarea), as typing would, in one evaluation.
+func Fill(selector, value string) chromedp.Action[chromedp.Void] {
+	return jsVoid(fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = %s; el.focus(); })()`,
+		strconv.Quote(selector), strconv.Quote(value)))
+}
+
+// jsVoid evaluates expr for its effect.
+func jsVoid(expr string) chromedp.Action[chromedp.Void] {
+	eval := chromedp.Evaluate[bool]("(" + expr + ", true)")
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := eval(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
