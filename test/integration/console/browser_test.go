@@ -27,12 +27,7 @@ func screenshotDir() string {
 var _ = Describe("the approval console in headless Chromium", Label("console", "browser"), func() {
 	var ns string
 
-	BeforeEach(func(ctx SpecContext) {
-		ns = newNamespace(ctx)
-		create(ctx, askingEcho(ns)...)
-		_, err := env.BindUserRole(ctx, ns, ApproverRole, "carol")
-		Expect(err).NotTo(HaveOccurred())
-	})
+	BeforeEach(func(ctx SpecContext) { ns = approvalNamespace(ctx) })
 
 	It("carol sees the pending call's card, clicks Approve, and sees the call end Succeeded without reloading", func(ctx SpecContext) {
 		bctx, stop, err := browser.New(ctx)

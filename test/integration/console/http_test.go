@@ -81,12 +81,7 @@ func decisionForm(call *v1alpha1.ToolCall, csrf, decision, reason string) url.Va
 var _ = Describe("the approval console over HTTP", Label("console"), func() {
 	var ns string
 
-	BeforeEach(func(ctx SpecContext) {
-		ns = newNamespace(ctx)
-		create(ctx, askingEcho(ns)...)
-		_, err := env.BindUserRole(ctx, ns, ApproverRole, "carol")
-		Expect(err).NotTo(HaveOccurred())
-	})
+	BeforeEach(func(ctx SpecContext) { ns = approvalNamespace(ctx) })
 
 	It("shows carol the call awaiting approval as its card, and her Approve writes the approval as carol: the call runs", func(ctx SpecContext) {
 		call := parkedCall(ctx, ns, "deploy-1")
@@ -242,3 +237,14 @@ var _ = Describe("the approval console over HTTP", Label("console"), func() {
 		Eventually(lines).Should(Receive(Equal(`data: {"namespace":"` + ns + `","name":"streamed","phase":"Succeeded"}`)))
 	})
 })
+
+// approvalNamespace is a new namespace with the asking echo tool, where carol is an
+// approver.
+func approvalNamespace(ctx SpecContext) string {
+	GinkgoHelper()
+	ns := newNamespace(ctx)
+	create(ctx, askingEcho(ns)...)
+	_, err := env.BindUserRole(ctx, ns, ApproverRole, "carol")
+	Expect(err).NotTo(HaveOccurred())
+	return ns
+}

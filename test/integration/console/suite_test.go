@@ -11,9 +11,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
-	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,8 +19,6 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -75,18 +71,7 @@ func addUser(name string, groups []string) {
 
 // writeKubeconfig writes a kubeconfig whose current context is cfg's cluster as user.
 func writeKubeconfig(user string, cfg *rest.Config) string {
-	server := cfg.Host
-	if !strings.Contains(server, "://") {
-		server = "https://" + server
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts[user] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: user, Namespace: "default"}
-	kc.CurrentContext = user
-	path := filepath.Join(kubeconfigDir, user+".kubeconfig")
-	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	return path
+	return suite.WriteKubeconfig(kubeconfigDir, user, cfg)
 }
 
 // server is a running console: its base URL and sign-in link.
