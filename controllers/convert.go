@@ -50,23 +50,7 @@ func retryPolicy(spec *v1alpha1.ToolSpec) pipeline.RetryPolicy {
 // here, after admission recorded the snapshot, so both stages see the same tool and call
 // whatever happens to the Tool or the call's labels in between.
 func policyInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input {
-	in := pipeline.Input{
-		Call: pipeline.CallInfo{
-			Namespace:       call.Namespace,
-			Session:         call.Spec.Session,
-			Requester:       call.Spec.Requester,
-			RequesterGroups: call.Spec.RequesterGroups,
-			Labels:          call.Status.CallLabels,
-		},
-		Arguments: frozen,
-	}
-	if snap := call.Status.Tool; snap != nil {
-		in.Tool = pipeline.ToolInfo{Scope: snap.Scope, Annotations: snap.Annotations, Name: snap.Name}
-		if snap.Spec != nil {
-			in.Tool.Name = catalog.ToolName(snap.Spec, snap.Name)
-		}
-	}
-	return in
+	return catalog.CallInput(call, frozen)
 }
 
 // snapshotAnnotations is the part of a tool's annotations its snapshot keeps: all but

@@ -70,6 +70,10 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	  --set gateway.enabled=true,gateway.namespace=agents,gateway.impersonate.anyUser=false > $(CHART_OUT)/gateway.yaml
 	@grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false renders no ServiceAccount-only Role"; exit 1; }
 	@! grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false still impersonates any user"; exit 1; }
+	@! grep -q 'component: console' $(CHART_OUT)/default.yaml || { echo "the approval console is rendered by default"; exit 1; }
+	$(HELM) lint --strict $(CHART) --set console.enabled=true,console.tls.secretName=console-tls
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set console.enabled=true > $(CHART_OUT)/console.yaml
+	@grep -q -- '- --auth=token' $(CHART_OUT)/console.yaml || { echo "the deployed console does not authenticate tokens"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

@@ -117,12 +117,8 @@ func (o *decideOptions) confirm() error {
 }
 
 func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) error {
-	_, err := c.Decide(ctx, call, o.decision, o.reason)
-	if apierrors.IsAlreadyExists(err) {
-		return alreadyAnswered(ctx, c, call)
-	}
-	if err != nil {
-		return explain(err, apiOp{verb: "create", resource: "toolcallapprovals.toolgate.dev", namespace: c.Namespace})
+	if err := o.write(ctx, c, call); err != nil {
+		return err
 	}
 	done := "Approved"
 	if o.decision == v1alpha1.DecisionDeny {
@@ -130,6 +126,15 @@ func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call 
 	}
 	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, c.Identity, c.Namespace, call.Name)
 	return nil
+}
+
+// write creates the ToolCallApproval, explaining a refusal.
+func (o *decideOptions) write(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) error {
+	_, err := c.Decide(ctx, call, o.decision, o.reason)
+	if apierrors.IsAlreadyExists(err) {
+		return alreadyAnswered(ctx, c, call)
+	}
+	return explain(err, apiOp{verb: "create", resource: "toolcallapprovals.toolgate.dev", namespace: c.Namespace})
 }
 
 // alreadyAnswered explains why the approval name is taken: by an answer to this call (it

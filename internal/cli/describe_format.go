@@ -191,6 +191,11 @@ func describeAttempts(attempts []v1alpha1.Attempt) string {
 	if len(attempts) == 0 {
 		return ""
 	}
+	return indent(table([]string{"ATTEMPT", "JOB", "STARTED", "TOOK", "REASON"}, attemptRows(attempts)), "  ")
+}
+
+// attemptRows are the Attempts table's rows.
+func attemptRows(attempts []v1alpha1.Attempt) [][]string {
 	rows := make([][]string, 0, len(attempts))
 	for _, a := range attempts {
 		took := ""
@@ -203,7 +208,7 @@ func describeAttempts(attempts []v1alpha1.Attempt) string {
 		}
 		rows = append(rows, []string{strconv.Itoa(int(a.Attempt)), a.JobName, started, took, a.Reason})
 	}
-	return indent(table([]string{"ATTEMPT", "JOB", "STARTED", "TOOK", "REASON"}, rows), "  ")
+	return rows
 }
 
 // describeJob names the current Job and its state, when there is one.
@@ -240,12 +245,17 @@ func describePods(pods []corev1.Pod) string {
 	if len(pods) == 0 {
 		return ""
 	}
+	return indent(table([]string{"NAME", "ATTEMPT", "PHASE", "TOOL CONTAINER"}, podRows(pods)), "  ")
+}
+
+// podRows are the Pods table's rows.
+func podRows(pods []corev1.Pod) [][]string {
 	rows := make([][]string, 0, len(pods))
 	for i := range pods {
 		p := &pods[i]
 		rows = append(rows, []string{p.Name, p.Labels[v1alpha1.LabelAttempt], string(p.Status.Phase), containerState(p)})
 	}
-	return indent(table([]string{"NAME", "ATTEMPT", "PHASE", "TOOL CONTAINER"}, rows), "  ")
+	return rows
 }
 
 // containerState summarises the tool container: waiting, running or how it terminated.
@@ -270,6 +280,11 @@ func describeEvents(events []corev1.Event, now time.Time) string {
 	if len(events) == 0 {
 		return ""
 	}
+	return indent(table([]string{"TYPE", "REASON", "AGE", "MESSAGE"}, eventRows(events, now)), "  ")
+}
+
+// eventRows are the Events table's rows, oldest first.
+func eventRows(events []corev1.Event, now time.Time) [][]string {
 	sorted := slices.Clone(events)
 	slices.SortStableFunc(sorted, func(a, b corev1.Event) int { return eventTime(&a).Compare(eventTime(&b)) })
 	rows := make([][]string, 0, len(sorted))
@@ -277,7 +292,7 @@ func describeEvents(events []corev1.Event, now time.Time) string {
 		e := &sorted[i]
 		rows = append(rows, []string{e.Type, e.Reason, age(eventTime(e), now), e.Message})
 	}
-	return indent(table([]string{"TYPE", "REASON", "AGE", "MESSAGE"}, rows), "  ")
+	return rows
 }
 
 // eventTime is when an event last happened, from whichever field its API version filled.

@@ -117,10 +117,7 @@ func checkListenAddress(addr string, allowRemote bool) error {
 	if err != nil {
 		return Usagef("--http %q is not host:port: %v", addr, err)
 	}
-	if allowRemote || host == "localhost" {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Unmap().IsLoopback() {
+	if allowRemote || isLoopback(host) {
 		return nil
 	}
 	where := "host " + host
@@ -130,4 +127,11 @@ func checkListenAddress(addr string, allowRemote bool) error {
 	return Usagef("--http %s listens on %s, beyond this machine, without TLS: clients' bearer tokens would "+
 		"travel in clear text. Serve TLS (--tls-cert-file, --tls-key-file), listen on loopback (e.g. 127.0.0.1:PORT), "+
 		"or pass --allow-remote if the network is trusted (inside a cluster)", addr, where)
+}
+
+// isLoopback reports whether host is the name localhost or a loopback address; other
+// names are not resolved (what they resolve to can change).
+func isLoopback(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return host == "localhost" || err == nil && ip.Unmap().IsLoopback()
 }

@@ -20,6 +20,7 @@ var commands = []func(*Factory) *cobra.Command{
 	newToolsCommand,
 	newCancelCommand,
 	newMCPCommand,
+	newConsoleCommand,
 	newVersionCommand,
 }
 

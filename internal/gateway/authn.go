@@ -2,138 +2,49 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"sort"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/toolgate/toolgate/internal/tokenauth"
 )
 
 // DefaultAudience is the audience a client's token must be for (kubectl create token
 // --audience toolgate): a token minted for the API server or another service is refused,
 // so that no token meant for someone else passes through the gateway.
-const DefaultAudience = "toolgate"
-
-// Defaults of the token review cache.
-const (
-	defaultReviewTTL  = 20 * time.Second
-	defaultReviewSize = 4096
-	// defaultRefusalTTL is how long a token the API server refused is refused without
-	// asking again: a client retrying a bad token (or many clients sharing one) costs the
-	// API server one TokenReview per token and TTL, not one per request.
-	defaultRefusalTTL = 5 * time.Second
-)
+const DefaultAudience = tokenauth.DefaultAudience
 
 // Identity is who a client's token says it is, as the API server's TokenReview reports
 // it: the gateway acts as exactly this user (impersonation).
-type Identity struct {
-	Username string
-	UID      string
-	Groups   []string
-	Extra    map[string][]string
-}
+type Identity = tokenauth.Identity
 
-// Key identifies the identity as a whole (username, uid, groups and extra): two tokens of
-// one user with different groups are two identities, each with its own permissions.
-func (id *Identity) Key() string {
-	b, _ := json.Marshal(id) // strings only: cannot fail
-	sum := sha256.Sum256(b)
-	return id.Username + "/" + hex.EncodeToString(sum[:8])
-}
-
-// impersonate is cfg acting as id; extras whose key is not in keep are left out.
-func (id *Identity) impersonate(cfg *rest.Config, keep []string) *rest.Config {
-	out := rest.CopyConfig(cfg)
-	out.Impersonate = rest.ImpersonationConfig{UserName: id.Username, UID: id.UID, Groups: id.Groups}
-	for k, v := range id.Extra {
-		if slices.Contains(keep, k) {
-			if out.Impersonate.Extra == nil {
-				out.Impersonate.Extra = map[string][]string{}
-			}
-			out.Impersonate.Extra[k] = v
-		}
-	}
-	return out
-}
-
-// tokenReviewer asks the API server who a bearer token belongs to, for one audience,
-// and remembers the answer for a short while (TTL, at most size tokens), so that every
-// request of a session is not a TokenReview. A cached answer outlives neither the TTL nor
-// the token's own expiry (for a JWT); a revoked token is therefore refused within TTL.
-// A token the API server refused (not authenticated, another audience) is remembered too,
-// for refusalTTL, in a map of its own (so that a flood of bad tokens cannot evict good
-// ones); a review that failed (the API server unreachable) is not remembered.
-type tokenReviewer struct {
-	client     authnclient.TokenReviewInterface
-	audience   string
-	ttl        time.Duration
-	refusalTTL time.Duration
-	size       int
-	now        func() time.Time
-
-	mu      sync.Mutex
-	cache   map[string]reviewed
-	refused map[string]reviewed
-}
-
-type reviewed struct {
-	id      *Identity
-	err     error     // a refusal (auth.ErrInvalidToken), in the refused map only
-	expires time.Time // of the token, zero when unknown
-	until   time.Time // of the cache entry
-}
+// tokenReviewer adapts tokenauth's cached TokenReview to the MCP SDK's bearer-token
+// middleware.
+type tokenReviewer struct{ *tokenauth.Reviewer }
 
 func newTokenReviewer(cfg *rest.Config, audience string) (*tokenReviewer, error) {
-	c, err := authnclient.NewForConfig(cfg)
+	r, err := tokenauth.NewReviewer(cfg, audience)
 	if err != nil {
 		return nil, err
 	}
-	return &tokenReviewer{client: c.TokenReviews(), audience: audience, ttl: defaultReviewTTL,
-		refusalTTL: defaultRefusalTTL, size: defaultReviewSize, now: time.Now,
-		cache: map[string]reviewed{}, refused: map[string]reviewed{}}, nil
+	return &tokenReviewer{r}, nil
 }
 
 // verify is the SDK's auth.TokenVerifier: the TokenInfo carries the identity (UserID is
-// its Key, which the SDK binds each session to).
+// its Key, which the SDK binds each session to); a refused token is the SDK's
+// ErrInvalidToken (401).
 func (r *tokenReviewer) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-	sum := sha256.Sum256([]byte(token))
-	key := string(sum[:])
-	now := r.now()
-	r.mu.Lock()
-	e, ok := r.cache[key]
-	no, refused := r.refused[key]
-	r.mu.Unlock()
-	if refused && !now.After(no.until) {
-		return nil, no.err
+	id, expires, err := r.Review(ctx, token)
+	if errors.Is(err, tokenauth.ErrInvalidToken) {
+		return nil, fmt.Errorf("%w: %w", auth.ErrInvalidToken, err)
 	}
-	if !ok || now.After(e.until) {
-		id, err := r.review(ctx, token)
-		if errors.Is(err, auth.ErrInvalidToken) && r.refusalTTL > 0 {
-			r.remember(r.refused, key, reviewed{err: err, until: now.Add(r.refusalTTL)}, now)
-		}
-		if err != nil {
-			return nil, err
-		}
-		e = reviewed{id: id, expires: jwtExpiry(token), until: now.Add(r.ttl)}
-		if !e.expires.IsZero() && e.expires.Before(e.until) {
-			e.until = e.expires
-		}
-		r.remember(r.cache, key, e, now)
+	if err != nil {
+		return nil, err
 	}
-	return &auth.TokenInfo{UserID: e.id.Key(), Expiration: e.expires, Extra: map[string]any{identityKey: e.id}}, nil
+	return &auth.TokenInfo{UserID: id.Key(), Expiration: expires, Extra: map[string]any{identityKey: id}}, nil
 }
 
 // identityKey is where TokenInfo.Extra carries the *Identity.
@@ -147,73 +58,4 @@ func identityOf(ctx context.Context) *Identity {
 	}
 	id, _ := ti.Extra[identityKey].(*Identity)
 	return id
-}
-
-func (r *tokenReviewer) review(ctx context.Context, token string) (*Identity, error) {
-	tr, err := r.client.Create(ctx, &authenticationv1.TokenReview{
-		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{r.audience}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reviewing the token (TokenReview): %w", err)
-	}
-	st := tr.Status
-	switch {
-	case !st.Authenticated:
-		return nil, fmt.Errorf("%w: the API server does not accept this token for audience %q", auth.ErrInvalidToken, r.audience)
-	case !slices.Contains(st.Audiences, r.audience):
-		// An authenticator that ignores audiences would accept any token: refuse.
-		return nil, fmt.Errorf("%w: the token is not for audience %q", auth.ErrInvalidToken, r.audience)
-	case st.User.Username == "":
-		return nil, fmt.Errorf("%w: the token has no username", auth.ErrInvalidToken)
-	}
-	id := &Identity{Username: st.User.Username, UID: st.User.UID, Groups: slices.Clone(st.User.Groups)}
-	sort.Strings(id.Groups)
-	for k, v := range st.User.Extra {
-		if id.Extra == nil {
-			id.Extra = map[string][]string{}
-		}
-		id.Extra[k] = slices.Clone(v)
-	}
-	return id, nil
-}
-
-// remember stores e in cache (r.cache or r.refused), first dropping expired entries when
-// it is full, then any.
-func (r *tokenReviewer) remember(cache map[string]reviewed, key string, e reviewed, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(cache) >= r.size {
-		for k, old := range cache {
-			if now.After(old.until) {
-				delete(cache, k)
-			}
-		}
-		for k := range cache {
-			if len(cache) < r.size {
-				break
-			}
-			delete(cache, k)
-		}
-	}
-	cache[key] = e
-}
-
-// jwtExpiry is the exp claim of a JWT, zero for any other token. The token is not
-// verified here: the TokenReview did that; exp only shortens how long it is cached.
-func jwtExpiry(token string) time.Time {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return time.Time{}
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp == 0 {
-		return time.Time{}
-	}
-	return time.Unix(claims.Exp, 0)
 }

@@ -2,14 +2,11 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -17,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"k8s.io/client-go/rest"
+
+	"github.com/toolgate/toolgate/internal/tokenauth"
 )
 
 // Defaults of HTTPOptions.
@@ -35,13 +34,7 @@ const metadataPath = "/.well-known/oauth-protected-resource"
 
 // SAExtras are the user extras of a Kubernetes service-account token: the gateway passes
 // these on when it acts as the token's identity (HTTPOptions.ImpersonateExtras' default).
-var SAExtras = []string{
-	"authentication.kubernetes.io/credential-id",
-	"authentication.kubernetes.io/node-name",
-	"authentication.kubernetes.io/node-uid",
-	"authentication.kubernetes.io/pod-name",
-	"authentication.kubernetes.io/pod-uid",
-}
+var SAExtras = tokenauth.SAExtras
 
 // HTTPOptions configure the authenticating HTTP server.
 type HTTPOptions struct {
@@ -253,11 +246,11 @@ func (s *HTTPServer) Serve(ctx context.Context) error {
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	if s.opts.TLSCertFile != "" {
-		kp := &keyPair{cert: s.opts.TLSCertFile, key: s.opts.TLSKeyFile}
-		if _, err := kp.get(nil); err != nil {
+		kp, err := tokenauth.NewKeyPair(s.opts.TLSCertFile, s.opts.TLSKeyFile)
+		if err != nil {
 			return err
 		}
-		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: kp.get}
+		srv.TLSConfig = kp.TLSConfig()
 	}
 	// Read before serving: ListenAndServe writes srv.TLSConfig (HTTP/2 set-up).
 	useTLS := srv.TLSConfig != nil
@@ -283,42 +276,4 @@ func (s *HTTPServer) Serve(ctx context.Context) error {
 		return srv.Close() // open event streams outlive a graceful shutdown
 	}
 	return nil
-}
-
-// keyPair is a certificate and key read from files, read again when either changes.
-type keyPair struct {
-	cert, key string
-	mu        sync.Mutex
-	mod       time.Time
-	loaded    *tls.Certificate
-}
-
-func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	mod := time.Time{}
-	for _, f := range []string{k.cert, k.key} {
-		fi, err := os.Stat(f)
-		if err != nil {
-			if k.loaded != nil {
-				return k.loaded, nil
-			}
-			return nil, err
-		}
-		if fi.ModTime().After(mod) {
-			mod = fi.ModTime()
-		}
-	}
-	if k.loaded != nil && !mod.After(k.mod) {
-		return k.loaded, nil
-	}
-	c, err := tls.LoadX509KeyPair(k.cert, k.key)
-	if err != nil {
-		if k.loaded != nil {
-			return k.loaded, nil // a half-written rotation: keep the old pair
-		}
-		return nil, err
-	}
-	k.loaded, k.mod = &c, mod
-	return k.loaded, nil
 }

@@ -52,7 +52,7 @@ func (t *tenants) get(ctx context.Context, id *Identity) (*Gateway, error) {
 	}
 	// Creating holds the lock (a SelfSubjectReview and three LISTs): new identities are
 	// rare, and two requests of one new identity must not start two gateways.
-	ac, err := agentclient.New(ctx, id.impersonate(t.cfg, t.extras), t.base.Client.Namespace)
+	ac, err := agentclient.New(ctx, id.Impersonate(t.cfg, t.extras), t.base.Client.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("acting as %s: %w", id.Username, err)
 	}

@@ -131,7 +131,7 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		b.Write(out.Bytes())
 	}
 	// Every replica's log (the leader's and the standby's), each line prefixed with its Pod.
-	selector := "app.kubernetes.io/name=" + release
+	selector := "app.kubernetes.io/name=" + release + ",app.kubernetes.io/component=manager"
 	run("operator Pods and Lease", "get", "pods,leases", "-n", systemNS, "-o", "wide")
 	run("operator logs", "logs", "-n", systemNS, "-l", selector, "--tail=200", "--all-containers", "--prefix")
 	run("operator logs (previous)", "logs", "-n", systemNS, "-l", selector, "--tail=50", "--previous", "--prefix")

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,8 +17,6 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -77,18 +74,7 @@ func addUser(name string, groups []string) {
 // writeKubeconfig writes a kubeconfig whose current context is cfg's cluster as that
 // user, in namespace "default" (specs pass -n).
 func writeKubeconfig(user string, cfg *rest.Config) string {
-	server := cfg.Host
-	if !strings.Contains(server, "://") {
-		server = "https://" + server
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts[user] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: user, Namespace: "default"}
-	kc.CurrentContext = user
-	path := filepath.Join(kubeconfigDir, user+".kubeconfig")
-	Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
-	return path
+	return suite.WriteKubeconfig(kubeconfigDir, user, cfg)
 }
 
 // result is what one run of the CLI printed and its exit code.

@@ -4,8 +4,14 @@
 package suite
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -40,4 +46,22 @@ func NewNamespace(ctx ginkgo.SpecContext, env *toolgatetest.Env, prefix string) 
 	ns, err := env.CreateNamespace(ctx, prefix)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return ns.Name
+}
+
+// WriteKubeconfig writes dir/<user>.kubeconfig: cfg's cluster as user, in namespace
+// "default", for suites that run the CLI with --kubeconfig.
+func WriteKubeconfig(dir, user string, cfg *rest.Config) string {
+	ginkgo.GinkgoHelper()
+	server := cfg.Host
+	if !strings.Contains(server, "://") {
+		server = "https://" + server
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[user] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: user, Namespace: "default"}
+	kc.CurrentContext = user
+	path := filepath.Join(dir, user+".kubeconfig")
+	gomega.Expect(clientcmd.WriteToFile(*kc, path)).To(gomega.Succeed())
+	return path
 }

@@ -1,4 +1,4 @@
-package gateway
+package tokenauth
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -16,7 +15,7 @@ import (
 )
 
 // reviewerWith answers every TokenReview with status (and counts them).
-func reviewerWith(status authenticationv1.TokenReviewStatus, calls *int) *tokenReviewer {
+func reviewerWith(status authenticationv1.TokenReviewStatus, calls *int) *Reviewer {
 	cs := fake.NewClientset()
 	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		*calls++
@@ -27,8 +26,9 @@ func reviewerWith(status authenticationv1.TokenReviewStatus, calls *int) *tokenR
 		tr.Status = status
 		return true, tr, nil
 	})
-	return &tokenReviewer{client: cs.AuthenticationV1().TokenReviews(), audience: DefaultAudience, ttl: 20 * time.Second,
-		refusalTTL: 5 * time.Second, size: 2, now: time.Now, cache: map[string]reviewed{}, refused: map[string]reviewed{}}
+	r := newReviewer(cs.AuthenticationV1().TokenReviews(), DefaultAudience)
+	r.size = 2
+	return r
 }
 
 func jwt(exp time.Time) string {
@@ -43,7 +43,7 @@ func TestTokenReviewer(t *testing.T) {
 		name    string
 		status  authenticationv1.TokenReviewStatus
 		token   string
-		invalid bool // want auth.ErrInvalidToken (401)
+		invalid bool // want ErrInvalidToken (401)
 		other   bool // want another error (500)
 	}{
 		{name: "accepted for the audience", status: authenticationv1.TokenReviewStatus{Authenticated: true, User: user, Audiences: []string{"toolgate"}}, token: "t"},
@@ -56,29 +56,25 @@ func TestTokenReviewer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
 			r := reviewerWith(tc.status, &calls)
-			ti, err := r.verify(context.Background(), tc.token, nil)
+			got, _, err := r.Review(context.Background(), tc.token)
 			switch {
 			case tc.invalid:
-				if !errors.Is(err, auth.ErrInvalidToken) {
+				if !errors.Is(err, ErrInvalidToken) {
 					t.Fatalf("err = %v, want ErrInvalidToken", err)
 				}
 				return
 			case tc.other:
-				if err == nil || errors.Is(err, auth.ErrInvalidToken) {
+				if err == nil || errors.Is(err, ErrInvalidToken) {
 					t.Fatalf("err = %v, want a review error", err)
 				}
 				return
 			case err != nil:
 				t.Fatal(err)
 			}
-			got := ti.Extra[identityKey].(*Identity)
 			if got.Username != user.Username || got.UID != "u1" || fmt.Sprint(got.Groups) != "[a b]" || got.Extra["authentication.kubernetes.io/pod-name"][0] != "p" {
 				t.Errorf("identity %+v", got)
 			}
-			if ti.UserID != got.Key() {
-				t.Errorf("UserID %q, want the identity's key %q", ti.UserID, got.Key())
-			}
-			if _, err := r.verify(context.Background(), tc.token, nil); err != nil || calls != 1 {
+			if _, _, err := r.Review(context.Background(), tc.token); err != nil || calls != 1 {
 				t.Errorf("second verify: err %v, %d reviews, want 1 (cached)", err, calls)
 			}
 		})
@@ -95,7 +91,7 @@ func TestTokenReviewCacheBounds(t *testing.T) {
 	// A JWT expiring in 5 s is cached for 5 s, not the TTL.
 	tok := jwt(now.Add(5 * time.Second))
 	for range 2 {
-		if _, err := r.verify(context.Background(), tok, nil); err != nil {
+		if _, _, err := r.Review(context.Background(), tok); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -103,21 +99,21 @@ func TestTokenReviewCacheBounds(t *testing.T) {
 		t.Fatalf("%d reviews, want 1", calls)
 	}
 	now = now.Add(6 * time.Second)
-	if _, err := r.verify(context.Background(), tok, nil); err != nil || calls != 2 {
+	if _, _, err := r.Review(context.Background(), tok); err != nil || calls != 2 {
 		t.Fatalf("after exp: err %v, %d reviews, want 2", err, calls)
 	}
 	// The TTL ends a cached answer too.
 	now = now.Add(r.ttl + time.Second)
-	if _, err := r.verify(context.Background(), "opaque", nil); err != nil || calls != 3 {
+	if _, _, err := r.Review(context.Background(), "opaque"); err != nil || calls != 3 {
 		t.Fatalf("opaque: %v %d", err, calls)
 	}
 	now = now.Add(r.ttl + time.Second)
-	if _, err := r.verify(context.Background(), "opaque", nil); err != nil || calls != 4 {
+	if _, _, err := r.Review(context.Background(), "opaque"); err != nil || calls != 4 {
 		t.Fatalf("after the TTL: err %v, %d reviews, want 4", err, calls)
 	}
 	// At most size tokens are kept.
 	for i := range 10 {
-		if _, err := r.verify(context.Background(), fmt.Sprint("t", i), nil); err != nil {
+		if _, _, err := r.Review(context.Background(), fmt.Sprint("t", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +128,7 @@ func TestTokenReviewRefusalsAreCachedBriefly(t *testing.T) {
 	now := time.Now()
 	r.now = func() time.Time { return now }
 	for range 5 {
-		if _, err := r.verify(context.Background(), "bad-token", nil); !errors.Is(err, auth.ErrInvalidToken) {
+		if _, _, err := r.Review(context.Background(), "bad-token"); !errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("err = %v, want ErrInvalidToken", err)
 		}
 	}
@@ -140,12 +136,12 @@ func TestTokenReviewRefusalsAreCachedBriefly(t *testing.T) {
 		t.Errorf("%d reviews for five requests with one refused token, want 1", calls)
 	}
 	now = now.Add(6 * time.Second)
-	if _, err := r.verify(context.Background(), "bad-token", nil); !errors.Is(err, auth.ErrInvalidToken) || calls != 2 {
+	if _, _, err := r.Review(context.Background(), "bad-token"); !errors.Is(err, ErrInvalidToken) || calls != 2 {
 		t.Errorf("after the refusal TTL: err %v, %d reviews, want 2", err, calls)
 	}
 	// A review that failed is not a refusal: it is not remembered.
 	for range 2 {
-		if _, err := r.verify(context.Background(), "api-down", nil); err == nil || errors.Is(err, auth.ErrInvalidToken) {
+		if _, _, err := r.Review(context.Background(), "api-down"); err == nil || errors.Is(err, ErrInvalidToken) {
 			t.Fatalf("err = %v, want a review error", err)
 		}
 	}
@@ -154,7 +150,7 @@ func TestTokenReviewRefusalsAreCachedBriefly(t *testing.T) {
 	}
 	// A flood of refused tokens stays within its own bound and leaves good entries alone.
 	for i := range 10 {
-		_, _ = r.verify(context.Background(), fmt.Sprint("bad", i), nil)
+		_, _, _ = r.Review(context.Background(), fmt.Sprint("bad", i))
 	}
 	if len(r.refused) > r.size || len(r.cache) != 0 {
 		t.Errorf("%d refused and %d accepted entries", len(r.refused), len(r.cache))
