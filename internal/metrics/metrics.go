@@ -95,6 +95,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 // waiting) is registered only when a counter is given.
 func Register(count PhaseCounter) {
 	metrics.Registry.MustRegister(StageDuration, CallLatency, Verdicts, Outcomes, Deleted, JobsCreated)
+	registerWarm()
 	if count != nil {
 		metrics.Registry.MustRegister(&phaseCollector{count: count, desc: prometheus.NewDesc(
 			namespace+"_toolcalls_active",
