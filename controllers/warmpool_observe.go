@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,12 @@ func (r *ToolCallReconciler) observeWarm(ctx context.Context, call *v1alpha1.Too
 		if o, ok := r.streamOutcome(ctx, call, pod, run); ok {
 			return r.finishWarm(ctx, call, pod, o)
 		}
+	}
+	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !podEnded(pod) {
+		// The attach failed before the whole Handover was written: try again, through the
+		// controller's rate limiter (the runner takes one whole line only, never two).
+		r.warm.forget(call.UID)
+		return ctrl.Result{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
 	}
 	past := !r.Clock.Now().Before(r.attemptDeadline(call))
 	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
@@ -168,6 +175,9 @@ func (r *ToolCallReconciler) deleteWarmPod(ctx context.Context, pod *corev1.Pod)
 // tidyWarmPods deletes the call's claimed Pods whose attempt's outcome is recorded (a
 // restart between the outcome's write and finishWarm's delete): no Pod serves twice.
 func (r *ToolCallReconciler) tidyWarmPods(ctx context.Context, call *v1alpha1.ToolCall) error {
+	if !ranWarm(call) {
+		return nil // a cold call costs this nothing
+	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
 		return err
@@ -188,4 +198,14 @@ func (r *ToolCallReconciler) tidyWarmPods(ctx context.Context, call *v1alpha1.To
 		r.deleteWarmPod(ctx, p)
 	}
 	return nil
+}
+
+// ranWarm reports whether any of the call's attempts claimed a warm Pod.
+func ranWarm(call *v1alpha1.ToolCall) bool {
+	for _, a := range call.Status.Attempts {
+		if a.Path == v1alpha1.PathWarm {
+			return true
+		}
+	}
+	return false
 }

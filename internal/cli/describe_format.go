@@ -201,9 +201,13 @@ func describeAttempts(attempts []v1alpha1.Attempt) string {
 		if a.StartTime != nil {
 			started = a.StartTime.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{strconv.Itoa(int(a.Attempt)), a.JobName, started, took, a.Reason})
+		path, runsIn := "cold", a.JobName
+		if a.Path == v1alpha1.PathWarm {
+			path, runsIn = "warm", "pod/"+a.PodName // a claimed pool Pod, no Job
+		}
+		rows = append(rows, []string{strconv.Itoa(int(a.Attempt)), path, runsIn, started, took, a.Reason})
 	}
-	return indent(table([]string{"ATTEMPT", "JOB", "STARTED", "TOOK", "REASON"}, rows), "  ")
+	return indent(table([]string{"ATTEMPT", "PATH", "JOB", "STARTED", "TOOK", "REASON"}, rows), "  ")
 }
 
 // describeJob names the current Job and its state, when there is one.
