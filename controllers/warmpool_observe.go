@@ -44,8 +44,7 @@ func (r *ToolCallReconciler) observeWarm(ctx context.Context, call *v1alpha1.Too
 	}
 	past := !r.Clock.Now().Before(r.attemptDeadline(call))
 	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
-	switch {
-	case pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)):
+	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)) {
 		base.TerminationReason = pipeline.TerminationPodDeleted
 		if past {
 			base.TerminationReason = pipeline.TerminationDeadlineExceeded

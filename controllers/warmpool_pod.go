@@ -59,12 +59,13 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) c
 	for _, e := range spec.Body.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
-	tool.Env = append(env,
+	env = append(env,
 		literalEnv(frame.EnvWarm, "1"),
 		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(spec.Sandbox.Scratch)),
 		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(spec), 10)),
 		literalEnv(frame.EnvFrameKey, key),
 	)
+	tool.Env = env
 	return ps
 }
 

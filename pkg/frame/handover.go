@@ -63,13 +63,13 @@ func ReadHandover(r io.Reader) (Handover, error) {
 		line = append(append([]byte(nil), line...), more...)
 	}
 	if err != nil {
-		return Handover{}, fmt.Errorf("%w: %v", ErrNoHandover, err)
+		return Handover{}, fmt.Errorf("%w: %w", ErrNoHandover, err)
 	}
 	var h Handover
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&h); err != nil {
-		return Handover{}, fmt.Errorf("%w: %v", ErrNoHandover, err)
+		return Handover{}, fmt.Errorf("%w: %w", ErrNoHandover, err)
 	}
 	return h, nil
 }

@@ -41,7 +41,7 @@ func warmTool(ctx context.Context, example, name string, size int32, edit func(*
 }
 
 // waitPool waits until the Tool's pool holds n Ready, unclaimed Pods.
-func waitPool(ctx context.Context, tool string, n int) []corev1.Pod {
+func waitPool(ctx context.Context, tool string, n int) {
 	GinkgoHelper()
 	var ready []corev1.Pod
 	Eventually(func(g Gomega) {
@@ -55,7 +55,6 @@ func waitPool(ctx context.Context, tool string, n int) []corev1.Pod {
 		}
 		g.Expect(ready).To(HaveLen(n))
 	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
-	return ready
 }
 
 // warmCall makes one call and waits for it; it must have run warm.

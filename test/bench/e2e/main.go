@@ -48,10 +48,10 @@ type options struct {
 	// pool is series W's warm pool size; burst (0: none) the concurrent warm calls per
 	// burst round, with the pool resized to burst, for burstRounds rounds.
 	pool, burst, burstRounds int
-	series    string
-	gap       time.Duration
-	timeout   time.Duration
-	args      string
+	series                   string
+	gap                      time.Duration
+	timeout                  time.Duration
+	args                     string
 }
 
 func main() {

@@ -224,7 +224,6 @@ func okDurations(ss []sample) []time.Duration {
 	return out
 }
 
-
 // ranWarmCheck counts a W call that ran cold, read before the call is deleted.
 func (b *bench) ranWarmCheck(name string, s *sample) {
 	if s.err != nil {
