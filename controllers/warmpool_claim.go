@@ -20,7 +20,7 @@ import (
 
 // claimTries bounds the claims one attempt makes before it runs cold (each loses only to
 // another call's claim of the same Pod).
-const claimTries = 3
+const claimTries = 5
 
 // claimWarm runs the call's new attempt in a Ready pool Pod of exactly its admitted
 // snapshot, when the tool has a pool and the reconciler a WarmExecutor: the attempt is
