@@ -17,6 +17,7 @@ import (
 // (stdin closed early, malformed) is reported through the frame: cfg.handoverErr.
 func awaitHandover(cfg config, in io.Reader, sigs <-chan os.Signal, stderr io.Writer) (config, bool) {
 	cfg.warm = true
+	logf(stderr, "warm: waiting for a call's arguments on stdin")
 	type result struct {
 		h   frame.Handover
 		err error

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,5 +86,50 @@ func TestWarmWithoutHandoverDoesNotRunBody(t *testing.T) {
 				t.Fatal("the body ran without a handover")
 			}
 		})
+	}
+}
+
+// An idle pool Pod deleted: SIGTERM while waiting for a Handover ends the runner at once,
+// without running the body or writing a frame.
+func TestWarmStoppedWhileIdle(t *testing.T) {
+	in := newInvocation(t, sh(`touch "$MARK"`)...)
+	mark := filepath.Join(in.dir, "ran")
+	in.env["MARK"] = mark
+	delete(in.env, envArgs)
+	delete(in.env, envArgsDigest)
+	in.env[frame.EnvWarm] = "1"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := in.command(ctx)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdinW.Close()
+	stderrR, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = stdinR
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stdinR.Close()
+	// The runner says it waits once its signal handlers are in place.
+	line, err := bufio.NewReader(stderrR).ReadString('\n')
+	if err != nil || !strings.Contains(line, "waiting for a call") {
+		t.Fatalf("stderr %q (%v)", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("runner ended %v", err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the body ran")
+	}
+	if _, err := os.Stat(in.env[envTerminationPath]); err == nil {
+		t.Fatal("a frame was written for a call that never came")
 	}
 }
