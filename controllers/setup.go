@@ -33,6 +33,8 @@ type Options struct {
 	// Notify configures the approval notifications (internal/notify); zero: its defaults,
 	// no default sink (ToolScopes' approvalSinks still apply).
 	Notify notify.Options
+	// Warm hands warm pool Pods their arguments; nil uses pods/attach (PodAttach).
+	Warm WarmExecutor
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
@@ -58,13 +60,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Call.Job.RunnerImage == "" {
 		opts.Call = DefaultCallOptions()
 	}
-	logs := opts.Logs
-	if logs == nil {
+	logs, warm := opts.Logs, opts.Warm
+	if logs == nil || warm == nil {
 		cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 		if err != nil {
 			return err
 		}
-		logs = PodLogReader{Clientset: cs}
+		if logs == nil {
+			logs = PodLogReader{Clientset: cs}
+		}
+		if warm == nil {
+			warm = PodAttach{Config: mgr.GetConfig(), Clientset: cs}
+		}
 	}
 	compiler := pipeline.DefaultCompiler()
 	rec := mgr.GetEventRecorder("toolgate")
@@ -79,7 +86,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
-			Notifier: notifier},
+			Notifier: notifier, Warm: warm},
+		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

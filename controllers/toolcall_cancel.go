@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +32,17 @@ func cancelRequested(call *v1alpha1.ToolCall) bool {
 // tidyJobs once the call is terminal.
 func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	stage, msg := pipeline.CancelledBeforeRunning, "cancelled (spec.cancel) before the body ran"
-	if call.Status.Phase == v1alpha1.PhaseRunning && call.Status.Job != nil {
+	if a := warmAttempt(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil && a.PodName != "" {
+		stage = pipeline.CancelledWhileRunning
+		if err := r.stopCancelledWarmPod(ctx, call, a.PodName); err != nil {
+			return ctrl.Result{}, err
+		}
+		if a.CompletionTime == nil {
+			a.CompletionTime = ptrTime(r.Clock.Now())
+		}
+		a.Reason = v1alpha1.ReasonCancelled
+		msg = fmt.Sprintf("cancelled (spec.cancel) while attempt %d ran; warm Pod %s deleted", a.Attempt, a.PodName)
+	} else if call.Status.Phase == v1alpha1.PhaseRunning && call.Status.Job != nil {
 		stage = pipeline.CancelledWhileRunning
 		if err := r.stopCancelledJob(ctx, call.Namespace, call.Status.Job.Name); err != nil {
 			return ctrl.Result{}, err
@@ -80,5 +91,27 @@ func (r *ToolCallReconciler) stopCancelledJob(ctx context.Context, namespace, na
 		return err
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted the Job of a cancelled call", "job", job.Name)
+	return nil
+}
+
+// stopCancelledWarmPod deletes the warm Pod a cancelled call's running attempt claimed (the
+// body stops now; the Pod is never used again) and forgets its handover. A Pod already gone
+// needs nothing; one the cache has not seen yet is read from the API server.
+func (r *ToolCallReconciler) stopCancelledWarmPod(ctx context.Context, call *v1alpha1.ToolCall, name string) error {
+	r.warm.forget(call.UID)
+	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, pod)
+	}
+	if err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.Annotations[AnnotationClaimedBy] != string(call.UID) || !pod.DeletionTimestamp.IsZero() {
+		return nil // not this call's (never claimed it), or already going
+	}
+	r.deleteWarmPod(ctx, pod)
+	ctrl.LoggerFrom(ctx).Info("deleted the warm Pod of a cancelled call", "pod", pod.Name)
 	return nil
 }

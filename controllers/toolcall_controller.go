@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/notify"
@@ -72,6 +74,8 @@ type ToolCallReconciler struct {
 	Audit logr.Logger
 	// Notifier sends approval CloudEvents to the sinks of parked calls; nil: none.
 	Notifier *notify.Notifier
+	// Warm hands warm pool Pods their arguments (warmpool_run.go); nil: every call runs cold.
+	Warm WarmExecutor
 
 	written  written
 	refusals refusals
@@ -79,6 +83,7 @@ type ToolCallReconciler struct {
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
 	registries coalescer[*registry]
 	isolation  coalescer[isolationRead]
+	warm       warmRuns
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete
@@ -111,6 +116,9 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("toolCall", klog.KObj(call)))
 	retained, err := r.tidyJobs(ctx, call.Namespace, call.Name, call)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.tidyWarmPods(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !call.DeletionTimestamp.IsZero() {
@@ -176,6 +184,7 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	r.warm.events = make(chan ctrlevent.GenericEvent, 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolCall{}).
 		Owns(&batchv1.Job{}).
@@ -184,6 +193,7 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
 		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{}).
+		WatchesRawSource(source.Channel(r.warm.events, &handler.EnqueueRequestForObject{})).
 		Named("toolcall").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		Complete(r)

@@ -19,6 +19,9 @@ import (
 // as the kubelet reports it (not the Job's later condition), and from the Job for what only
 // the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
 func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	if warmAttempt(call) != nil && call.Status.Tool != nil && call.Status.Tool.Spec != nil {
+		return r.observeWarm(ctx, call)
+	}
 	if call.Status.Job == nil || call.Status.Tool == nil || call.Status.Tool.Spec == nil {
 		return r.finishInternal(ctx, call, "the call is running without a Job or tool snapshot")
 	}

@@ -32,6 +32,7 @@ func (r *ToolCallReconciler) scheduleOrQueue(ctx context.Context, call *v1alpha1
 		return nil
 	}
 	r.startAttempt(call, int32(len(call.Status.Attempts))+1)
+	r.claimWarm(ctx, call)
 	return nil
 }
 
@@ -110,6 +111,9 @@ func (r *ToolCallReconciler) runnable(ctx context.Context, call *v1alpha1.ToolCa
 // createJob creates the current attempt's Job, or adopts it when it already exists (a
 // restart between the status write and the create): one Job per attempt, whatever happens.
 func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	if warmAttempt(call) != nil {
+		return r.startWarm(ctx, call)
+	}
 	attempt := currentAttempt(call)
 	frozen, err := r.refreeze(call)
 	if err != nil {

@@ -149,6 +149,30 @@ type ToolSpec struct {
 	// people (CLI, events). Optional.
 	// +optional
 	Presentation *Presentation `json:"presentation,omitempty"`
+
+	// warmPool keeps started Pods of this tool's own sandbox waiting for calls, each for
+	// exactly one call, so that a call skips the Pod's start. Optional: absent or size 0, every
+	// call starts a Pod of its own (the cold path). Pools are kept for Tools; a ClusterTool's
+	// warmPool is accepted and ignored in this version (its calls run cold).
+	// +optional
+	WarmPool *WarmPool `json:"warmPool,omitempty"`
+}
+
+// WarmPool sizes a tool's pool of started, idle Pods (docs/architecture.md, "Warm pools").
+type WarmPool struct {
+	// size is how many idle Pods the operator keeps started. Each holds the tool's CPU and
+	// memory requests while it waits. Between 0 and 50.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=50
+	Size int32 `json:"size"`
+
+	// maxIdle is how long an idle Pod waits for a call before it is replaced by a fresh one.
+	// Default 10m; between 30s and 24h.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="maxIdle must be between 30s and 24h"
+	MaxIdle *metav1.Duration `json:"maxIdle,omitempty"`
 }
 
 // RetryPolicy is how many attempts a call gets; each attempt is its own Job.

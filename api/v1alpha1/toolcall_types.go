@@ -301,7 +301,35 @@ type Attempt struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`
+
+	// path is how the attempt ran: Cold (a Job of its own) or Warm (a claimed pool Pod).
+	// Absent: Cold (calls admitted before warm pools existed).
+	// +optional
+	Path ExecutionPath `json:"path,omitempty"`
+
+	// podName is the warm pool Pod the attempt claimed (Warm only).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PodName string `json:"podName,omitempty"`
+
+	// handoverTime is when the frozen arguments reached the warm Pod's runner (Warm only;
+	// written with the attempt's outcome, absent when the operator restarted meanwhile).
+	// startTime is when the Pod was claimed, completionTime when the outcome was read.
+	// +optional
+	HandoverTime *metav1.Time `json:"handoverTime,omitempty"`
 }
+
+// ExecutionPath is how an attempt's body ran.
+// +kubebuilder:validation:Enum=Cold;Warm
+type ExecutionPath string
+
+// Execution paths.
+const (
+	// PathCold runs the attempt in a Job created for it.
+	PathCold ExecutionPath = "Cold"
+	// PathWarm runs the attempt in a claimed Pod of the tool's warm pool.
+	PathWarm ExecutionPath = "Warm"
+)
 
 // ToolResult is the frozen outcome of a call, shaped for the model (an MCP tool result).
 // It never carries host configuration.

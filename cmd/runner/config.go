@@ -51,6 +51,10 @@ type config struct {
 	ioGrace         time.Duration
 	copySelf        string
 	command         []string
+	// warm: the arguments came in a Handover on stdin (warm.go), not the environment.
+	warm        bool
+	traceparent string
+	handoverErr error
 }
 
 // parseConfig reads the environment, then the flags, which override it. It

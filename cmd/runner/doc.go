@@ -33,6 +33,18 @@
 // Because the arguments travel in an environment variable (or argv), they are
 // bounded by the kernel's limit on one such string, 128 KiB on Linux.
 //
+// # Warm mode (a Tool's warm pool)
+//
+// With TOOLGATE_WARM=1 the runner was started before its call existed: TOOLGATE_ARGS and
+// TOOLGATE_ARGS_DIGEST are ignored, and it waits for one Handover line on stdin
+// (frame.Handover: the arguments, their expected digest from the operator, an optional
+// traceparent the body gets as TRACEPARENT), written by the operator through pods/attach
+// (the container has stdin and stdinOnce). Then it does exactly what follows, digest check
+// first. Stdin closed or malformed before a whole line: reason InvalidConfiguration, exit
+// 125, the body is not run. SIGTERM while waiting: exit 0 without a frame (an idle pool Pod
+// deleted). After the termination message it writes the same signed bytes to stdout as
+// one frame.ResultLine, which the operator's attach stream reads.
+//
 // # What the runner does
 //
 //  1. Recomputes the SHA-256 of the arguments. If it differs from

@@ -11,6 +11,9 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
+// stdin is where a warm runner reads its Handover (a variable for tests).
+var stdin io.Reader = os.Stdin
+
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
@@ -35,6 +38,16 @@ func realMain(argv []string, getenv func(string) string, stdout, stderr io.Write
 		return deliver(cfg, f, stdout, stderr)
 	case cfg.copySelf != "":
 		return copyCommand(cfg.copySelf, stderr)
+	}
+	if getenv(frame.EnvWarm) == "1" {
+		var ok bool
+		if cfg, ok = awaitHandover(cfg, stdin, sigs, stderr); !ok {
+			return 0 // stopped while idle: a pool Pod nobody claimed, nothing to report
+		}
+		if cfg.handoverErr != nil {
+			f := failed(frame.Frame{}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError, cfg.handoverErr)
+			return deliver(cfg, f, stdout, stderr)
+		}
 	}
 	return deliver(cfg, execute(cfg, sigs, stderr), stdout, stderr)
 }
@@ -65,6 +78,11 @@ func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
 	if err := writeTermination(cfg.terminationPath, term); err != nil {
 		logf(stderr, "writing termination message: %v (exit code %d)", err, f.ExitCode)
 		return frame.ExitRunnerError
+	}
+	if cfg.warm {
+		// The same signed bytes, for the operator's attach stream: it need not wait for
+		// the kubelet's next status report. Written after the durable record.
+		_, _ = stdout.Write(frame.ResultLine(term))
 	}
 	return f.ExitCode
 }

@@ -71,6 +71,9 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
 	cmd.Env = append(bodyEnviron(os.Environ()), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
+	if cfg.traceparent != "" {
+		cmd.Env = append(cmd.Env, "TRACEPARENT="+cfg.traceparent)
+	}
 	pipes, err := newStdio(cmd)
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err)

@@ -191,7 +191,7 @@ func describeAttempts(attempts []v1alpha1.Attempt) string {
 	if len(attempts) == 0 {
 		return ""
 	}
-	return indent(table([]string{"ATTEMPT", "JOB", "STARTED", "TOOK", "REASON"}, attemptRows(attempts)), "  ")
+	return indent(table([]string{"ATTEMPT", "PATH", "JOB", "STARTED", "TOOK", "REASON"}, attemptRows(attempts)), "  ")
 }
 
 // attemptRows are the Attempts table's rows.
@@ -206,7 +206,11 @@ func attemptRows(attempts []v1alpha1.Attempt) [][]string {
 		if a.StartTime != nil {
 			started = a.StartTime.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{strconv.Itoa(int(a.Attempt)), a.JobName, started, took, a.Reason})
+		path, runsIn := "cold", a.JobName
+		if a.Path == v1alpha1.PathWarm {
+			path, runsIn = "warm", "pod/"+a.PodName // a claimed pool Pod, no Job
+		}
+		rows = append(rows, []string{strconv.Itoa(int(a.Attempt)), path, runsIn, started, took, a.Reason})
 	}
 	return rows
 }

@@ -87,8 +87,8 @@ Result (` + digest('b') + `):
       "text": "hi"
     }
 Attempts:
-  ATTEMPT   JOB        STARTED                TOOK   REASON
-  1         echo-x-1   2026-07-01T10:00:00Z   2s
+  ATTEMPT   PATH   JOB        STARTED                TOOK   REASON
+  1         cold   echo-x-1   2026-07-01T10:00:00Z   2s
 Job:
   Name:  echo-x-1
   State: Complete

@@ -96,6 +96,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 func Register(count PhaseCounter) {
 	metrics.Registry.MustRegister(StageDuration, CallLatency, Verdicts, Outcomes, Deleted, JobsCreated)
 	metrics.Registry.MustRegister(approvalCollectors()...)
+	registerWarm()
 	if count != nil {
 		metrics.Registry.MustRegister(&phaseCollector{count: count, desc: prometheus.NewDesc(
 			namespace+"_toolcalls_active",

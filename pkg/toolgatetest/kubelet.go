@@ -90,6 +90,10 @@ type Kubelet struct {
 	pods     int
 	// live reads around the manager's cache (kubelet_ttl.go), set by SetupWithManager.
 	live client.Reader
+	// handovers are the warm Pods' handovers (kubelet_warm.go), in order.
+	handovers []WarmHandover
+	// poolPaused leaves new pool Pods Pending (PausePool).
+	poolPaused bool
 }
 
 // LogRead is one read of a simulated Pod's log, with the bounds the reader asked for.
@@ -149,6 +153,9 @@ func (k *Kubelet) PodStarts() []PodStart {
 // controller and the garbage collector's foreground deletion (kubelet_ttl.go).
 func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	if err := k.setupTTL(mgr); err != nil {
+		return err
+	}
+	if err := k.setupWarm(mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

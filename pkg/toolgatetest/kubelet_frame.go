@@ -19,7 +19,12 @@ import (
 func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
 	// The environment as a kubelet hands it to the runner: $(…) references expanded.
 	env := expandEnv(&pod.Spec.Containers[0])
-	args := []byte(env["TOOLGATE_ARGS"])
+	return k.terminateWith(pod, o, env, []byte(env["TOOLGATE_ARGS"]))
+}
+
+// terminateWith is terminate for arguments that came another way (a warm Pod's Handover,
+// whose digest is in env's TOOLGATE_ARGS_DIGEST).
+func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]string, args []byte) (*corev1.ContainerStateTerminated, error) {
 	term := &corev1.ContainerStateTerminated{ExitCode: o.ExitCode, Reason: o.Reason, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
 	if term.Reason == "" {
 		term.Reason = "Completed"

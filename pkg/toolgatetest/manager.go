@@ -72,7 +72,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 		}
 	}
 	if m.Kubelet != nil {
-		setup.Logs = m.Kubelet
+		setup.Logs, setup.Warm = m.Kubelet, m.Kubelet
 		if !opts.KubeletRunsApart {
 			m.Kubelet.Client = mgr.GetClient()
 			if err := m.Kubelet.SetupWithManager(mgr); err != nil {

@@ -142,6 +142,15 @@ func (s ToolSpecSetters[W]) Presentation(call, result string) W {
 	return s.w
 }
 
+// WarmPool sets spec.warmPool: size idle Pods, replaced after maxIdle (0: the default).
+func (s ToolSpecSetters[W]) WarmPool(size int32, maxIdle time.Duration) W {
+	s.spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: size}
+	if maxIdle > 0 {
+		s.spec.WarmPool.MaxIdle = &metav1.Duration{Duration: maxIdle}
+	}
+	return s.w
+}
+
 // ToolWrapper builds a Tool.
 type ToolWrapper struct {
 	tool toolgatev1alpha1.Tool

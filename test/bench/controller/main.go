@@ -64,6 +64,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (operator, Kubelet, harness) during the calls")
 	flag.StringVar(&o.apiProfile, "apiserver-cpuprofile", "", "write a CPU profile of kube-apiserver, taken from the start of the creates for -apiserver-profile-seconds")
 	flag.IntVar(&o.apiProfileSeconds, "apiserver-profile-seconds", 30, "length of the kube-apiserver CPU profile")
+	flag.IntVar(&warmPoolSize, "warm", 0, "give the echo Tool a warm pool of this size (spec.warmPool; the simulated Kubelet plays pool Pods)")
 	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
 	flag.BoolVar(&o.verbose, "v", false, "log the reconcilers at info level (default: errors only)")
 	flag.BoolVar(&o.keep, "keep", false, "retention-free: the operator keeps every finished call (--toolcall-ttl=0, no history limit)")

@@ -79,7 +79,7 @@ func startManagers(env *toolgatetest.Env, operator, cluster *Counter, o options)
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, kl.stop())
 	}
-	if err := controllers.Setup(opMgr, controllers.Options{Call: callOptions(o), Logs: kubelet}); err != nil {
+	if err := controllers.Setup(opMgr, controllers.Options{Call: callOptions(o), Logs: kubelet, Warm: kubelet}); err != nil {
 		return nil, nil, nil, errors.Join(err, kl.stop())
 	}
 	if op, err = start(opMgr); err != nil {
@@ -203,6 +203,9 @@ func (s *operators) stop() error {
 	return errors.Join(s.op.stop(), s.child.stop(), s.kl.stop())
 }
 
+// warmPoolSize is -warm: the echo Tool's warm pool (0: none, every call cold).
+var warmPoolSize int
+
 // echoTool is the benchmark's tool: the simulated body echoes its arguments. output is
 // its output schema (JSON); empty leaves it out.
 func echoTool(ns, output string) *v1alpha1.Tool {
@@ -214,6 +217,9 @@ func echoTool(ns, output string) *v1alpha1.Tool {
 		})
 	if output != "" {
 		w.Output([]byte(output))
+	}
+	if warmPoolSize > 0 {
+		w.WarmPool(int32(warmPoolSize), 0)
 	}
 	return w.Obj()
 }

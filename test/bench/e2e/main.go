@@ -10,6 +10,8 @@
 //	   Pod's status on a Pod watch.
 //	D  a ToolCall of an echo Tool WITHOUT runnerInImage (so with the default scratch
 //	   emptyDirs): the init container copies the runner from the operator image first.
+//	W  a warm ToolCall: the echo Tool copied with spec.warmPool (-pool, default 2), a Ready
+//	   pool Pod waited for first (unmeasured): create -> terminal phase (warm.go).
 //	E  (diagnostic, -series ABCDE) the bare Pod of C plus the two emptyDir volumes toolgate's
 //	   tool Pods mount.
 //
@@ -43,10 +45,13 @@ const (
 
 type options struct {
 	n, warmup int
-	series    string
-	gap       time.Duration
-	timeout   time.Duration
-	args      string
+	// pool is series W's warm pool size; burst (0: none) the concurrent warm calls per
+	// burst round, with the pool resized to burst, for burstRounds rounds.
+	pool, burst, burstRounds int
+	series                   string
+	gap                      time.Duration
+	timeout                  time.Duration
+	args                     string
 }
 
 func main() {
@@ -57,6 +62,9 @@ func main() {
 	flag.DurationVar(&o.gap, "gap", time.Second, "pause after each sample (after its objects' deletion was requested), plus a random 0-1s jitter so that creates do not phase-lock with the kubelet's 1 s PLEG relist")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "per-sample timeout")
 	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (a non-empty object)")
+	flag.IntVar(&o.pool, "pool", 2, "series W: the warm pool's size")
+	flag.IntVar(&o.burst, "burst", 0, "after the series: rounds of this many concurrent warm calls, the pool resized to it (0: none)")
+	flag.IntVar(&o.burstRounds, "burst-rounds", 3, "rounds of -burst")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)

@@ -20,6 +20,7 @@ import (
 )
 
 type sample struct {
+	name   string // the ToolCall's, for series A, D and W
 	series string
 	d      time.Duration
 	parts  map[string]time.Duration // breakdown from create
@@ -52,7 +53,11 @@ func (b *bench) call(ctx context.Context, series, tool, scope string) sample {
 		s.err = fmt.Errorf("create ToolCall: %w", err)
 		return s
 	}
+	s.name = tc.Name
 	defer b.del(tc)
+	if series == "W" {
+		defer func() { b.ranWarmCheck(tc.Name, &s) }() // before the delete (defers run last first)
+	}
 	_, t, note, err := b.rec.wait(ctx, "tc/"+tc.Name+"/terminal")
 	if err != nil {
 		s.err = fmt.Errorf("ToolCall %s: no terminal phase: %w", tc.Name, err)
@@ -148,6 +153,8 @@ func (b *bench) one(series string) sample {
 		return b.pod(ctx, false)
 	case "E":
 		return b.pod(ctx, true)
+	case "W":
+		return b.warmSample(ctx)
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -173,7 +180,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDE", r) {
+		if !strings.ContainsRune("ABCDEW", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -191,6 +198,14 @@ func run(o options) error {
 		if err := waitRegistered(ctx, b.admin, initTool); err != nil {
 			return err
 		}
+	}
+
+	if strings.Contains(o.series, "W") || o.burst > 0 {
+		undo, err := b.createWarmTool(ctx, int32(o.pool))
+		if err != nil {
+			return err
+		}
+		defer undo()
 	}
 
 	for _, l := range []client.ObjectList{&toolgatev1alpha1.ToolCallList{}, &batchv1.JobList{}, &corev1.PodList{}} {
@@ -225,8 +240,20 @@ func run(o options) error {
 			fmt.Fprintf(os.Stderr, "  %d/%d rounds (%s)\n", round+1, o.n, time.Since(start).Round(time.Second))
 		}
 	}
+	var burst []time.Duration
+	burstFails := 0
+	if o.burst > 0 {
+		loadBurst := loadavg()
+		burst, burstFails, err = b.burst(ctx, o.burst, o.burstRounds)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "burst: %v\n", err)
+			nfail++
+		}
+		fmt.Printf("burst: load before %s, after %s\n", loadBurst, loadavg())
+	}
 	loadAfter := loadavg()
 	report(res, series, loadBefore, loadAfter, time.Since(start))
+	reportWarm(res, burst, burstFails, o.burst)
 	if nfail > 0 {
 		return failed{nfail}
 	}

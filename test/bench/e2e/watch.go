@@ -62,6 +62,7 @@ func handle(r *recorder, obj client.Object, now time.Time) {
 			r.mark("job/"+o.Name+"/failed", now, "Failed")
 		}
 	case *corev1.Pod:
+		poolPodEvent(o, now)
 		note, term := terminatedContainer(o)
 		if call := o.Labels[controllers.LabelCall]; call != "" {
 			r.mark("tc/"+call+"/pod", now, o.Name)

@@ -109,6 +109,7 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 		Entry("network Egress", tgt.MakeTool("t", "").Network(toolgatev1alpha1.NetworkEgress)),
 		Entry("runnerPath with runnerInImage", tgt.MakeTool("t", "").RunnerInImage("/bin/runner")),
 		Entry("scratch None with runnerInImage", tgt.MakeTool("t", "").RunnerInImage("").Scratch(toolgatev1alpha1.ScratchNone)),
+		Entry("a warm pool of 50, maxIdle 30s", tgt.MakeTool("t", "").WarmPool(50, 30*time.Second)),
 		Entry("a metadata.name with a dot and a valid spec.name", tgt.MakeTool("grep.v2", "").Name("grep_v2")),
 	)
 
@@ -118,6 +119,10 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 			tool.Namespace = ns
 			Expect(k8sClient.Create(ctx, tool)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, substrings...))
 		},
+		Entry("warmPool size 51", tgt.MakeTool("t", "").WarmPool(51, 0), "spec.warmPool.size"),
+		Entry("warmPool size -1", tgt.MakeTool("t", "").WarmPool(-1, 0), "spec.warmPool.size"),
+		Entry("warmPool maxIdle 10s", tgt.MakeTool("t", "").WarmPool(2, 10*time.Second), "spec.warmPool.maxIdle", "maxIdle must be between 30s and 24h"),
+		Entry("warmPool maxIdle 25h", tgt.MakeTool("t", "").WarmPool(2, 25*time.Hour), "spec.warmPool.maxIdle", "maxIdle must be between 30s and 24h"),
 		Entry("timeout 500ms", tgt.MakeTool("t", "").Timeout(500*time.Millisecond), "spec.timeout", "timeout must be between 1s and 24h"),
 		Entry("timeout 25h", tgt.MakeTool("t", "").Timeout(25*time.Hour), "spec.timeout", "timeout must be between 1s and 24h"),
 		Entry("approvalWindow 0s", tgt.MakeTool("t", "").ApprovalWindow(0), "approvalWindow must be between 1s and 168h"),

@@ -77,6 +77,35 @@ var _ = Describe("Cancelling a call", Label("cancel"), func() {
 		Expect(k8sClient.Update(ctx, kept)).To(BeAPIError(metav1.StatusReasonInvalid, "spec.cancel cannot be unset"))
 	})
 
+	It("stops a running warm call's claimed Pod and keeps the call, Failed/Cancelled", Label("warm"), func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
+		kubelet.Script("longw", Outcome{Hold: true})
+		create(ctx, MakeTool("longw", ns).Image("example/long:1").Command("/long").WarmPool(1, 0).Obj())
+		readyPool(ctx, ns, 1)
+		Expect(agent.Create(ctx, MakeToolCall("cw", ns).Tool("longw").Requester("robot").Args(map[string]any{}).Obj())).To(Succeed())
+		var podName string
+		Eventually(func(g Gomega) {
+			call := &v1alpha1.ToolCall{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cw"}, call)).To(Succeed())
+			g.Expect(call.Status.Attempts).To(HaveLen(1))
+			g.Expect(call.Status.Attempts[0].Path).To(Equal(v1alpha1.PathWarm))
+			podName = call.Status.Attempts[0].PodName
+			g.Expect(kubelet.Handovers()).To(ContainElement(HaveField("Pod", podName)), "the body got its arguments")
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(cancelAs(ctx, agent, ns, "cw")).To(Succeed())
+		call := waitTerminal(ctx, ns, "cw")
+		expectCancelled(call, pipeline.CancelledWhileRunning)
+		Expect(call.Status.Attempts[0].Reason).To(Equal(v1alpha1.ReasonCancelled))
+		Expect(jobsIn(ctx, ns)).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podName}, p)
+			g.Expect(apierrors.IsNotFound(err) || (err == nil && !p.DeletionTimestamp.IsZero())).To(BeTrue(), "the claimed Pod goes: %v", err)
+		}).WithContext(ctx).Should(Succeed())
+	})
+
 	It("ends a call parked for approval; another agent may not cancel it, an approver may", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		agent := bindShippedRole(ctx, ns, AgentRole, "robot")

@@ -1,0 +1,99 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
+)
+
+// PodAttach is the WarmExecutor of a real cluster: pods/attach to the tool container with
+// stdin and stdout (no TTY), the Handover line as stdin — its end closes the container's
+// stdin (stdinOnce) — and the runner's stdout streamed back until the container ends.
+// WebSocket first, SPDY when the server cannot upgrade (kubectl's order).
+type PodAttach struct {
+	Config    *rest.Config
+	Clientset kubernetes.Interface
+}
+
+// Handover implements WarmExecutor.
+func (a PodAttach) Handover(ctx context.Context, pod types.NamespacedName, line []byte) (WarmStream, error) {
+	req := a.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
+		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
+		Container: ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(a.Config, "GET", req.URL().String())
+	if err != nil {
+		return WarmStream{}, err
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(a.Config, "POST", req.URL())
+	if err != nil {
+		return WarmStream{}, err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return WarmStream{}, err
+	}
+	in := &handoverReader{r: bytes.NewReader(line)}
+	out := &tailBuffer{limit: warmStdoutTail}
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out})
+	return WarmStream{HandedOver: in.doneAt(), StdoutTail: out.bytes()}, err
+}
+
+// handoverReader records when the whole line was read (and so sent).
+type handoverReader struct {
+	mu   sync.Mutex
+	r    io.Reader
+	done time.Time
+}
+
+func (h *handoverReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err == io.EOF {
+		h.mu.Lock()
+		if h.done.IsZero() {
+			h.done = time.Now()
+		}
+		h.mu.Unlock()
+	}
+	return n, err
+}
+
+func (h *handoverReader) doneAt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.done
+}
+
+// tailBuffer keeps the last limit bytes written to it.
+type tailBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.limit; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.buf...)
+}

@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+)
+
+// claimTries bounds the claims one attempt makes before it runs cold (each loses only to
+// another call's claim of the same Pod).
+const claimTries = 5
+
+// claimWarm runs the call's new attempt in a Ready pool Pod of exactly its admitted
+// snapshot, when the tool has a pool and the reconciler a WarmExecutor: the attempt is
+// then Warm, with the Pod's name and no Job. An empty pool, lost races and errors leave the
+// attempt Cold at once: a call never waits for a pool. In memory but for the claim itself
+// (a Pod patch with the Pod's resourceVersion as precondition): the caller writes the
+// status, and a restart before that write finds the claimed Pod again (adoptable).
+func (r *ToolCallReconciler) claimWarm(ctx context.Context, call *v1alpha1.ToolCall) {
+	snap := call.Status.Tool
+	if r.Warm == nil || snap == nil || snap.Kind != v1alpha1.ToolKindTool || warmPoolSize(snap.Spec) == 0 {
+		return
+	}
+	ns, tool := call.Namespace, metricTool(call)
+	pod, why := r.claimPod(ctx, call)
+	if pod == nil {
+		metrics.WarmMisses.WithLabelValues(ns, tool, why).Inc()
+		return
+	}
+	metrics.WarmClaims.WithLabelValues(ns, tool).Inc()
+	n := len(call.Status.Attempts) - 1
+	a := &call.Status.Attempts[n]
+	a.Path, a.PodName, a.JobName = v1alpha1.PathWarm, pod.Name, ""
+	call.Status.Job = nil
+	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
+		fmt.Sprintf("attempt %d runs in warm Pod %s", a.Attempt, pod.Name))
+	ctrl.LoggerFrom(ctx).Info("claimed warm Pod", "pod", pod.Name, "attempt", a.Attempt)
+}
+
+// claimPod adopts the Pod this call's attempt already claimed (a restart before the status
+// write), else claims a Ready one of the call's template; why says why none was had.
+func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCall) (*corev1.Pod, string) {
+	attempt := strconv.Itoa(int(currentAttempt(call)))
+	mine := &corev1.PodList{}
+	if err := r.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+		return nil, "error"
+	}
+	for i := range mine.Items {
+		if p := &mine.Items[i]; p.Annotations[AnnotationClaimedBy] == string(call.UID) && p.Labels[LabelAttempt] == attempt {
+			return p, ""
+		}
+	}
+	free := &corev1.PodList{}
+	if err := r.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
+		LabelManagedBy: ManagedByValue, LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, r.Options.Job)}); err != nil {
+		return nil, "error"
+	}
+	var candidates []*corev1.Pod
+	for i := range free.Items {
+		p := &free.Items[i]
+		if p.Labels[LabelPool] != "" && p.Annotations[AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, "empty"
+	}
+	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	for _, p := range candidates[:min(claimTries, len(candidates))] {
+		err := r.claim(ctx, call, p, attempt)
+		switch {
+		case err == nil:
+			return p, ""
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			continue // another call claimed it first, or the pool retired it
+		default:
+			ctrl.LoggerFrom(ctx).Info("claiming a warm Pod failed; running cold", "pod", p.Name, "error", err.Error())
+			return nil, "error"
+		}
+	}
+	return nil, "conflict"
+}
+
+// claim makes pod the call's with one patch that carries the resourceVersion it was read
+// at: two calls can never both win one Pod. The Pod leaves its pool (LabelPool removed,
+// owned by the call instead of the Tool, so it goes with the call) and gets the call's
+// labels (NetworkPolicies select LabelNetwork, kept) and its deadline.
+func (r *ToolCallReconciler) claim(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
+	orig := pod.DeepCopy()
+	delete(pod.Labels, LabelPool)
+	pod.Labels[LabelCall] = CallLabelValue(call.Name)
+	pod.Labels[LabelAttempt] = attempt
+	pod.Labels[LabelTool] = ToolLabelValue(call.Spec.Tool)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[AnnotationClaimedBy] = string(call.UID)
+	pod.Annotations[AnnotationCallName] = call.Name
+	pod.Annotations[AnnotationTool] = call.Spec.Tool
+	pod.Annotations[AnnotationArgDigest] = call.Status.ArgumentsDigest
+	pod.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(call, pod, r.Scheme); err != nil {
+		return err
+	}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, r.Clock.Now()))
+	return r.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// warmAttempt is the call's current attempt when it runs in a warm Pod.
+func warmAttempt(call *v1alpha1.ToolCall) *v1alpha1.Attempt {
+	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].Path == v1alpha1.PathWarm {
+		return &call.Status.Attempts[n-1]
+	}
+	return nil
+}

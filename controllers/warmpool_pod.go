@@ -1,0 +1,139 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// Labels and annotations of warm pool Pods.
+const (
+	// LabelPool on an unclaimed pool Pod is ToolLabelValue of its Tool's metadata.name; a
+	// claim removes it, so the pool no longer counts the Pod.
+	LabelPool = "toolgate.dev/pool"
+	// LabelTemplate is warmTemplateDigest of the Pod: a call only claims a Pod built from
+	// exactly its admitted tool snapshot (and the operator's current Pod settings).
+	LabelTemplate = "toolgate.dev/template"
+	// AnnotationClaimedBy is the uid of the call that claimed the Pod.
+	AnnotationClaimedBy = "toolgate.dev/claimed-by"
+	// defaultMaxIdle is warmPool.maxIdle's default (the CRD's).
+	defaultMaxIdle = 10 * time.Minute
+)
+
+// warmPoolSize is the pool a Tool spec asks for (0: none).
+func warmPoolSize(spec *toolgatev1alpha1.ToolSpec) int {
+	if spec == nil || spec.WarmPool == nil || spec.WarmPool.Size <= 0 {
+		return 0
+	}
+	return int(spec.WarmPool.Size)
+}
+
+func warmMaxIdle(spec *toolgatev1alpha1.ToolSpec) time.Duration {
+	if spec.WarmPool == nil || spec.WarmPool.MaxIdle == nil || spec.WarmPool.MaxIdle.Duration <= 0 {
+		return defaultMaxIdle
+	}
+	return spec.WarmPool.MaxIdle.Duration
+}
+
+// warmPodSpec is the cold Pod's spec (buildPodSpec: same sandbox, security context,
+// resources, runtime class and volumes) for a Pod started before its call: no arguments in
+// the environment (they come in the Handover, on stdin), the runner in warm mode, stdin
+// open for one attach, and no activeDeadlineSeconds yet (set at claim to the time already
+// run plus the call's timeout: it may be set or lowered on a running Pod, never raised).
+func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) corev1.PodSpec {
+	ps := buildPodSpec(JobInput{Tool: spec, FrameKey: key}, opts, 0)
+	ps.ActiveDeadlineSeconds = nil
+	tool := &ps.Containers[0]
+	tool.Stdin, tool.StdinOnce = true, true
+	env := make([]corev1.EnvVar, 0, len(spec.Body.Env)+4)
+	for _, e := range spec.Body.Env {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	env = append(env,
+		literalEnv(frame.EnvWarm, "1"),
+		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(spec.Sandbox.Scratch)),
+		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(spec), 10)),
+		literalEnv(frame.EnvFrameKey, key),
+	)
+	tool.Env = env
+	return ps
+}
+
+// warmTemplateDigest identifies the Pod a spec gives (without its frame key): 32 hex of
+// the SHA-256 of the Pod spec's JSON. A Tool edit, or an operator started with other Pod
+// settings, gives another digest; its old Pods are replaced and never claimed.
+func warmTemplateDigest(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) string {
+	b, err := json.Marshal(warmPodSpec(spec, opts, ""))
+	if err != nil {
+		return "" // a PodSpec always marshals; an empty digest matches no Pod
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// buildWarmPod is one pool Pod of a Tool (the owner reference is set by the caller).
+func buildWarmPod(tool *toolgatev1alpha1.Tool, opts JobOptions, key string) *corev1.Pod {
+	spec := &tool.Spec.ToolSpec
+	name := resolvedToolName(tool)
+	prefix := strings.TrimRight(truncate(tool.Name, 40), ".-") + "-warm-"
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: prefix,
+			Namespace:    tool.Namespace,
+			Labels: map[string]string{
+				LabelManagedBy: ManagedByValue,
+				LabelPool:      ToolLabelValue(tool.Name),
+				LabelTemplate:  warmTemplateDigest(spec, opts),
+				LabelTool:      ToolLabelValue(name),
+				LabelNetwork:   networkLabel(spec.Sandbox.Network),
+			},
+			Annotations: map[string]string{AnnotationTool: name},
+		},
+		Spec: warmPodSpec(spec, opts, key),
+	}
+}
+
+func resolvedToolName(tool *toolgatev1alpha1.Tool) string {
+	if tool.Spec.Name != "" {
+		return tool.Spec.Name
+	}
+	return tool.Name
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// claimDeadline is the activeDeadlineSeconds a claimed Pod gets: the seconds it has
+// already run (counted, as the kubelet counts, from status.startTime) plus the call's
+// timeout, so the kubelet kills an overrunning body exactly as it would a cold Pod's.
+func claimDeadline(pod *corev1.Pod, spec *toolgatev1alpha1.ToolSpec, now time.Time) int64 {
+	ran := int64(0)
+	if pod.Status.StartTime != nil {
+		ran = int64(math.Ceil(now.Sub(pod.Status.StartTime.Time).Seconds()))
+	}
+	return max(ran, 0) + timeoutSeconds(spec)
+}
+
+// podReady reports the Pod's Ready condition.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -1,0 +1,125 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// WarmExecutor hands a claimed warm Pod's runner its Handover line on stdin and returns
+// once the tool container's stdout closed (the container ended): when the Handover was
+// written, and the tail of what the runner wrote on stdout (a frame.ResultLine, believed
+// only once verified with the Pod's frame key). PodAttach is the real one (pods/attach);
+// the test kit's simulated kubelet has its own.
+type WarmExecutor interface {
+	Handover(ctx context.Context, pod types.NamespacedName, line []byte) (WarmStream, error)
+}
+
+// WarmStream is what a WarmExecutor saw of one warm attempt.
+type WarmStream struct {
+	// HandedOver is when the Handover line was written (zero: it was not).
+	HandedOver time.Time
+	// StdoutTail is the end of the runner's stdout (at most warmStdoutTail bytes).
+	StdoutTail []byte
+}
+
+// warmStdoutTail is how much of a warm runner's stdout the operator keeps: the result line
+// of the largest termination message (base64), with room to spare.
+const warmStdoutTail = 16 << 10
+
+// warmRuns tracks the handovers this process runs, by call uid (memory only: a new leader
+// attaches again, and the runner takes one Handover only).
+type warmRuns struct {
+	mu     sync.Mutex
+	runs   map[types.UID]*warmRun
+	events chan ctrlevent.GenericEvent
+}
+
+type warmRun struct {
+	done   bool
+	stream WarmStream
+	err    error
+}
+
+func (w *warmRuns) get(uid types.UID) (warmRun, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	run, ok := w.runs[uid]
+	if !ok {
+		return warmRun{}, false
+	}
+	return *run, true
+}
+
+func (w *warmRuns) forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.runs, uid)
+}
+
+// start runs fn aside once per call uid; its end wakes the call's reconcile.
+func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error)) {
+	w.mu.Lock()
+	if w.runs == nil {
+		w.runs = map[types.UID]*warmRun{}
+	}
+	if _, running := w.runs[call.UID]; running {
+		w.mu.Unlock()
+		return
+	}
+	run := &warmRun{}
+	w.runs[call.UID] = run
+	w.mu.Unlock()
+	wake := &v1alpha1.ToolCall{}
+	wake.Namespace, wake.Name = call.Namespace, call.Name
+	go func() {
+		stream, err := fn()
+		w.mu.Lock()
+		run.done, run.stream, run.err = true, stream, err
+		w.mu.Unlock()
+		if w.events != nil {
+			w.events <- ctrlevent.GenericEvent{Object: wake}
+		}
+	}()
+}
+
+// startWarm hands the warm attempt's Pod its arguments (createJob's warm counterpart):
+// the namespace's isolation is checked first, exactly as before a Job is created, then
+// the Handover runs aside and the call waits for its end or its deadline.
+func (r *ToolCallReconciler) startWarm(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	a := warmAttempt(call)
+	frozen, err := r.refreeze(call)
+	if err != nil {
+		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
+	}
+	pod := &corev1.Pod{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod); err != nil {
+		return r.observeWarm(ctx, call) // gone or not cached yet: observing decides
+	}
+	if why, err := r.ensureIsolation(ctx, call, pod.Labels); err != nil || why != "" {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.refuseUnisolated(ctx, call, why)
+	}
+	line, err := frame.EncodeHandover(frame.Handover{Arguments: frozen.Canonical(), ArgumentsDigest: frozen.Digest()})
+	if err != nil {
+		return r.finishInternal(ctx, call, "the frozen arguments could not be handed over")
+	}
+	deadline := r.attemptDeadline(call)
+	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
+	r.warm.start(call, func() (WarmStream, error) {
+		hctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		return r.Warm.Handover(hctx, key, line)
+	})
+	return ctrl.Result{RequeueAfter: deadline.Sub(r.Clock.Now())}, nil
+}

@@ -1,0 +1,102 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+func warmTestTool(mut func(*toolgatev1alpha1.ToolSpec)) *toolgatev1alpha1.Tool {
+	in := testJobInput(mut)
+	return &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "agents"},
+		Spec: toolgatev1alpha1.NamespacedToolSpec{ToolSpec: *in.Tool}}
+}
+
+func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}
+	for name, tool := range map[string]*toolgatev1alpha1.Tool{
+		"init-container":  warmTestTool(nil),
+		"runner-in-image": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
+		"scratch-none":    warmTestTool(scratchNone),
+	} {
+		pod := buildWarmPod(tool, DefaultJobOptions(), "k3y")
+		for _, r := range evaluator.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec) {
+			if !r.Allowed {
+				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
+			}
+		}
+	}
+}
+
+// A warm Pod is the cold Pod of the same spec but for what a Pod started before its call
+// cannot have (arguments, digest, deadline) and what the Handover needs (stdin, warm mode).
+func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
+	in := testJobInput(nil)
+	cold := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
+	warm := warmPodSpec(in.Tool, DefaultJobOptions(), in.FrameKey)
+	env := map[string]string{}
+	for _, e := range warm.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	for _, name := range []string{"TOOLGATE_ARGS", "TOOLGATE_ARGS_DIGEST"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("warm Pod env has %s", name)
+		}
+	}
+	if env["TOOLGATE_WARM"] != "1" || env["TOOLGATE_FRAME_KEY"] != "k3y" || env["MODE"] != "fast" {
+		t.Errorf("warm env %v", env)
+	}
+	if !warm.Containers[0].Stdin || !warm.Containers[0].StdinOnce || warm.ActiveDeadlineSeconds != nil {
+		t.Errorf("stdin %v stdinOnce %v deadline %v", warm.Containers[0].Stdin, warm.Containers[0].StdinOnce, warm.ActiveDeadlineSeconds)
+	}
+	warm.Containers[0].Env, cold.Containers[0].Env = nil, nil
+	warm.Containers[0].Stdin, warm.Containers[0].StdinOnce = false, false
+	warm.ActiveDeadlineSeconds = cold.ActiveDeadlineSeconds
+	if d := diff(cold, warm); d != "" {
+		t.Errorf("warm Pod differs from the cold Pod (-cold +warm):\n%s", d)
+	}
+}
+
+func TestWarmTemplateDigest(t *testing.T) {
+	opts := DefaultJobOptions()
+	a := warmTestTool(nil)
+	b := warmTestTool(nil)
+	b.Spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: 5}
+	if warmTemplateDigest(&a.Spec.ToolSpec, opts) != warmTemplateDigest(&b.Spec.ToolSpec, opts) {
+		t.Error("resizing the pool must not change the template")
+	}
+	c := warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.Command = []string{"/other"} })
+	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&c.Spec.ToolSpec, opts) {
+		t.Error("a body change must change the template")
+	}
+	opts2 := opts
+	opts2.RunAsUser = 1000
+	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
+		t.Error("an operator Pod setting change must change the template")
+	}
+	if got := len(buildWarmPod(a, opts, "k1").Labels[LabelTemplate]); got != 32 {
+		t.Errorf("template label length %d", got)
+	}
+}
+
+func TestClaimDeadline(t *testing.T) {
+	spec := &toolgatev1alpha1.ToolSpec{Timeout: &metav1.Duration{Duration: 2 * time.Second}}
+	now := time.Now()
+	pod := &corev1.Pod{Status: corev1.PodStatus{StartTime: &metav1.Time{Time: now.Add(-90500 * time.Millisecond)}}}
+	if got := claimDeadline(pod, spec, now); got != 91+2 {
+		t.Errorf("deadline %d, want 93 (91 s run, rounded up, + 2 s timeout)", got)
+	}
+	if got := claimDeadline(&corev1.Pod{}, spec, now); got != 2 {
+		t.Errorf("deadline without a start time %d, want 2", got)
+	}
+}

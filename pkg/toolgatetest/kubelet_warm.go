@@ -1,0 +1,166 @@
+package toolgatetest
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
+// its tool container started, Ready), and it is the operator's WarmExecutor
+// (controllers.WarmExecutor, in place of pods/attach): a Handover plays the Pod's script as
+// a cold Pod's — the digest check against the Handover's digest, the frame signed with the
+// Pod's own key, the termination message, the result line on the "stream" — and is
+// recorded (Kubelet.Handovers). Outcome.After delays the body's end; Hold, LosePod and
+// Waiting are cold-only (a warm Pod already runs).
+
+// WarmHandover is one Handover a warm Pod received.
+type WarmHandover struct {
+	Namespace, Pod string
+	// Call and CallUID are the claim's (the Pod's toolgate.dev/call-name and claimed-by).
+	Call    string
+	CallUID types.UID
+	Attempt int
+	At      time.Time
+}
+
+// Handovers returns every Handover the Kubelet's warm Pods received, in order.
+func (k *Kubelet) Handovers() []WarmHandover {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]WarmHandover(nil), k.handovers...)
+}
+
+func (k *Kubelet) setupWarm(mgr ctrl.Manager) error {
+	pool := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		owner := metav1.GetControllerOf(o)
+		return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue && (owner == nil || owner.Kind != "Job")
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&corev1.Pod{}, builder.WithPredicates(pool)).
+		Named("simulated-kubelet-pool").
+		Complete(reconcile.Func(k.startPoolPod))
+}
+
+// PausePool leaves pool Pods Pending (never Ready, so never claimed) while paused is true,
+// as a node short of capacity would: calls of a pooled Tool then run cold.
+func (k *Kubelet) PausePool(paused bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.poolPaused = paused
+}
+
+// startPoolPod plays the kubelet starting a pool Pod: its runner waits for a Handover.
+func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	k.mu.Lock()
+	paused := k.poolPaused
+	k.mu.Unlock()
+	if paused {
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	pod := &corev1.Pod{}
+	if err := k.Get(ctx, req.NamespacedName, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if len(pod.Status.ContainerStatuses) > 0 || !pod.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &now
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Ready: true, Started: ptr.To(true),
+		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+	return ctrl.Result{}, client.IgnoreNotFound(k.Status().Update(ctx, pod))
+}
+
+// Handover implements controllers.WarmExecutor for the Kubelet's pool Pods.
+func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line []byte) (controllers.WarmStream, error) {
+	pod := &corev1.Pod{}
+	if err := k.reader().Get(ctx, key, pod); err != nil { // whole: the key is in the spec
+		return controllers.WarmStream{}, err
+	}
+	h, err := frame.ReadHandover(bytes.NewReader(line))
+	if err != nil {
+		return controllers.WarmStream{}, err
+	}
+	at := time.Now()
+	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[controllers.AnnotationCallName],
+		CallUID: types.UID(pod.Annotations[controllers.AnnotationClaimedBy]), At: at}
+	rec.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+	k.mu.Lock()
+	k.handovers = append(k.handovers, rec)
+	k.mu.Unlock()
+	o := k.scriptForWarm(pod)
+	if o.After > 0 {
+		select {
+		case <-time.After(o.After):
+		case <-ctx.Done():
+			return controllers.WarmStream{HandedOver: at}, ctx.Err()
+		}
+	}
+	term, err := k.playWarm(ctx, pod, o, h)
+	stream := controllers.WarmStream{HandedOver: at}
+	if term != nil && term.Message != "" {
+		stream.StdoutTail = frame.ResultLine([]byte(term.Message))
+	}
+	return stream, err
+}
+
+func (k *Kubelet) scriptForWarm(pod *corev1.Pod) Outcome {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	tool := pod.Annotations[controllers.AnnotationTool]
+	if list := k.attempts[tool]; len(list) > 0 {
+		attempt, _ := strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+		return list[min(max(attempt, 1), len(list))-1]
+	}
+	if o, ok := k.scripts[tool]; ok {
+		return o
+	}
+	return Outcome{Echo: true}
+}
+
+// playWarm writes the warm Pod's end for o; it returns the tool container's terminated
+// state when the runner wrote one (nil: the kubelet failed the Pod).
+func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h frame.Handover) (*corev1.ContainerStateTerminated, error) {
+	if o.DeadlineExceeded || o.Evicted || o.PodReason != "" {
+		pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, "DeadlineExceeded"
+		if o.Evicted {
+			pod.Status.Reason = "Evicted"
+		} else if o.PodReason != "" {
+			pod.Status.Reason = o.PodReason
+		}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Started: ptr.To(false),
+			ContainerID: "simulated://" + string(pod.UID),
+			State:       corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}
+		return nil, k.Status().Update(ctx, pod)
+	}
+	env := expandEnv(&pod.Spec.Containers[0])
+	env["TOOLGATE_ARGS_DIGEST"] = h.ArgumentsDigest
+	term, err := k.terminateWith(pod, o, env, h.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if term.ExitCode != 0 {
+		pod.Status.Phase = corev1.PodFailed
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Started: ptr.To(false),
+		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Terminated: term}}}
+	return term, k.Status().Update(ctx, pod)
+}
