@@ -92,8 +92,16 @@ test-unit: ## Unit tests (no cluster), with the race detector.
 	go test $(RACE) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: envtest-binaries $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
+test-integration: envtest-binaries chromium $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
 	$(GINKGO) -r $(RACE) --fail-on-pending --fail-on-empty --require-suite --timeout=30m test/integration
+
+# The approval console's browser specs (integration and e2e) drive Debian's Chromium; its
+# recommended packages bring the fonts the screenshots need. CHROMIUM=path skips this.
+.PHONY: chromium
+chromium:
+	@[ -n "$$CHROMIUM" ] || command -v chromium >/dev/null || { \
+	  echo "installing Debian's chromium (apt)"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 .PHONY: bench
 bench: ## Pipeline benchmarks.
