@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -29,6 +30,8 @@ type Options struct {
 	AuditLogger logr.Logger
 	// RegisterMetrics adds toolgate's metrics to controller-runtime's registry (once per process).
 	RegisterMetrics bool
+	// Tracer exports a trace of every ToolCall; nil: no tracing.
+	Tracer *tracing.Tracer
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
@@ -69,7 +72,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
-			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger},
+			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger, Tracer: opts.Tracer},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

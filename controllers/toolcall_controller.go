@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -69,6 +70,8 @@ type ToolCallReconciler struct {
 	Options   CallOptions
 	// Audit receives the audit records; zero: the "audit" child of the process logger.
 	Audit logr.Logger
+	// Tracer exports a trace of each call (internal/tracing); nil: no tracing.
+	Tracer *tracing.Tracer
 
 	written  written
 	refusals refusals
@@ -117,7 +120,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.auditRecovered(ctx, call)
 		return r.expire(ctx, call, retained)
 	}
-	res, err := r.reconcile(ctx, call)
+	res, err := r.reconcile(r.Tracer.Begin(ctx, call), call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
 		res.RequeueAfter = retained
 	}
@@ -147,6 +150,7 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 // unknown (an error other than a conflict: it may have been applied) is audited when the
 // call is next seen terminal (auditRecovered).
 func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
+	written := r.Clock.Now()
 	if err := r.Status().Update(ctx, call); err != nil {
 		if call.Status.Phase.IsTerminal() && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
 			r.audits.hold(call)
@@ -154,6 +158,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		return err
 	}
 	r.written.record(call)
+	tracing.Flush(ctx, call, written)
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))
