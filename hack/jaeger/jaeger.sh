@@ -2,18 +2,19 @@
 # Builds Jaeger (all-in-one: OTLP receiver on :4317/:4318, query API and UI on :16686) from Go
 # modules into bin/jaeger, and runs it on this machine for the local cluster's traces.
 #
-#   hack/jaeger.sh build     build bin/jaeger unless it is present for this version (cached)
-#   hack/jaeger.sh start     build, then start it (pid in .cluster/run/jaeger.pid, log in
+#   hack/jaeger/jaeger.sh build     build bin/jaeger unless it is present for this version (cached)
+#   hack/jaeger/jaeger.sh start     build, then start it (pid in .cluster/run/jaeger.pid, log in
 #                            .cluster/logs/jaeger.log) unless it already answers
-#   hack/jaeger.sh stop      stop the one start started
-#   hack/jaeger.sh status    exit 0 when the query API answers
+#   hack/jaeger/jaeger.sh stop      stop the one start started
+#   hack/jaeger/jaeger.sh status    exit 0 when the query API answers
 #
 # The version comes from hack/tools/jaeger/go.mod (a module of its own, `go get -tool`, so
-# Jaeger's dependencies never enter toolgate's go.mod). Memory storage: traces are lost when
-# it stops. It listens on all interfaces, so Pods reach it at the node address.
+# Jaeger's dependencies never enter toolgate's go.mod). Configuration: hack/jaeger/config.yaml
+# (memory storage: traces are lost when it stops; OTLP on all interfaces, JAEGER_OTLP_HOST,
+# so that Pods reach it at the node address; query API and UI on loopback only).
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 mod="$root/hack/tools/jaeger"
 out="${JAEGER_BIN:-$root/bin/jaeger}"
 run="$root/.cluster/run"
@@ -50,7 +51,8 @@ start() {
   build
   if healthy; then echo "jaeger: already running"; return; fi
   mkdir -p "$run" "$logs"
-  setsid "$out" >"$logs/jaeger.log" 2>&1 </dev/null &
+  JAEGER_OTLP_HOST="${JAEGER_OTLP_HOST:-0.0.0.0}" JAEGER_QUERY_PORT="$query_port" \
+    setsid "$out" --config "$root/hack/jaeger/config.yaml" >"$logs/jaeger.log" 2>&1 </dev/null &
   echo $! >"$run/jaeger.pid"
   local i
   for i in $(seq 1 150); do
