@@ -86,7 +86,9 @@ func run(raw []byte) (any, error) {
 // exportRequest is an OTLP/JSON ExportTraceServiceRequest with one span (IDs in hex,
 // times as decimal strings of Unix nanoseconds, as OTLP/JSON encodes them).
 func exportRequest(r report, name string, start, end time.Time) map[string]any {
-	str := func(k, v string) map[string]any { return map[string]any{"key": k, "value": map[string]any{"stringValue": v}} }
+	str := func(k, v string) map[string]any {
+		return map[string]any{"key": k, "value": map[string]any{"stringValue": v}}
+	}
 	span := map[string]any{
 		"traceId": r.TraceID, "spanId": r.SpanID, "parentSpanId": r.ParentSpanID, "name": name, "kind": 1,
 		"startTimeUnixNano": strconv.FormatInt(start.UnixNano(), 10), "endTimeUnixNano": strconv.FormatInt(end.UnixNano(), 10),
