@@ -78,7 +78,7 @@ func byName(spans tracetest.SpanStubs, name string) tracetest.SpanStub {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
@@ -98,7 +98,7 @@ func expectOneTree(spans tracetest.SpanStubs, call *v1alpha1.ToolCall) tracetest
 		Expect(seen[s.SpanContext.SpanID()]).To(BeFalse(), "span %s exported twice", s.Name)
 		seen[s.SpanContext.SpanID()] = true
 		for _, a := range s.Attributes {
-			Expect(a.Value.Emit()).NotTo(ContainSubstring(secret), "span %s attribute %s", s.Name, a.Key)
+			Expect(a.Value.String()).NotTo(ContainSubstring(secret), "span %s attribute %s", s.Name, a.Key)
 		}
 		if s.Name == tracing.SpanCall {
 			continue
