@@ -44,7 +44,7 @@ build() {
 }
 
 healthy() {
-  curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$query_port/api/services"
+  curl -fs -o /dev/null --max-time 2 "http://127.0.0.1:$query_port/api/services"
 }
 
 start() {

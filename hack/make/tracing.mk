@@ -27,3 +27,9 @@ jaeger-down: ## Stop the Jaeger jaeger-up started (make down stops it too).
 test-tracing: envtest-binaries $(GINKGO) ## The tracing package's tests and its envtest suite (test/integration/tracing).
 	go test ./internal/tracing/...
 	$(GINKGO) --fail-on-pending --fail-on-empty --require-suite --timeout=10m test/integration/tracing
+
+# With TRACING=1 (make test) the envtest suite's Jaeger spec must run: build bin/jaeger first.
+test-integration: jaeger-if-tracing
+.PHONY: jaeger-if-tracing
+jaeger-if-tracing:
+	@if [ "$(TRACING)" = 1 ]; then $(ROOT)/hack/jaeger/jaeger.sh build; fi
