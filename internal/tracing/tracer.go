@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -79,22 +80,24 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if batch <= 0 {
 		batch = 2 * time.Second
 	}
-	return newTracer(opts.ServiceName, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(batch))), nil
+	host, _ := os.Hostname() // the Pod's name: which replica exported a span
+	return newTracer(opts.ServiceName, sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(batch)),
+		attribute.String("service.instance.id", host)), nil
 }
 
 // NewForExporter is a tracer exporting synchronously to exp (tests: an in-memory exporter).
 func NewForExporter(exp sdktrace.SpanExporter) *Tracer {
-	return newTracer("", sdktrace.WithSyncer(exp))
+	return newTracer("", sdktrace.WithSyncer(exp), attribute.String("service.instance.id", "test"))
 }
 
-func newTracer(service string, export sdktrace.TracerProviderOption) *Tracer {
+func newTracer(service string, export sdktrace.TracerProviderOption, instance attribute.KeyValue) *Tracer {
 	if service == "" {
 		service = "toolgate"
 	}
 	tp := sdktrace.NewTracerProvider(export,
 		sdktrace.WithIDGenerator(callIDGenerator{}),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service))))
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", service), instance)))
 	return &Tracer{provider: tp, tracer: tp.Tracer("github.com/toolgate/toolgate")}
 }
 
