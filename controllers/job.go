@@ -104,6 +104,9 @@ type JobInput struct {
 	// FrameKey is the attempt's random frame key (frame.NewKey): the runner signs its
 	// frame with it, and the operator reads it back from the Job to verify the frame.
 	FrameKey string
+	// Traceparent is the attempt's execution span context (internal/tracing), handed to
+	// the body as TRACEPARENT; empty when the operator does not trace.
+	Traceparent string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -263,6 +266,9 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
 	for _, e := range in.Tool.Body.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	if in.Traceparent != "" {
+		env = append(env, literalEnv(toolgatev1alpha1.EnvTraceparent, in.Traceparent))
 	}
 	return append(env,
 		literalEnv("TOOLGATE_ARGS", string(in.Arguments)),

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -35,6 +36,8 @@ type Options struct {
 	Notify notify.Options
 	// Warm hands warm pool Pods their arguments; nil uses pods/attach (PodAttach).
 	Warm WarmExecutor
+	// Tracer exports a trace of every ToolCall; nil: no tracing.
+	Tracer *tracing.Tracer
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
@@ -86,7 +89,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
-			Notifier: notifier, Warm: warm},
+			Notifier: notifier, Warm: warm, Tracer: opts.Tracer},
 		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

@@ -33,6 +33,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	}
 	call.Status.ObservedGeneration = call.Generation
 	outcome := r.runAdmission(reg, call)
+	traceAdmission(ctx, start, outcome, r.Clock.Now())
 	if outcome.verdict == pipeline.Allow {
 		if err := r.scheduleOrQueue(ctx, call); err != nil {
 			return ctrl.Result{}, err
@@ -63,6 +64,8 @@ type admission struct {
 	verdict pipeline.Verdict
 	reason  pipeline.Reason
 	events  []event
+	// stages are the pure stages' decisions and times (tracing); zero when not reached.
+	stages pipeline.Admission
 }
 
 // runAdmission mutates call.Status in memory only: conditions, digest, snapshot, phase.
@@ -97,8 +100,11 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 		Tool:      in.Tool,
 		Call:      in.Call,
 		Policies:  r.Compiler.CompilePolicies(reg.policies),
+		Now:       r.Clock.Now,
 	})
-	return r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
+	out := r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
+	out.stages = adm
+	return out
 }
 
 // recordAdmission writes the stage verdicts of one pure pass into the status (in memory).

@@ -58,6 +58,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
+	traceApproval(ctx, call, decision, r.Clock.Now())
 	if answer != nil && decidedBy(decision) {
 		call.Status.Approver = answer.Approver
 	}

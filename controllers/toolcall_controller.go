@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/notify"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -76,6 +77,8 @@ type ToolCallReconciler struct {
 	Notifier *notify.Notifier
 	// Warm hands warm pool Pods their arguments (warmpool_run.go); nil: every call runs cold.
 	Warm WarmExecutor
+	// Tracer exports a trace of each call (internal/tracing); nil: no tracing.
+	Tracer *tracing.Tracer
 
 	written  written
 	refusals refusals
@@ -129,7 +132,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.auditRecovered(ctx, call)
 		return r.expire(ctx, call, retained)
 	}
-	res, err := r.reconcile(ctx, call)
+	res, err := r.reconcile(r.Tracer.Begin(ctx, call), call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
 		res.RequeueAfter = retained
 	}
@@ -162,6 +165,7 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 // unknown (an error other than a conflict: it may have been applied) is audited when the
 // call is next seen terminal (auditRecovered).
 func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
+	written := r.Clock.Now()
 	if err := r.Status().Update(ctx, call); err != nil {
 		if call.Status.Phase.IsTerminal() && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
 			r.audits.hold(call)
@@ -169,6 +173,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		return err
 	}
 	r.written.record(call)
+	tracing.Flush(ctx, call, written)
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))

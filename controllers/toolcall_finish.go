@@ -38,6 +38,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		// Kept across passes: the post-execute deadline counts from the first time the end
 		// was seen.
 		call.Status.Attempts[n].CompletionTime = ptrTime(start)
+		traceAttempt(ctx, call, n, res, start, r.Clock.Now())
 	}
 	if res.IsError {
 		call.Status.Attempts[n].Reason = string(res.Reason)
@@ -57,10 +58,12 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		executed = metav1.ConditionFalse
 	}
 	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res))
+	postStart := r.Clock.Now()
 	final, decision, err := r.postExecute(ctx, call, res)
 	if err != nil {
 		return r.policiesUnavailable(ctx, call, err)
 	}
+	postExecuted := r.Clock.Now()
 	// Allow is ResultAccepted or ResultRedacted: the condition says which.
 	r.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(decision.Reason))
 	phase := v1alpha1.PhaseSucceeded
@@ -68,6 +71,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		phase = v1alpha1.PhaseFailed
 	}
 	r.setTerminal(call, phase, final, r.Clock.Now())
+	traceFinal(ctx, decision, final, postStart, postExecuted, r.Clock.Now())
 	defer metrics.StageDuration.WithLabelValues("outcome").Observe(r.Clock.Since(start).Seconds())
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err

@@ -58,7 +58,7 @@ func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCal
 		if o.Unreadable != "" {
 			ctrl.LoggerFrom(ctx).Info("the tool's frame cannot be trusted", "job", job.Name, "error", o.Unreadable)
 		}
-		return r.finishAttempt(ctx, call, job, o)
+		return r.finishAttempt(withContainerStart(ctx, pod), call, job, o)
 	}
 	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -127,7 +128,8 @@ func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolC
 		return ctrl.Result{}, err
 	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key}, r.Options.Job)
+		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key,
+		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, r.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
 		return ctrl.Result{}, err
 	}

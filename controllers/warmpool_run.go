@@ -11,6 +11,7 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
@@ -110,7 +111,8 @@ func (r *ToolCallReconciler) startWarm(ctx context.Context, call *v1alpha1.ToolC
 		}
 		return r.refuseUnisolated(ctx, call, why)
 	}
-	line, err := frame.EncodeHandover(frame.Handover{Arguments: frozen.Canonical(), ArgumentsDigest: frozen.Digest()})
+	line, err := frame.EncodeHandover(frame.Handover{Arguments: frozen.Canonical(), ArgumentsDigest: frozen.Digest(),
+		Traceparent: tracing.ExecutionTraceparent(ctx, int(a.Attempt))})
 	if err != nil {
 		return r.finishInternal(ctx, call, "the frozen arguments could not be handed over")
 	}

@@ -7,7 +7,9 @@
 # Idempotent: run it again and it upgrades the release, re-applies the examples, deletes
 # the previous demo calls and makes new ones (fresh generated names).
 # Environment: DEMO_TIMEOUT (seconds to wait for the calls, default 120), DEMO_STRICT=1
-# (exit 1 when a call ends other than its toolgate.dev/demo-expect annotation says).
+# (exit 1 when a call ends other than its toolgate.dev/demo-expect annotation says),
+# TRACING=1 (build and start Jaeger on the node, hack/jaeger.sh, and install the operator
+# exporting its traces there: query API and UI at http://127.0.0.1:16686).
 # See docs/operations.md; `make down` (hack/cluster.sh down) stops everything.
 set -euo pipefail
 
@@ -75,13 +77,17 @@ install() {
   # The node address (the API server's and kubelet's) is outside the egress policy's default
   # except ranges on this machine: add it, so that Egress tools cannot reach the cluster.
   # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
-  local digest
+  local digest tracing=()
   digest="$(sha256sum "$IMAGES_DIR/manager.tar" | cut -c1-16)"
+  if [ "${TRACING:-}" = 1 ]; then
+    "$here/jaeger/jaeger.sh" start
+    tracing=(--set "tracing.endpoint=$(node_ip):4317" --set tracing.insecure=true)
+  fi
   log "helm upgrade --install $RELEASE (image toolgate.local/manager:dev, tar sha256 $digest…)"
   KUBECONFIG="$ADMIN_KUBECONFIG" "$HELM" upgrade --install "$RELEASE" "$CHART" \
     --namespace "$SYSTEM_NS" --create-namespace --skip-crds \
     -f "$CHART/ci/local-values.yaml" \
-    --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" \
+    --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s

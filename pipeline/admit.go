@@ -16,7 +16,10 @@ limitations under the License.
 
 package pipeline
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // AdmitInput is everything the pure admission stages need for one call.
 type AdmitInput struct {
@@ -34,6 +37,16 @@ type AdmitInput struct {
 	// Guards are decisions of checks made outside the pipeline (for example NotASubject
 	// from Index.IsSubject); they are folded into the Guard stage and can only lower.
 	Guards []Decision
+	// Now, when set, times the stages into Admission.Times (for tracing); nil: untimed.
+	Now func() time.Time
+}
+
+// Interval is when a stage ran; zero when it was not timed or not reached.
+type Interval struct{ Start, End time.Time }
+
+// AdmitTimes are the intervals of the stages Admit ran (AdmitInput.Now).
+type AdmitTimes struct {
+	Freeze, Validate, PreExecute, Guard Interval
 }
 
 // Admission holds the verdict of every admission stage, so that the reconciler can
@@ -56,13 +69,21 @@ type Admission struct {
 	// with Final.ApprovalWindow, zero meaning the Tool's or the default window) or Deny
 	// (terminal, with the deciding stage's reason).
 	Final Decision
+	// Times are the stages' intervals when AdmitInput.Now was set.
+	Times AdmitTimes
 }
 
 // Admit runs freeze → validate → pre-execute policies → guards in one pass. A failing
 // stage stops the pass: no policy sees arguments that did not freeze or validate.
 func Admit(in AdmitInput) Admission {
+	now := in.Now
+	if now == nil {
+		now = func() time.Time { return time.Time{} }
+	}
 	var a Admission
+	t := now()
 	f, err := Freeze(in.Arguments, in.Freeze)
+	a.Times.Freeze = Interval{t, now()}
 	if err != nil {
 		a.Freeze = freezeDenial(err)
 		a.Final = a.Freeze
@@ -70,18 +91,24 @@ func Admit(in AdmitInput) Admission {
 	}
 	a.Frozen = f
 	a.Freeze = Decision{Verdict: Allow, Reason: ReasonFrozen, Message: "arguments frozen as " + f.Digest()}
+	t = a.Times.Freeze.End
 	a.Validate, a.Validation = Validate(in.Schema, f)
+	a.Times.Validate = Interval{t, now()}
 	if a.Validate.Verdict != Allow {
 		a.Final = a.Validate
 		return a
 	}
+	t = a.Times.Validate.End
 	act := newActivation(Input{Tool: in.Tool, Call: in.Call, Arguments: f})
 	a.PreExecute = preExecute(in.Policies, act)
+	a.Times.PreExecute = Interval{t, now()}
 	if a.PreExecute.Verdict == Deny {
 		a.Final = a.PreExecute // guards could only keep it
 		return a
 	}
+	t = a.Times.PreExecute.End
 	a.Guard = guard(a.PreExecute, in.Policies, act, in.Guards)
+	a.Times.Guard = Interval{t, now()}
 	a.Final = a.Guard
 	return a
 }

@@ -46,6 +46,13 @@ const (
 	AnnotationCallName = "toolgate.dev/call-name"
 	// LabelCreatedBy on a ToolCall names the client that made it ("toolgate-cli", "toolgate-mcp").
 	LabelCreatedBy = "toolgate.dev/created-by"
+	// AnnotationTraceparent on a ToolCall is the caller's W3C trace context (a traceparent
+	// header value, "00-<trace-id>-<span-id>-<flags>"): the operator's spans of the call join
+	// that trace, under that span. The CLI and the MCP gateway set it.
+	AnnotationTraceparent = "toolgate.dev/traceparent"
+	// EnvTraceparent is the tool body's environment variable holding the execution span's
+	// traceparent, when the operator traces.
+	EnvTraceparent = "TRACEPARENT"
 	// ToolContainerName is the container that runs the runner and, under it, the tool body.
 	ToolContainerName = "tool"
 )

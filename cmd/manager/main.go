@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics/serving"
+	"github.com/toolgate/toolgate/internal/tracing"
 )
 
 func main() {
@@ -50,6 +52,7 @@ func main() {
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	notifyOpts := bindNotify(flag.CommandLine)
+	tracingOpts := bindTracing(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -105,6 +108,11 @@ func main() {
 		log.Error(err, "invalid approval notification settings")
 		os.Exit(2)
 	}
+	tracer, err := tracing.New(context.Background(), *tracingOpts)
+	if err != nil {
+		log.Error(err, "invalid tracing settings")
+		os.Exit(2)
+	}
 
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
@@ -122,7 +130,7 @@ func main() {
 		log.Error(err, "unable to create the manager")
 		os.Exit(1)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Notify: notifications}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Notify: notifications, Tracer: tracer}); err != nil {
 		log.Error(err, "unable to set up the controllers")
 		os.Exit(1)
 	}
@@ -132,7 +140,11 @@ func main() {
 	log.Info("starting the manager")
 	// Exit as soon as the manager returns: it released the Lease on the way out
 	// (LeaderElectionReleaseOnCancel), so a standby may already be reconciling.
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	err = mgr.Start(ctrl.SetupSignalHandler())
+	if terr := shutdownTracer(tracer); terr != nil {
+		log.Error(terr, "could not send the last spans")
+	}
+	if err != nil {
 		log.Error(err, "the manager stopped with an error")
 		os.Exit(1)
 	}

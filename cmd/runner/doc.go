@@ -29,6 +29,8 @@
 //	TOOLGATE_FRAME_KEY                             the attempt's frame key (base64url of 32 bytes); without it the
 //	                                               frame is unsigned, and the operator does not trust it
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
+//	TRACEPARENT                                    the attempt's execution span (W3C traceparent), set by an
+//	                                               operator that traces; handed to the tool unchanged
 //
 // Because the arguments travel in an environment variable (or argv), they are
 // bounded by the kernel's limit on one such string, 128 KiB on Linux.

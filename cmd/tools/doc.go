@@ -14,4 +14,5 @@
 //	large      {"kib": N}: N KiB of text, for results carried in the Pod log
 //	whoami     {}: uid, gid, capabilities, root filesystem and token checks of the sandbox
 //	oom        {"mib": N}: allocates N MiB, to be killed by its memory limit
+//	tracespan  {"name", "millis"}: one span of its own under $TRACEPARENT (the operator's execution span)
 package tools

@@ -83,6 +83,7 @@ node_ip() {
 component_bin() {
   case "$1" in
     containerd) echo /usr/bin/containerd ;;
+    jaeger) readlink -f "$ROOT/bin/jaeger" 2>/dev/null || echo "$ROOT/bin/jaeger" ;; # hack/jaeger/jaeger.sh
     *) readlink -f "$K8S_BIN/$1" 2>/dev/null || echo "$K8S_BIN/$1" ;;
   esac
 }

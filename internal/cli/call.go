@@ -92,6 +92,7 @@ func (o *callOptions) run(ctx context.Context) error {
 	}
 	call, err := c.Create(ctx, agentclient.CallRequest{
 		Tool: o.tool, Scope: o.scope, Session: o.session, Arguments: args, CreatedBy: CreatedBy,
+		Traceparent: os.Getenv("TRACEPARENT"), // the caller's trace context (W3C, as OTel's env carrier)
 	})
 	if err != nil {
 		return explain(err, apiOp{verb: "create", resource: "toolcalls.toolgate.dev", namespace: c.Namespace})

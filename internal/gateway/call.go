@@ -59,6 +59,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	call, err := g.opts.Client.Create(ctx, agentclient.CallRequest{
 		Tool: tool, Scope: g.opts.Scope, Session: g.opts.Session, Arguments: args, CreatedBy: CreatedBy,
+		Traceparent: metaString(req.Params.Meta, "traceparent"), // MCP's _meta trace context
 	})
 	if err != nil {
 		return createFailed(log, err)

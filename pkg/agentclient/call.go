@@ -25,6 +25,9 @@ type CallRequest struct {
 	Arguments json.RawMessage
 	// CreatedBy, when set, becomes the toolgate.dev/created-by label.
 	CreatedBy string
+	// Traceparent, when a W3C traceparent value, becomes the toolgate.dev/traceparent
+	// annotation: the operator's trace of the call joins the caller's trace.
+	Traceparent string
 }
 
 // Create creates the ToolCall (named after the tool, with a random suffix) and returns it
@@ -46,6 +49,9 @@ func (c *Client) Create(ctx context.Context, req CallRequest) (*v1alpha1.ToolCal
 	}
 	if req.CreatedBy != "" {
 		call.Labels = map[string]string{LabelCreatedBy: req.CreatedBy}
+	}
+	if tp := ValidTraceparent(req.Traceparent); tp != "" {
+		call.Annotations = map[string]string{v1alpha1.AnnotationTraceparent: tp}
 	}
 	if err := c.C.Create(ctx, call); err != nil {
 		return nil, err

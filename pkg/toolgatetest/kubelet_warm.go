@@ -36,6 +36,8 @@ type WarmHandover struct {
 	CallUID types.UID
 	Attempt int
 	At      time.Time
+	// Traceparent is the handover's (the execution span the runner hands the body), if any.
+	Traceparent string
 }
 
 // Handovers returns every Handover the Kubelet's warm Pods received, in order.
@@ -100,7 +102,7 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 	}
 	at := time.Now()
 	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[controllers.AnnotationCallName],
-		CallUID: types.UID(pod.Annotations[controllers.AnnotationClaimedBy]), At: at}
+		CallUID: types.UID(pod.Annotations[controllers.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent}
 	rec.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
 	k.mu.Lock()
 	k.handovers = append(k.handovers, rec)

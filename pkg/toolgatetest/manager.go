@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/notify"
+	"github.com/toolgate/toolgate/internal/tracing"
 )
 
 // ManagerOptions configure StartManager. The zero value runs toolgate's reconcilers with
@@ -35,6 +37,9 @@ type ManagerOptions struct {
 	CollectGarbage bool
 	// AuditLogger receives the operator's audit records; zero: ctrl.Log's "audit" logger.
 	AuditLogger logr.Logger
+	// TraceExporter, when set, receives the operator's spans of every call (OpenTelemetry;
+	// for example tracetest.NewInMemoryExporter()), exported synchronously.
+	TraceExporter sdktrace.SpanExporter
 	// KubeletRunsApart says that Kubelet already runs in a manager of its own
 	// (Env.StartKubelet): this manager only reads its logs, and the Kubelet keeps running
 	// while this manager is stopped (an operator outage).
@@ -66,6 +71,9 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 		m.Kubelet = NewKubelet(mgr.GetClient())
 	}
 	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
+	if opts.TraceExporter != nil {
+		setup.Tracer = tracing.NewForExporter(opts.TraceExporter)
+	}
 	if opts.CollectGarbage {
 		if err := setupGarbageCollector(mgr); err != nil {
 			return nil, err
