@@ -189,26 +189,7 @@ var _ = Describe("the sandbox seen from inside", Label("sandbox", "whoami"), fun
 		call := createCall(ctx, "whoami", demoScope, map[string]any{})
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded))
-		Expect(got.Status.Result.Content).NotTo(BeNil())
-		var r struct {
-			UID                        int    `json:"uid"`
-			GID                        int    `json:"gid"`
-			EUID                       int    `json:"euid"`
-			RootFilesystemWritable     bool   `json:"rootFilesystemWritable"`
-			TmpWritable                bool   `json:"tmpWritable"`
-			ServiceAccountTokenMounted bool   `json:"serviceAccountTokenMounted"`
-			CapEff                     string `json:"capEff"`
-			NoNewPrivs                 bool   `json:"noNewPrivs"`
-		}
-		Expect(json.Unmarshal(got.Status.Result.Content.Raw, &r)).To(Succeed(), string(got.Status.Result.Content.Raw))
-		Expect(r.UID).To(Equal(65532))
-		Expect(r.EUID).To(Equal(65532))
-		Expect(r.GID).To(Equal(65532))
-		Expect(r.RootFilesystemWritable).To(BeFalse())
-		Expect(r.TmpWritable).To(BeTrue())
-		Expect(r.ServiceAccountTokenMounted).To(BeFalse())
-		Expect(r.NoNewPrivs).To(BeTrue())
-		Expect(strings.Trim(r.CapEff, "0")).To(BeEmpty(), "effective capabilities %s", r.CapEff)
+		expectSandboxedWhoami(got)
 	}, SpecTimeout(2*time.Minute))
 })
 
@@ -327,3 +308,30 @@ var _ = Describe("operator restart mid-call", Label("restart", "disruptive"), Se
 		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(5*time.Minute))
 })
+
+// expectSandboxedWhoami checks what the whoami tool saw from inside its Pod: uid/euid/gid
+// 65532, a read-only root with a writable /tmp, no service-account token, no effective
+// capabilities, no_new_privs. Cold and warm Pods must read the same.
+func expectSandboxedWhoami(got *toolgatev1alpha1.ToolCall) {
+	GinkgoHelper()
+	Expect(got.Status.Result.Content).NotTo(BeNil())
+	var r struct {
+		UID                        int    `json:"uid"`
+		GID                        int    `json:"gid"`
+		EUID                       int    `json:"euid"`
+		RootFilesystemWritable     bool   `json:"rootFilesystemWritable"`
+		TmpWritable                bool   `json:"tmpWritable"`
+		ServiceAccountTokenMounted bool   `json:"serviceAccountTokenMounted"`
+		CapEff                     string `json:"capEff"`
+		NoNewPrivs                 bool   `json:"noNewPrivs"`
+	}
+	Expect(json.Unmarshal(got.Status.Result.Content.Raw, &r)).To(Succeed(), string(got.Status.Result.Content.Raw))
+	Expect(r.UID).To(Equal(65532))
+	Expect(r.EUID).To(Equal(65532))
+	Expect(r.GID).To(Equal(65532))
+	Expect(r.RootFilesystemWritable).To(BeFalse())
+	Expect(r.TmpWritable).To(BeTrue())
+	Expect(r.ServiceAccountTokenMounted).To(BeFalse())
+	Expect(r.NoNewPrivs).To(BeTrue())
+	Expect(strings.Trim(r.CapEff, "0")).To(BeEmpty(), "effective capabilities %s", r.CapEff)
+}

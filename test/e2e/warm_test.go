@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -131,23 +130,7 @@ var _ = Describe("warm pool: the sandbox seen from inside", Label("warm", "sandb
 		warmTool(ctx, "whoami", "e2e-warm-whoami", 1, nil)
 		got := warmCall(ctx, "e2e-warm-whoami", map[string]any{}, callTimeout)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded))
-		var r struct {
-			UID                        int    `json:"uid"`
-			GID                        int    `json:"gid"`
-			RootFilesystemWritable     bool   `json:"rootFilesystemWritable"`
-			TmpWritable                bool   `json:"tmpWritable"`
-			ServiceAccountTokenMounted bool   `json:"serviceAccountTokenMounted"`
-			CapEff                     string `json:"capEff"`
-			NoNewPrivs                 bool   `json:"noNewPrivs"`
-		}
-		Expect(json.Unmarshal(got.Status.Result.Content.Raw, &r)).To(Succeed(), string(got.Status.Result.Content.Raw))
-		Expect(r.UID).To(Equal(65532))
-		Expect(r.GID).To(Equal(65532))
-		Expect(r.RootFilesystemWritable).To(BeFalse())
-		Expect(r.TmpWritable).To(BeTrue())
-		Expect(r.ServiceAccountTokenMounted).To(BeFalse())
-		Expect(r.NoNewPrivs).To(BeTrue())
-		Expect(strings.Trim(r.CapEff, "0")).To(BeEmpty(), "effective capabilities %s", r.CapEff)
+		expectSandboxedWhoami(got)
 	}, SpecTimeout(2*time.Minute))
 })
 
