@@ -80,7 +80,7 @@ var _ = Describe("Cancelling a call", Label("cancel"), func() {
 	It("stops a running warm call's claimed Pod and keeps the call, Failed/Cancelled", Label("warm"), func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
-		kubelet.Script("longw", Outcome{Hold: true})
+		kubelet.Script("longw", Outcome{After: 20 * time.Second}) // a warm body that runs on (Hold is cold-only)
 		create(ctx, MakeTool("longw", ns).Image("example/long:1").Command("/long").WarmPool(1, 0).Obj())
 		readyPool(ctx, ns, 1)
 		Expect(agent.Create(ctx, MakeToolCall("cw", ns).Tool("longw").Requester("robot").Args(map[string]any{}).Obj())).To(Succeed())
