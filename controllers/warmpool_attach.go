@@ -27,6 +27,7 @@ type PodAttach struct {
 
 // Handover implements WarmExecutor.
 func (a PodAttach) Handover(ctx context.Context, pod types.NamespacedName, line []byte) (WarmStream, error) {
+	started := time.Now()
 	req := a.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
 		Container: ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
@@ -47,17 +48,25 @@ func (a PodAttach) Handover(ctx context.Context, pod types.NamespacedName, line 
 	in := &handoverReader{r: bytes.NewReader(line)}
 	out := &tailBuffer{limit: warmStdoutTail}
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out})
-	return WarmStream{HandedOver: in.doneAt(), StdoutTail: out.bytes()}, err
+	timings := StreamTimings{Started: started, Connected: in.firstAt(), FirstOutput: out.firstAt(), Ended: time.Now()}
+	return WarmStream{HandedOver: in.doneAt(), StdoutTail: out.bytes(), Timings: timings}, err
 }
 
-// handoverReader records when the whole line was read (and so sent).
+// handoverReader records when the stream first read it (connected) and when the whole line
+// was read (and so sent).
 type handoverReader struct {
-	mu   sync.Mutex
-	r    io.Reader
-	done time.Time
+	mu    sync.Mutex
+	r     io.Reader
+	first time.Time
+	done  time.Time
 }
 
 func (h *handoverReader) Read(p []byte) (int, error) {
+	h.mu.Lock()
+	if h.first.IsZero() {
+		h.first = time.Now()
+	}
+	h.mu.Unlock()
 	n, err := h.r.Read(p)
 	if err == io.EOF {
 		h.mu.Lock()
@@ -69,22 +78,38 @@ func (h *handoverReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+func (h *handoverReader) firstAt() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.first
+}
+
 func (h *handoverReader) doneAt() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.done
 }
 
-// tailBuffer keeps the last limit bytes written to it.
+// tailBuffer keeps the last limit bytes written to it, and when the first arrived.
 type tailBuffer struct {
 	mu    sync.Mutex
 	limit int
 	buf   []byte
+	first time.Time
+}
+
+func (t *tailBuffer) firstAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.first
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.first.IsZero() && len(p) > 0 {
+		t.first = time.Now()
+	}
 	t.buf = append(t.buf, p...)
 	if over := len(t.buf) - t.limit; over > 0 {
 		t.buf = append(t.buf[:0], t.buf[over:]...)

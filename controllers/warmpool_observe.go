@@ -33,7 +33,7 @@ func (r *ToolCallReconciler) observeWarm(ctx context.Context, call *v1alpha1.Too
 	run, inFlight := r.warm.get(call.UID)
 	if inFlight && run.done && pod != nil {
 		if o, ok := r.streamOutcome(ctx, call, pod, run); ok {
-			return r.finishWarm(ctx, call, pod, o)
+			return r.finishWarm(ctx, call, pod, o, sourceStream)
 		}
 	}
 	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !podEnded(pod) {
@@ -49,11 +49,11 @@ func (r *ToolCallReconciler) observeWarm(ctx context.Context, call *v1alpha1.Too
 		if past {
 			base.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
-		return r.finishWarm(ctx, call, pod, base)
+		return r.finishWarm(ctx, call, pod, base, sourcePod)
 	}
 	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past}
 	if o, ok := attemptOutcome(ctx, view, r.warmFrameReader(call, pod)); ok {
-		return r.finishWarm(ctx, call, pod, o)
+		return r.finishWarm(ctx, call, pod, o, sourcePod)
 	}
 	if !inFlight {
 		return r.startWarm(ctx, call)
@@ -147,8 +147,9 @@ func (r *ToolCallReconciler) podFrameKey(ctx context.Context, pod *corev1.Pod) (
 
 // finishWarm records the handover time, finishes the attempt as a cold one is finished,
 // and deletes the Pod once its outcome is written: one call per Pod, never reused.
-func (r *ToolCallReconciler) finishWarm(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, o pipeline.Outcome) (ctrl.Result, error) {
-	if run, ok := r.warm.get(call.UID); ok && run.done && !run.stream.HandedOver.IsZero() {
+func (r *ToolCallReconciler) finishWarm(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, o pipeline.Outcome, source string) (ctrl.Result, error) {
+	run, ok := r.warm.get(call.UID)
+	if ok && run.done && !run.stream.HandedOver.IsZero() {
 		if a := warmAttempt(call); a != nil && a.HandoverTime == nil {
 			a.HandoverTime = ptrTime(run.stream.HandedOver)
 		}
@@ -157,6 +158,7 @@ func (r *ToolCallReconciler) finishWarm(ctx context.Context, call *v1alpha1.Tool
 	if err != nil {
 		return res, err
 	}
+	recordWarmRun(ctx, run, source)
 	r.warm.forget(call.UID)
 	if pod != nil {
 		r.deleteWarmPod(ctx, pod)

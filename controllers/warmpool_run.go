@@ -30,6 +30,16 @@ type WarmStream struct {
 	HandedOver time.Time
 	// StdoutTail is the end of the runner's stdout (at most warmStdoutTail bytes).
 	StdoutTail []byte
+	// Timings of the stream, when the executor measures them (zero: not known).
+	Timings StreamTimings
+}
+
+// StreamTimings is when a warm attempt's attach stream passed each point (process clock).
+type StreamTimings struct {
+	Started     time.Time // the attach request was made
+	Connected   time.Time // the stream first took stdin
+	FirstOutput time.Time // the runner's first stdout byte arrived
+	Ended       time.Time // the stream ended
 }
 
 // warmStdoutTail is how much of a warm runner's stdout the operator keeps: the result line
@@ -105,7 +115,10 @@ func (r *ToolCallReconciler) startWarm(ctx context.Context, call *v1alpha1.ToolC
 	if err := r.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod); err != nil {
 		return r.observeWarm(ctx, call) // gone or not cached yet: observing decides
 	}
-	if why, err := r.ensureIsolation(ctx, call, pod.Labels); err != nil || why != "" {
+	isolating := time.Now()
+	why, err := r.ensureIsolation(ctx, call, pod.Labels)
+	observeIsolation(isolating)
+	if err != nil || why != "" {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
