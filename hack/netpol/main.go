@@ -18,10 +18,20 @@
 //   - a Pod's address is known only once the kubelet has published it (≈ 1–2 s after the
 //     container started; NRI, which would close this, needs containerd 1.7+, not 1.6).
 //
-// For new connections from the Pod CIDR the guard queues those from addresses a Pod has in
-// this process's Pod informer (the same cache the enforcer decides from) and drops the rest;
-// the enforcer then applies the NetworkPolicies (a Pod no policy selects is allowed). With
-// no enforcer listening on the queue, the kernel drops: fail closed.
+// For new connections from the Pod CIDR the guard queues those from or to a Pod that some
+// NetworkPolicy selects (its podSelector, in its namespace, matches the Pod in this process's
+// informers: the same caches the enforcer decides from), lets through those between Pods no
+// policy selects (the enforcer would allow them: no policy applies to either end), and drops
+// those from addresses no Pod has yet. The enforcer then applies the NetworkPolicies. With no
+// enforcer listening on the queue, the kernel drops: fail closed.
+//
+// Why not queue everything: the enforcer retries its nftables sync (which cannot load here)
+// on every Pod and policy change, and each failed transaction registers and unregisters
+// netfilter hooks; the kernel drops every packet waiting in any NFQUEUE of the network
+// namespace when a hook is unregistered (nfqnl_nf_hook_drop). A dropped SYN costs its
+// connection the 1 s initial retransmission timeout: the operator's pods/attach and watch
+// connections lost a second that way whenever a Pod came or went. A policy that starts to
+// select a Pod is in force for its new connections once the guard resynced (milliseconds).
 package main
 
 import (
@@ -40,6 +50,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -77,7 +90,8 @@ func run(ctx context.Context, kubeconfig, nodeName, podCIDR string, queueID int,
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	pods := factory.Core().V1().Pods()
-	ctrl, err := networkpolicy.NewController(cs, factory.Networking().V1().NetworkPolicies(),
+	policies := factory.Networking().V1().NetworkPolicies()
+	ctrl, err := networkpolicy.NewController(cs, policies,
 		factory.Core().V1().Namespaces(), pods, nil, nil, nil, nil,
 		networkpolicy.Config{QueueID: queueID, NodeName: nodeName, NetfilterBug1766Fix: true})
 	if err != nil {
@@ -88,15 +102,19 @@ func run(ctx context.Context, kubeconfig, nodeName, podCIDR string, queueID int,
 		if g, err = newGuard(podCIDR, queueID); err != nil {
 			return err
 		}
-		if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		poke := cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { g.poke() },
 			UpdateFunc: func(any, any) { g.poke() },
 			DeleteFunc: func(any) { g.poke() },
-		}); err != nil {
+		}
+		if _, err := pods.Informer().AddEventHandler(poke); err != nil {
+			return err
+		}
+		if _, err := policies.Informer().AddEventHandler(poke); err != nil {
 			return err
 		}
 		// Before any Pod is known: drop all new Pod connections (fail closed).
-		if err := g.sync(nil); err != nil {
+		if err := g.sync(nil, nil); err != nil {
 			return err
 		}
 	}
@@ -112,7 +130,7 @@ func run(ctx context.Context, kubeconfig, nodeName, podCIDR string, queueID int,
 	}()
 	factory.Start(ctx.Done())
 	if g != nil {
-		go g.loop(ctx, pods.Informer().GetIndexer())
+		go g.loop(ctx, pods.Informer().GetIndexer(), policies.Informer().GetIndexer())
 	}
 	<-ctx.Done()
 	return nil
@@ -139,27 +157,17 @@ func (g *guard) poke() {
 	}
 }
 
-// loop rewrites the guard table whenever the Pod informer changes (coalesced).
-func (g *guard) loop(ctx context.Context, pods cache.Indexer) {
+// loop rewrites the guard table whenever the Pod or NetworkPolicy informer changes
+// (coalesced).
+func (g *guard) loop(ctx context.Context, pods, policies cache.Indexer) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.wake:
 		}
-		var ips []net.IP
-		for _, obj := range pods.List() {
-			pod, ok := obj.(*v1.Pod)
-			if !ok || pod.Spec.HostNetwork {
-				continue
-			}
-			for _, ip := range pod.Status.PodIPs {
-				if p := net.ParseIP(ip.IP).To4(); p != nil && g.cidr.Contains(p) {
-					ips = append(ips, p)
-				}
-			}
-		}
-		if err := g.sync(ips); err != nil {
+		queued, open := g.classify(pods.List(), policies)
+		if err := g.sync(queued, open); err != nil {
 			klog.ErrorS(err, "syncing the guard table")
 			time.Sleep(time.Second)
 			g.poke()
@@ -167,18 +175,67 @@ func (g *guard) loop(ctx context.Context, pods cache.Indexer) {
 	}
 }
 
+// classify splits the Pod addresses in the guarded CIDR into those of Pods some
+// NetworkPolicy selects (queued for the enforcer) and the rest (open).
+func (g *guard) classify(pods []any, policies cache.Indexer) (queued, open []net.IP) {
+	for _, obj := range pods {
+		pod, ok := obj.(*v1.Pod)
+		if !ok || pod.Spec.HostNetwork {
+			continue
+		}
+		sel := selected(pod, policies)
+		for _, ip := range pod.Status.PodIPs {
+			p := net.ParseIP(ip.IP).To4()
+			switch {
+			case p == nil || !g.cidr.Contains(p):
+			case sel:
+				queued = append(queued, p)
+			default:
+				open = append(open, p)
+			}
+		}
+	}
+	return queued, open
+}
+
+// selected reports whether a NetworkPolicy of the Pod's namespace selects it; a policy
+// whose selector cannot be read counts as selecting it (the enforcer then decides).
+func selected(pod *v1.Pod, policies cache.Indexer) bool {
+	objs, err := policies.ByIndex(cache.NamespaceIndex, pod.Namespace)
+	if err != nil {
+		return true
+	}
+	for _, obj := range objs {
+		np, ok := obj.(*networkingv1.NetworkPolicy)
+		if !ok {
+			return true
+		}
+		s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || s.Matches(labels.Set(pod.Labels)) {
+			return true
+		}
+	}
+	return false
+}
+
 // sync rewrites the guard chain in one iptables-restore (the chain's rules are replaced
 // atomically) and makes sure mangle INPUT and FORWARD jump to it. The mangle table runs
 // before filter, where kube-proxy puts its accepting rules; the jumps are appended, after
 // hack/cluster's TOOLGATE-EGRESS, because a queue's accept verdict skips the rest of the
 // table's chain.
-func (g *guard) sync(ips []net.IP) error {
-	sort.Slice(ips, func(i, j int) bool { return string(ips[i]) < string(ips[j]) })
+func (g *guard) sync(queued, open []net.IP) error {
+	for _, ips := range [][]net.IP{queued, open} {
+		sort.Slice(ips, func(i, j int) bool { return string(ips[i]) < string(ips[j]) })
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "*mangle\n:%s - [0:0]\n", guardChain)
 	fmt.Fprintf(&b, "-A %s -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN\n", guardChain)
-	for _, ip := range ips {
+	for _, ip := range queued {
 		fmt.Fprintf(&b, "-A %s -s %s/32 -j NFQUEUE --queue-num %d\n", guardChain, ip, g.queueID)
+		fmt.Fprintf(&b, "-A %s -d %s/32 -j NFQUEUE --queue-num %d\n", guardChain, ip, g.queueID)
+	}
+	for _, ip := range open {
+		fmt.Fprintf(&b, "-A %s -s %s/32 -j RETURN\n", guardChain, ip)
 	}
 	fmt.Fprintf(&b, "-A %s -s %s -j DROP\nCOMMIT\n", guardChain, g.cidr)
 	cmd := exec.Command("iptables-restore", "-w", "--noflush")
