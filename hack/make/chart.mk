@@ -74,6 +74,13 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) lint --strict $(CHART) --set console.enabled=true,console.tls.secretName=console-tls
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set console.enabled=true > $(CHART_OUT)/console.yaml
 	@grep -q -- '- --auth=token' $(CHART_OUT)/console.yaml || { echo "the deployed console does not authenticate tokens"; exit 1; }
+	@grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/console.yaml || { echo "the console's default (anyUser) cannot impersonate people"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --show-only templates/console.yaml \
+	  --set console.enabled=true,console.impersonate.anyUser=false,console.impersonate.users={alice},console.impersonate.groups={approvers},console.impersonate.serviceAccountNamespaces={agents} > $(CHART_OUT)/console-narrow.yaml
+	@! grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false still impersonates anyone"; exit 1; }
+	@grep -q 'resourceNames: \["alice"\]' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its users"; exit 1; }
+	@grep -q -- '- "approvers"' $(CHART_OUT)/console-narrow.yaml && grep -q -- '- system:serviceaccounts:agents' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its groups"; exit 1; }
+	@grep -q 'name: toolgate-console-impersonate' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false renders no ServiceAccount Role"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \
