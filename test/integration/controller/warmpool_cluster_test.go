@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
 
 // pooledClusterTool creates a ClusterTool (metadata and model-facing name unique to the
@@ -177,6 +178,28 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 		Expect(perPod).To(HaveLen(len(pods)))
 		for pod, count := range perPod {
 			Expect(count).To(Equal(1), "Pod %s handed over %d times", pod, count)
+		}
+	})
+})
+
+var _ = Describe("Deleting a pooled ClusterTool", Label("warm", "clustertool", "restart"), Serial, func() {
+	BeforeEach(func() {
+		Expect(mgr.Stop()).To(Succeed())
+		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, CollectGarbage: true})
+		DeferCleanup(func() {
+			Expect(mgr.Stop()).To(Succeed())
+			startManager()
+		})
+	})
+
+	It("takes its pool Pods in every namespace with it (garbage collection, by ownerReference)", func(ctx SpecContext) {
+		a, b := newNamespace(ctx), newNamespace(ctx)
+		ct := pooledClusterTool(ctx, "wp-"+a, 1, a, b)
+		readyPool(ctx, a, 1)
+		readyPool(ctx, b, 1)
+		Expect(k8sClient.Delete(ctx, ct)).To(Succeed())
+		for _, ns := range []string{a, b} {
+			Eventually(func(g Gomega) { g.Expect(poolPods(ctx, g, ns)).To(BeEmpty()) }).WithContext(ctx).Should(Succeed())
 		}
 	})
 })
