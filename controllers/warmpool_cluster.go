@@ -76,7 +76,7 @@ func (r clusterPools) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, err
 	}
 	r.forgetGauges(tool.Name, gauges)
-	return ctrl.Result{RequeueAfter: after}, r.writePoolCondition(ctx, tool, size > 0, missing)
+	return ctrl.Result{RequeueAfter: after}, r.writePoolCondition(ctx, tool, size > 0, listed, missing)
 }
 
 // namespaceLive reports whether ns exists and is not being deleted (from the cache).

@@ -15,11 +15,15 @@ import (
 
 // poolCondition is a pooled ClusterTool's WarmPool condition: True (PoolKept) when every
 // listed namespace holds its pool, False (NamespaceMissing) naming the ones that do not
-// exist yet.
-func poolCondition(generation int64, missing []string) metav1.Condition {
+// exist yet — or saying none is listed (a ClusterTool stored before warmPool.namespaces
+// was required keeps its spec until it is next edited).
+func poolCondition(generation int64, listed, missing []string) metav1.Condition {
 	c := metav1.Condition{Type: v1alpha1.ConditionWarmPool, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPoolKept,
 		Message: "the warm pool is kept in every listed namespace", ObservedGeneration: generation}
-	if len(missing) > 0 {
+	if len(listed) == 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonNamespaceMissing
+		c.Message = "spec.warmPool.namespaces lists no namespace: no pool is kept and every call runs cold"
+	} else if len(missing) > 0 {
 		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonNamespaceMissing
 		c.Message = fmt.Sprintf("no warm pool in %s: the namespace does not exist or is being deleted (its pool is made when it exists; calls there run cold)",
 			strings.Join(missing, ", "))
@@ -27,15 +31,15 @@ func poolCondition(generation int64, missing []string) metav1.Condition {
 	return c
 }
 
-// writePoolCondition sets (pooled) or removes the ClusterTool's WarmPool condition when it
-// changed, and warns once per change to NamespaceMissing. The registration controller
-// keeps conditions it does not own; a conflict means a newer ClusterTool is on its way,
-// whose event brings the pool back.
-func (r clusterPools) writePoolCondition(ctx context.Context, tool *v1alpha1.ClusterTool, pooled bool, missing []string) error {
+// writePoolCondition sets (pooled: a Registered ClusterTool with a size) or removes the
+// ClusterTool's WarmPool condition when it changed, and warns once per change to
+// NamespaceMissing. The registration controller keeps conditions it does not own; a
+// conflict means a newer ClusterTool is on its way, whose event brings the pool back.
+func (r clusterPools) writePoolCondition(ctx context.Context, tool *v1alpha1.ClusterTool, pooled bool, listed, missing []string) error {
 	conds := append([]metav1.Condition(nil), tool.Status.Conditions...)
 	changed := false
 	if pooled {
-		changed = setStatusCondition(&conds, poolCondition(tool.Generation, missing))
+		changed = setStatusCondition(&conds, poolCondition(tool.Generation, listed, missing))
 	} else {
 		changed = meta.RemoveStatusCondition(&conds, v1alpha1.ConditionWarmPool)
 	}

@@ -147,12 +147,15 @@ func TestPooledBy(t *testing.T) {
 }
 
 func TestPoolCondition(t *testing.T) {
-	ok := poolCondition(3, nil)
+	ok := poolCondition(3, []string{"team-a"}, nil)
 	if ok.Status != metav1.ConditionTrue || ok.Reason != toolgatev1alpha1.ReasonPoolKept || ok.ObservedGeneration != 3 {
 		t.Errorf("all present: %+v", ok)
 	}
-	miss := poolCondition(3, []string{"team-b", "team-c"})
+	miss := poolCondition(3, []string{"team-a", "team-b", "team-c"}, []string{"team-b", "team-c"})
 	if miss.Status != metav1.ConditionFalse || miss.Reason != toolgatev1alpha1.ReasonNamespaceMissing || !strings.Contains(miss.Message, "team-b, team-c") {
 		t.Errorf("missing: %+v", miss)
+	}
+	if none := poolCondition(3, nil, nil); none.Status != metav1.ConditionFalse || !strings.Contains(none.Message, "lists no namespace") {
+		t.Errorf("none listed: %+v", none)
 	}
 }
