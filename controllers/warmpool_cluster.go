@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -49,34 +51,55 @@ func (r clusterPools) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if size > 0 {
 		listed = tool.Spec.WarmPool.Namespaces
 	}
-	var served, missing []string
-	var gauges []gaugeKey
-	var after time.Duration
+	pass, err := r.keepListed(ctx, tool, size, listed)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.sweep(ctx, tool, pass.served); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.forgetGauges(tool.Name, pass.gauges)
+	return ctrl.Result{RequeueAfter: pass.after}, errors.Join(pass.err, r.writePoolCondition(ctx, tool, size > 0, listed, pass.missing))
+}
+
+// clusterPass is what one pass over a ClusterTool's listed namespaces found.
+type clusterPass struct {
+	served, missing []string
+	gauges          []gaugeKey
+	after           time.Duration // the earliest maxIdle requeue of a kept pool (0: none)
+	err             error         // the pools that failed, retried with backoff
+}
+
+// keepListed keeps the pool of each listed namespace that exists. A namespace whose pool
+// fails (its quota or admission refuses the Pods) does not hold up the others: its error
+// goes into the pass's, and the pass is retried with backoff. The error returned is the
+// Namespace cache's.
+func (r clusterPools) keepListed(ctx context.Context, tool *v1alpha1.ClusterTool, size int, listed []string) (clusterPass, error) {
+	var pass clusterPass
+	var errs []error
 	for _, ns := range listed {
 		ok, err := r.namespaceLive(ctx, ns)
 		if err != nil {
-			return ctrl.Result{}, err
+			return clusterPass{}, err
 		}
 		if !ok {
-			missing = append(missing, ns)
+			pass.missing = append(pass.missing, ns)
 			continue
 		}
-		served = append(served, ns)
+		pass.served = append(pass.served, ns)
 		p := clusterToolPool(tool, ns, size)
-		gauges = append(gauges, gaugeKey{ns, p.name()})
+		pass.gauges = append(pass.gauges, gaugeKey{ns, p.name()})
 		d, err := r.keep(ctx, p)
 		if err != nil {
-			return ctrl.Result{}, err
+			errs = append(errs, fmt.Errorf("the warm pool in namespace %s: %w", ns, err))
+			continue
 		}
-		if d > 0 && (after == 0 || d < after) {
-			after = d
+		if d > 0 && (pass.after == 0 || d < pass.after) {
+			pass.after = d
 		}
 	}
-	if err := r.sweep(ctx, tool, served); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.forgetGauges(tool.Name, gauges)
-	return ctrl.Result{RequeueAfter: after}, r.writePoolCondition(ctx, tool, size > 0, listed, missing)
+	pass.err = errors.Join(errs...)
+	return pass, nil
 }
 
 // namespaceLive reports whether ns exists and is not being deleted (from the cache).
