@@ -90,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
 			Notifier: notifier, Warm: warm, Tracer: opts.Tracer},
-		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job},
+		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,23 +24,29 @@ import (
 const claimTries = 5
 
 // claimWarm runs the call's new attempt in a Ready pool Pod of exactly its admitted
-// snapshot, when the tool has a pool and the reconciler a WarmExecutor: the attempt is
+// snapshot, in the call's namespace, when the tool has a pool there (a Tool's is in its
+// namespace; a ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt
+// runs cold, a miss "unlisted") and the reconciler a WarmExecutor: the attempt is
 // then Warm, with the Pod's name and no Job. An empty pool, lost races and errors leave the
 // attempt Cold at once: a call never waits for a pool. In memory but for the claim itself
 // (a Pod patch with the Pod's resourceVersion as precondition): the caller writes the
 // status, and a restart before that write finds the claimed Pod again (adoptable).
 func (r *ToolCallReconciler) claimWarm(ctx context.Context, call *v1alpha1.ToolCall) {
 	snap := call.Status.Tool
-	if r.Warm == nil || snap == nil || snap.Kind != v1alpha1.ToolKindTool || warmPoolSize(snap.Spec) == 0 {
+	if r.Warm == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
 		return
 	}
-	ns, tool := call.Namespace, metricTool(call)
-	pod, why := r.claimPod(ctx, call)
+	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
+	var pod *corev1.Pod
+	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
+	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
+		pod, why = r.claimPod(ctx, call)
+	}
 	if pod == nil {
-		metrics.WarmMisses.WithLabelValues(ns, tool, why).Inc()
+		metrics.WarmMisses.WithLabelValues(ns, kind, tool, why).Inc()
 		return
 	}
-	metrics.WarmClaims.WithLabelValues(ns, tool).Inc()
+	metrics.WarmClaims.WithLabelValues(ns, kind, tool).Inc()
 	n := len(call.Status.Attempts) - 1
 	a := &call.Status.Attempts[n]
 	a.Path, a.PodName, a.JobName = v1alpha1.PathWarm, pod.Name, ""
@@ -70,7 +77,8 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 	var candidates []*corev1.Pod
 	for i := range free.Items {
 		p := &free.Items[i]
-		if p.Labels[LabelPool] != "" && p.Annotations[AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) {
+		if p.Labels[LabelPool] != "" && p.Annotations[AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) &&
+			pooledBy(p, call.Status.Tool) {
 			candidates = append(candidates, p)
 		}
 	}
@@ -116,6 +124,14 @@ func (r *ToolCallReconciler) claim(ctx context.Context, call *v1alpha1.ToolCall,
 	}
 	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, r.Clock.Now()))
 	return r.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// pooledBy: the Pod is in the pool of the call's tool (a Tool's, or a ClusterTool's, of
+// that name), not another tool's whose Pod template happens to be the same.
+func pooledBy(pod *corev1.Pod, snap *v1alpha1.ToolSnapshot) bool {
+	owner := metav1.GetControllerOf(pod)
+	return owner != nil && owner.Kind == string(snap.Kind) && owner.Name == snap.Name &&
+		owner.APIVersion == v1alpha1.GroupVersion.String()
 }
 
 // warmAttempt is the call's current attempt when it runs in a warm Pod.

@@ -81,33 +81,27 @@ func warmTemplateDigest(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) string
 	return hex.EncodeToString(sum[:16])
 }
 
-// buildWarmPod is one pool Pod of a Tool (the owner reference is set by the caller).
-func buildWarmPod(tool *toolgatev1alpha1.Tool, opts JobOptions, key string) *corev1.Pod {
-	spec := &tool.Spec.ToolSpec
-	name := resolvedToolName(tool)
-	prefix := strings.TrimRight(truncate(tool.Name, 40), ".-") + "-warm-"
+// buildWarmPod is one Pod of a pool, in the pool's namespace (the owner reference is set
+// by the caller). Nothing in it depends on the namespace: a ClusterTool's Pods are the same
+// in each, as its cold Pods are.
+func buildWarmPod(p poolRef, opts JobOptions, key string) *corev1.Pod {
+	name := p.name()
+	prefix := strings.TrimRight(truncate(p.owner.GetName(), 40), ".-") + "-warm-"
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: prefix,
-			Namespace:    tool.Namespace,
+			Namespace:    p.namespace,
 			Labels: map[string]string{
 				LabelManagedBy: ManagedByValue,
-				LabelPool:      ToolLabelValue(tool.Name),
-				LabelTemplate:  warmTemplateDigest(spec, opts),
+				LabelPool:      ToolLabelValue(p.owner.GetName()),
+				LabelTemplate:  warmTemplateDigest(p.spec, opts),
 				LabelTool:      ToolLabelValue(name),
-				LabelNetwork:   networkLabel(spec.Sandbox.Network),
+				LabelNetwork:   networkLabel(p.spec.Sandbox.Network),
 			},
 			Annotations: map[string]string{AnnotationTool: name},
 		},
-		Spec: warmPodSpec(spec, opts, key),
+		Spec: warmPodSpec(p.spec, opts, key),
 	}
-}
-
-func resolvedToolName(tool *toolgatev1alpha1.Tool) string {
-	if tool.Spec.Name != "" {
-		return tool.Spec.Name
-	}
-	return tool.Name
 }
 
 func truncate(s string, n int) string {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 		"runner-in-image": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		"scratch-none":    warmTestTool(scratchNone),
 	} {
-		pod := buildWarmPod(tool, DefaultJobOptions(), "k3y")
+		pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions(), "k3y")
 		for _, r := range evaluator.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec) {
 			if !r.Allowed {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
@@ -84,7 +85,7 @@ func TestWarmTemplateDigest(t *testing.T) {
 	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
-	if got := len(buildWarmPod(a, opts, "k1").Labels[LabelTemplate]); got != 32 {
+	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[LabelTemplate]); got != 32 {
 		t.Errorf("template label length %d", got)
 	}
 }
@@ -98,5 +99,63 @@ func TestClaimDeadline(t *testing.T) {
 	}
 	if got := claimDeadline(&corev1.Pod{}, spec, now); got != 2 {
 		t.Errorf("deadline without a start time %d, want 2", got)
+	}
+}
+
+// A ClusterTool's pool Pod is the same in every namespace (as its cold Pods are: nothing of
+// the Pod depends on the namespace), of the Tool's template for the same spec, and owned
+// and labelled so that only that ClusterTool's calls claim it.
+func TestClusterToolPoolPodIsTheSameInEveryNamespace(t *testing.T) {
+	tool := warmTestTool(nil)
+	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: tool.Spec.ToolSpec}
+	opts := DefaultJobOptions()
+	a := buildWarmPod(clusterToolPool(ct, "team-a", 1), opts, "k")
+	b := buildWarmPod(clusterToolPool(ct, "team-b", 1), opts, "k")
+	if a.Namespace != "team-a" || b.Namespace != "team-b" {
+		t.Fatalf("namespaces %q %q", a.Namespace, b.Namespace)
+	}
+	if d := diff(a.Spec, b.Spec); d != "" {
+		t.Errorf("a ClusterTool's pool Pod differs between namespaces:\n%s", d)
+	}
+	if d := diff(a.Labels, b.Labels); d != "" {
+		t.Errorf("labels differ between namespaces:\n%s", d)
+	}
+	if d := diff(a.Spec, buildWarmPod(toolPool(tool, 1), opts, "k").Spec); d != "" {
+		t.Errorf("a ClusterTool's pool Pod differs from a Tool's of the same spec:\n%s", d)
+	}
+}
+
+func TestPooledBy(t *testing.T) {
+	pod := &corev1.Pod{}
+	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo", UID: "u1"}}
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ct, toolgatev1alpha1.GroupVersion.WithKind("ClusterTool"))}
+	for _, c := range []struct {
+		snap toolgatev1alpha1.ToolSnapshot
+		want bool
+	}{
+		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindClusterTool, Name: "echo"}, true},
+		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindTool, Name: "echo"}, false},
+		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindClusterTool, Name: "other"}, false},
+	} {
+		if got := pooledBy(pod, &c.snap); got != c.want {
+			t.Errorf("pooledBy(%s %s) = %v, want %v", c.snap.Kind, c.snap.Name, got, c.want)
+		}
+	}
+	if pooledBy(&corev1.Pod{}, &toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindTool, Name: "echo"}) {
+		t.Error("a Pod without an owner is no pool's")
+	}
+}
+
+func TestPoolCondition(t *testing.T) {
+	ok := poolCondition(3, []string{"team-a"}, nil)
+	if ok.Status != metav1.ConditionTrue || ok.Reason != toolgatev1alpha1.ReasonPoolKept || ok.ObservedGeneration != 3 {
+		t.Errorf("all present: %+v", ok)
+	}
+	miss := poolCondition(3, []string{"team-a", "team-b", "team-c"}, []string{"team-b", "team-c"})
+	if miss.Status != metav1.ConditionFalse || miss.Reason != toolgatev1alpha1.ReasonNamespaceMissing || !strings.Contains(miss.Message, "team-b, team-c") {
+		t.Errorf("missing: %+v", miss)
+	}
+	if none := poolCondition(3, nil, nil); none.Status != metav1.ConditionFalse || !strings.Contains(none.Message, "lists no namespace") {
+		t.Errorf("none listed: %+v", none)
 	}
 }

@@ -36,6 +36,7 @@ type ClusterTool struct {
 
 	// spec declares the tool. Required.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.size == 0 || (has(self.warmPool.namespaces) && size(self.warmPool.namespaces) > 0)",message="warmPool.namespaces is required for a ClusterTool with a warm pool: a call's Pod runs in the call's namespace, so the pool must name the namespaces it is kept in"
 	Spec ToolSpec `json:"spec"`
 
 	// status is the registration state, written by the controller.

@@ -41,6 +41,9 @@ const (
 
 	// ConditionRegistered: a Tool or ClusterTool is valid and visible under its resolved name.
 	ConditionRegistered = "Registered"
+	// ConditionWarmPool: (ClusterTool) its warm pool is kept in every namespace of
+	// spec.warmPool.namespaces; absent when the ClusterTool has no pool.
+	ConditionWarmPool = "WarmPool"
 	// ConditionReady: a ToolScope or ToolPolicy is valid and in effect.
 	ConditionReady = "Ready"
 	// ConditionConsumed: a ToolCallApproval was read by the controller and applied or refused.
@@ -54,6 +57,12 @@ const (
 const (
 	// ReasonRegistered: the tool is registered under its resolved name.
 	ReasonRegistered = "Registered"
+	// ReasonPoolKept: (ClusterTool, WarmPool=True) every listed namespace holds the pool.
+	ReasonPoolKept = "PoolKept"
+	// ReasonNamespaceMissing: (ClusterTool, WarmPool=False) a namespace of
+	// spec.warmPool.namespaces does not exist or is being deleted: it holds no pool until
+	// it exists (the message names them).
+	ReasonNamespaceMissing = "NamespaceMissing"
 	// ReasonReady: the object is valid and in effect.
 	ReasonReady = "Ready"
 	// ReasonDuplicateName: an older tool with the same name already holds the name in this scope.

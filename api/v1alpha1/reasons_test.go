@@ -19,6 +19,8 @@ import (
 var controllerReasons = map[string]string{
 	"Registered":              "Tool, ClusterTool: Registered=True",
 	"Ready":                   "ToolScope, ToolPolicy: Ready=True",
+	"PoolKept":                "ClusterTool: WarmPool=True",
+	"NamespaceMissing":        "ClusterTool: WarmPool=False",
 	"PresentationInvalid":     "Tool, ClusterTool: Registered=False",
 	"PolicyCompileError":      "ToolPolicy: Ready=False",
 	"Resolved":                "ToolCall: Resolved=True",

@@ -152,8 +152,9 @@ type ToolSpec struct {
 
 	// warmPool keeps started Pods of this tool's own sandbox waiting for calls, each for
 	// exactly one call, so that a call skips the Pod's start. Optional: absent or size 0, every
-	// call starts a Pod of its own (the cold path). Pools are kept for Tools; a ClusterTool's
-	// warmPool is accepted and ignored in this version (its calls run cold).
+	// call starts a Pod of its own (the cold path). A Tool's pool is kept in its namespace;
+	// a ClusterTool's in each of warmPool.namespaces (a call claims a Pod in its own
+	// namespace; calls elsewhere run cold).
 	// +optional
 	WarmPool *WarmPool `json:"warmPool,omitempty"`
 }
@@ -173,6 +174,19 @@ type WarmPool struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="maxIdle must be between 30s and 24h"
 	MaxIdle *metav1.Duration `json:"maxIdle,omitempty"`
+
+	// namespaces are where a ClusterTool's pool is kept: size Pods in each (a call's Pod
+	// runs in the call's namespace, so a call claims a Pod of its own namespace; calls in
+	// other namespaces run cold). Required for a ClusterTool with a size above 0; a Tool
+	// takes none (its pool is in its own namespace). A listed namespace that does not exist
+	// is skipped until it does (the ClusterTool's WarmPool condition names it). At most 32
+	// namespace names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // RetryPolicy is how many attempts a call gets; each attempt is its own Job.
@@ -325,7 +339,8 @@ type ToolStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Registered (reasons Registered, DuplicateName, SchemaInvalid,
-	// PresentationInvalid, UnknownScope).
+	// PresentationInvalid, UnknownScope); for a ClusterTool with a warm pool, WarmPool
+	// (reasons PoolKept, NamespaceMissing).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

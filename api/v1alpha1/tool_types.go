@@ -21,6 +21,7 @@ import (
 )
 
 // NamespacedToolSpec is a ToolSpec registered in a scope of its namespace.
+// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || !has(self.warmPool.namespaces) || size(self.warmPool.namespaces) == 0",message="warmPool.namespaces is for ClusterTools: a Tool's pool is kept in the Tool's own namespace"
 type NamespacedToolSpec struct {
 	// scope is the name of a ToolScope in the same namespace the tool registers in.
 	// Empty: the namespace layer, visible to every scope of the namespace that permits it.

@@ -25,8 +25,10 @@ import (
 // garbageCollector plays the garbage collector's background deletion (envtest runs none)
 // for what toolgate's objects own: once a ToolCall is gone, the Jobs and
 // ToolCallApprovals whose ownerReferences name it (by uid) are deleted; once a Job is gone,
-// the Pods it controls. It sweeps the namespace of every ToolCall or Job deletion, reading
-// the API server, and relies on ownerReferences only, as the real collector does.
+// the Pods it controls; once a Tool or ClusterTool is gone, its warm pool Pods (a
+// ClusterTool's in every namespace). It sweeps the namespace of every ToolCall, Job or Tool
+// deletion (every namespace for a ClusterTool's), reading the API server, and relies on
+// ownerReferences only, as the real collector does.
 type garbageCollector struct {
 	c    client.Client
 	live client.Reader
@@ -41,6 +43,8 @@ func setupGarbageCollector(mgr ctrl.Manager) error {
 		Named("simulated-garbage-collector").
 		Watches(&v1alpha1.ToolCall{}, onDelete).
 		Watches(&batchv1.Job{}, onDelete, builder.WithPredicates(predicate.NewPredicateFuncs(isToolgate))).
+		Watches(&v1alpha1.Tool{}, onDelete).
+		Watches(&v1alpha1.ClusterTool{}, onDelete).
 		Complete(gc)
 }
 
@@ -48,7 +52,8 @@ func isToolgate(o client.Object) bool {
 	return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
 }
 
-// Reconcile sweeps one namespace (the request's Name is empty).
+// Reconcile sweeps one namespace, or every namespace for a cluster-scoped owner's
+// deletion (the request's Name is empty).
 func (gc *garbageCollector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := client.InNamespace(req.Namespace)
 	jobs, approvals, pods := &batchv1.JobList{}, &v1alpha1.ToolCallApprovalList{}, &corev1.PodList{}
@@ -63,7 +68,9 @@ func (gc *garbageCollector) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		errs = append(errs, gc.collect(ctx, &approvals.Items[i], "ToolCall", &v1alpha1.ToolCall{}))
 	}
 	for i := range pods.Items {
-		errs = append(errs, gc.collect(ctx, &pods.Items[i], "Job", &batchv1.Job{}))
+		errs = append(errs, gc.collect(ctx, &pods.Items[i], "Job", &batchv1.Job{}),
+			gc.collect(ctx, &pods.Items[i], "Tool", &v1alpha1.Tool{}),
+			gc.collect(ctx, &pods.Items[i], "ClusterTool", &v1alpha1.ClusterTool{}))
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }
@@ -78,7 +85,11 @@ func (gc *garbageCollector) collect(ctx context.Context, o client.Object, ownerK
 		if ref.Kind != ownerKind {
 			continue
 		}
-		err := gc.live.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, owner)
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}
+		if ownerKind == "ClusterTool" {
+			key.Namespace = "" // a cluster-scoped owner
+		}
+		err := gc.live.Get(ctx, key, owner)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}

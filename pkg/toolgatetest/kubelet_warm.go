@@ -21,7 +21,8 @@ import (
 )
 
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
-// its tool container started, Ready), and it is the operator's WarmExecutor
+// its tool container started, Ready) — a Tool's and a ClusterTool's, in whatever namespace
+// it keeps it (any toolgate Pod no Job owns) — and it is the operator's WarmExecutor
 // (controllers.WarmExecutor, in place of pods/attach): a Handover plays the Pod's script as
 // a cold Pod's — the digest check against the Handover's digest, the frame signed with the
 // Pod's own key, the termination message, the result line on the "stream" — and is

@@ -33,7 +33,9 @@ type ManagerOptions struct {
 	NoKubelet bool
 	// CollectGarbage runs a simulated garbage collector (envtest has none): once a ToolCall
 	// is deleted, the Jobs and ToolCallApprovals whose ownerReferences name it are deleted,
-	// and then the Pods of those Jobs — background propagation, by ownerReference alone.
+	// and then the Pods of those Jobs; once a Tool or ClusterTool is deleted, its warm pool
+	// Pods (a ClusterTool's in every namespace) — background propagation, by ownerReference
+	// alone.
 	CollectGarbage bool
 	// AuditLogger receives the operator's audit records; zero: ctrl.Log's "audit" logger.
 	AuditLogger logr.Logger

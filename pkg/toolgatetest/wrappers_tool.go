@@ -151,6 +151,16 @@ func (s ToolSpecSetters[W]) WarmPool(size int32, maxIdle time.Duration) W {
 	return s.w
 }
 
+// WarmPoolNamespaces sets spec.warmPool.namespaces, where a ClusterTool's pool is kept
+// (size Pods in each); call it after WarmPool.
+func (s ToolSpecSetters[W]) WarmPoolNamespaces(namespaces ...string) W {
+	if s.spec.WarmPool == nil {
+		s.spec.WarmPool = &toolgatev1alpha1.WarmPool{}
+	}
+	s.spec.WarmPool.Namespaces = namespaces
+	return s.w
+}
+
 // ToolWrapper builds a Tool.
 type ToolWrapper struct {
 	tool toolgatev1alpha1.Tool

@@ -164,3 +164,38 @@ var _ = Describe("warm pool: operator restart mid-call", Label("warm", "restart"
 		Expect(out.Slept).To(BeNumerically(">=", 6))
 	}, SpecTimeout(4*time.Minute))
 })
+
+var _ = Describe("warm pool: a ClusterTool's pool in the call's namespace", Label("warm", "clustertool"), func() {
+	It("keeps its Pods in the listed namespace, and a call there runs warm with the frozen bytes", func(ctx SpecContext) {
+		const name = "e2e-warm-cluster-echo"
+		var src toolgatev1alpha1.Tool
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "echo"}, &src)).To(Succeed())
+		ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{e2eLabel: "true"}}}
+		ct.Spec = *src.Spec.ToolSpec.DeepCopy()
+		ct.Spec.Name = ""
+		ct.Spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: 1, Namespaces: []string{demoNS}}
+		Expect(admin.Create(ctx, ct)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, ct))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(ct), ct)).To(Succeed())
+			g.Expect(ct).To(toolgatetest.HaveCondition(toolgatev1alpha1.ConditionRegistered, metav1.ConditionTrue, ""))
+			g.Expect(ct).To(toolgatetest.HaveCondition(toolgatev1alpha1.ConditionWarmPool, metav1.ConditionTrue, toolgatev1alpha1.ReasonPoolKept))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+		waitPool(ctx, name, 1)
+		var pods corev1.PodList
+		Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{poolLabel: name})).To(Succeed())
+		for _, p := range pods.Items {
+			Expect(metav1.IsControlledBy(&p, ct)).To(BeTrue(), "Pod %s is not the ClusterTool's", p.Name)
+		}
+
+		args := map[string]any{"message": "cluster <bytes> & ünïcødé ✓"}
+		got := warmCall(ctx, name, args, callTimeout)
+		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded))
+		Expect(got.Status.Tool.Kind).To(Equal(toolgatev1alpha1.ToolKindClusterTool))
+		canonical := canonicalJSON(args)
+		Expect(got.Status.ArgumentsDigest).To(Equal(toolgatetest.Digest(canonical)))
+		Expect(string(got.Status.Result.Content.Raw)).To(MatchJSON(canonical))
+		AddReportEntry("warm ClusterTool echo create → terminal", got.Status.CompletionTime.Sub(got.CreationTimestamp.Time).String())
+		waitPool(ctx, name, 1)
+	}, SpecTimeout(3*time.Minute))
+})

@@ -17,6 +17,7 @@ limitations under the License.
 package api_test
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -123,6 +124,8 @@ var _ = Describe("Tool validation", Label("tool", "validation"), func() {
 		Entry("warmPool size -1", tgt.MakeTool("t", "").WarmPool(-1, 0), "spec.warmPool.size"),
 		Entry("warmPool maxIdle 10s", tgt.MakeTool("t", "").WarmPool(2, 10*time.Second), "spec.warmPool.maxIdle", "maxIdle must be between 30s and 24h"),
 		Entry("warmPool maxIdle 25h", tgt.MakeTool("t", "").WarmPool(2, 25*time.Hour), "spec.warmPool.maxIdle", "maxIdle must be between 30s and 24h"),
+		Entry("warmPool namespaces on a Tool", tgt.MakeTool("t", "").WarmPool(2, 0).WarmPoolNamespaces("team-a"),
+			"warmPool.namespaces is for ClusterTools: a Tool's pool is kept in the Tool's own namespace"),
 		Entry("timeout 500ms", tgt.MakeTool("t", "").Timeout(500*time.Millisecond), "spec.timeout", "timeout must be between 1s and 24h"),
 		Entry("timeout 25h", tgt.MakeTool("t", "").Timeout(25*time.Hour), "spec.timeout", "timeout must be between 1s and 24h"),
 		Entry("approvalWindow 0s", tgt.MakeTool("t", "").ApprovalWindow(0), "approvalWindow must be between 1s and 168h"),
@@ -162,4 +165,41 @@ func manyEnv(n int) *tgt.ToolWrapper {
 		w.Env("V"+strings.Repeat("X", i), "v")
 	}
 	return w
+}
+
+var _ = Describe("ClusterTool warm pool validation", Label("tool", "validation", "warm"), func() {
+	DescribeTable("accepts",
+		func(ctx SpecContext, w *tgt.ClusterToolWrapper) {
+			ct := w.Obj()
+			Expect(k8sClient.Create(ctx, ct)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ct))).To(Succeed()) })
+		},
+		Entry("a pool in one namespace", tgt.MakeClusterTool("ct-wp-one").WarmPool(2, 0).WarmPoolNamespaces("team-a")),
+		Entry("a pool in 32 namespaces", tgt.MakeClusterTool("ct-wp-32").WarmPool(1, 0).WarmPoolNamespaces(manyNamespaces(32)...)),
+		Entry("size 0 without namespaces", tgt.MakeClusterTool("ct-wp-zero").WarmPool(0, 0)),
+	)
+
+	DescribeTable("rejects",
+		func(ctx SpecContext, w *tgt.ClusterToolWrapper, substrings ...string) {
+			Expect(k8sClient.Create(ctx, w.Obj())).To(tgt.BeAPIError(metav1.StatusReasonInvalid, substrings...))
+		},
+		Entry("a pool without namespaces", tgt.MakeClusterTool("ct-wp-none").WarmPool(2, 0),
+			"warmPool.namespaces is required for a ClusterTool with a warm pool"),
+		Entry("a pool with an empty namespace list", tgt.MakeClusterTool("ct-wp-empty").WarmPool(2, 0).WarmPoolNamespaces(),
+			"warmPool.namespaces is required for a ClusterTool with a warm pool"),
+		Entry("33 namespaces", tgt.MakeClusterTool("ct-wp-33").WarmPool(1, 0).WarmPoolNamespaces(manyNamespaces(33)...),
+			"spec.warmPool.namespaces", "must have at most 32 items"),
+		Entry("a namespace that is not a DNS label", tgt.MakeClusterTool("ct-wp-bad").WarmPool(1, 0).WarmPoolNamespaces("Team_A"),
+			"spec.warmPool.namespaces[0]", "should match"),
+		Entry("a namespace listed twice", tgt.MakeClusterTool("ct-wp-dup").WarmPool(1, 0).WarmPoolNamespaces("a", "a"),
+			"spec.warmPool.namespaces[1]", "Duplicate value"),
+	)
+})
+
+func manyNamespaces(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("team-%d", i)
+	}
+	return out
 }
