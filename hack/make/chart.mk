@@ -74,6 +74,9 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) lint --strict $(CHART) --set console.enabled=true,console.tls.secretName=console-tls
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set console.enabled=true > $(CHART_OUT)/console.yaml
 	@grep -q -- '- --auth=token' $(CHART_OUT)/console.yaml || { echo "the deployed console does not authenticate tokens"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set tracing.endpoint=jaeger:4317,tracing.toolEndpoint=http://198.51.100.1:4318 > $(CHART_OUT)/tracing.yaml
+	@grep -q -- '- --tracing-tool-endpoint=http://198.51.100.1:4318' $(CHART_OUT)/tracing.yaml || { echo "tracing.toolEndpoint renders no --tracing-tool-endpoint"; exit 1; }
+	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set tracing.toolEndpoint=http://x:4318 >/dev/null 2>&1 || { echo "a tool endpoint without tracing.endpoint rendered"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \
