@@ -59,7 +59,7 @@ func TestTracingToolEndpointFlag(t *testing.T) {
 		"http://collector:4318/#frag":          "no query",
 		"http://collector:4318/v1/traces":      "append /v1/traces",
 		"http://collector:43x8":                "invalid port",
-		"http://collector:4318/":              "invalid control character",
+		"http://collector:4318/\x7f":           "invalid control character",
 		"https://collector.example/v1/traces/": "append /v1/traces",
 	} {
 		ep, err := parse("--tracing-endpoint=jaeger:4317", "--tracing-tool-endpoint="+bad)

@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -291,6 +293,20 @@ var _ = Describe("A traced call in Jaeger", Label("tracing"), func() {
 		// given up: once it is in Jaeger, a span the body had managed to send would be too.
 		by := waitSpans(ctx, tc.traceID, ContainElements("agent-request", tracing.SpanCall, tracing.SpanExecute, tracing.SpanFreezeResult))
 		Expect(by).NotTo(HaveKey(bodySpan), "a None sandbox exported its span")
+	}, SpecTimeout(3*time.Minute))
+
+	It("the tools' collector address opens its OTLP port to an Egress tool and nothing else", Label("networkpolicy"), func(ctx SpecContext) {
+		requireTracing(ctx)
+		// make up TRACING=1 puts the address on this machine (hack/jaeger/address.sh), which
+		// also serves the API server on :6443 of every address: only :4318 may answer.
+		u, err := url.Parse(operatorArg(ctx, "--tracing-tool-endpoint"))
+		Expect(err).NotTo(HaveOccurred())
+		otlp, api := u.Host, net.JoinHostPort(u.Hostname(), "6443")
+		other := hostListener(u.Hostname())
+		probeTool(ctx, "e2e-otlp-probe", toolgatev1alpha1.NetworkEgress)
+		// The OTLP port last: the first probe may start before the enforcer knows the Pod.
+		res := probeThroughTool(ctx, "e2e-otlp-probe", api, other, otlp)
+		Expect(res).To(Equal(map[string]bool{api: false, other: false, otlp: true}))
 	}, SpecTimeout(3*time.Minute))
 
 	It("a warm Pod's body gets the tool endpoint too and exports its span inside the execution", func(ctx SpecContext) {
