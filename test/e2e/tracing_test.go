@@ -309,7 +309,7 @@ var _ = Describe("A traced call in Jaeger", Label("tracing"), func() {
 		Expect(res).To(Equal(map[string]bool{api: false, other: false, otlp: true}))
 	}, SpecTimeout(3*time.Minute))
 
-	It("a warm Pod's body gets the tool endpoint too and exports its span inside the execution", func(ctx SpecContext) {
+	It("a warm Pod's body gets the tool endpoint too and exports its span inside the execution", Label("warm"), func(ctx SpecContext) {
 		requireTracing(ctx)
 		tracespanTool(ctx, "e2e-tracespan-warm", toolgatev1alpha1.NetworkEgress, 1)
 		tc := makeTracedCall(ctx, "e2e-tracespan-warm")
