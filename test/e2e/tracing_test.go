@@ -288,6 +288,7 @@ var _ = Describe("A traced call in Jaeger", Label("tracing"), func() {
 		// and it drops the packets (a timeout, not a refusal or an unreachable network).
 		Expect(tc.body.Exported).To(BeFalse(), "%+v", tc.body)
 		Expect(tc.body.ExportError).To(MatchRegexp(`(?i)timeout`), "%+v", tc.body)
+		AddReportEntry("the None body's exportError", tc.body.ExportError)
 		Expect(tc.body.Traceparent).NotTo(BeEmpty())
 		// The root span is exported only after the terminal write, so after the body had
 		// given up: once it is in Jaeger, a span the body had managed to send would be too.
