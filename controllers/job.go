@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,6 +69,10 @@ type JobOptions struct {
 	RunAsUser int64
 	// TerminationGracePeriodSeconds bounds how long a body gets after SIGTERM.
 	TerminationGracePeriodSeconds int64
+	// ToolOTLPEndpoint is the OTLP/HTTP base URL every tool body gets as
+	// OTEL_EXPORTER_OTLP_ENDPOINT (--tracing-tool-endpoint, only with tracing on); empty:
+	// none. Whether a body reaches it is its NetworkPolicies' business (toolOTLPEnv).
+	ToolOTLPEndpoint string
 }
 
 // DefaultJobOptions are used when the manager is started without overrides.
@@ -202,7 +207,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      toolEnv(in),
+		Env:                      append(toolEnv(in), toolOTLPEnv(body.Env, opts)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
@@ -277,6 +282,31 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(in.Tool), 10)),
 		literalEnv(frame.EnvFrameKey, in.FrameKey),
 	)
+}
+
+// The standard OpenTelemetry exporter variables a tool body's SDK reads.
+const (
+	EnvOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvOTLPProtocol = "OTEL_EXPORTER_OTLP_PROTOCOL"
+)
+
+// toolOTLPEnv points a body's OpenTelemetry SDK at the collector the operator names
+// (opts.ToolOTLPEndpoint): OTEL_EXPORTER_OTLP_ENDPOINT, the base URL the SDK appends
+// /v1/traces to, and OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, since the endpoint speaks
+// OTLP/HTTP and some SDKs default to gRPC. A name the Tool's body.env already sets is
+// the Tool's. Nothing without an endpoint. The same for cold and warm Pods (the warm
+// template digest covers it: a changed endpoint replaces idle Pods).
+func toolOTLPEnv(bodyEnv []toolgatev1alpha1.EnvVar, opts JobOptions) []corev1.EnvVar {
+	if opts.ToolOTLPEndpoint == "" {
+		return nil
+	}
+	var env []corev1.EnvVar
+	for _, e := range []corev1.EnvVar{literalEnv(EnvOTLPEndpoint, opts.ToolOTLPEndpoint), literalEnv(EnvOTLPProtocol, "http/protobuf")} {
+		if !slices.ContainsFunc(bodyEnv, func(b toolgatev1alpha1.EnvVar) bool { return b.Name == e.Name }) {
+			env = append(env, e)
+		}
+	}
+	return env
 }
 
 // literalEnv is an env var whose value reaches the container unexpanded: the kubelet turns

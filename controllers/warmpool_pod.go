@@ -59,6 +59,7 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) c
 	for _, e := range spec.Body.Env {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
+	env = append(env, toolOTLPEnv(spec.Body.Env, opts)...)
 	env = append(env,
 		literalEnv(frame.EnvWarm, "1"),
 		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(spec.Sandbox.Scratch)),

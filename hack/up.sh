@@ -82,6 +82,11 @@ install() {
   if [ "${TRACING:-}" = 1 ]; then
     "$here/jaeger/jaeger.sh" start
     tracing=(--set "tracing.endpoint=$(node_ip):4317" --set tracing.insecure=true)
+    # The tools export their own spans to Jaeger at an address outside the egress policy's
+    # except ranges (hack/jaeger/address.sh: TEST-NET-2 on lo, only :4318 open to Pods).
+    local tool_endpoint
+    tool_endpoint="$("$here/jaeger/address.sh" up)"
+    tracing+=(--set "tracing.toolEndpoint=$tool_endpoint")
   fi
   log "helm upgrade --install $RELEASE (image toolgate.local/manager:dev, tar sha256 $digest…)"
   KUBECONFIG="$ADMIN_KUBECONFIG" "$HELM" upgrade --install "$RELEASE" "$CHART" \

@@ -108,7 +108,12 @@ func main() {
 		log.Error(err, "invalid approval notification settings")
 		os.Exit(2)
 	}
-	tracer, err := tracing.New(context.Background(), *tracingOpts)
+	opts.Job.ToolOTLPEndpoint, err = tracingOpts.toolOTLPEndpoint()
+	if err != nil {
+		log.Error(err, "invalid tracing settings")
+		os.Exit(2)
+	}
+	tracer, err := tracing.New(context.Background(), tracingOpts.Options)
 	if err != nil {
 		log.Error(err, "invalid tracing settings")
 		os.Exit(2)

@@ -217,6 +217,7 @@ cmd_down() {
     stop_component "${COMPONENTS[i]}"
   done
   stop_component jaeger # hack/jaeger/jaeger.sh start (make up TRACING=1), if it runs
+  "$ROOT/hack/jaeger/address.sh" down # the tools' collector address (make up TRACING=1)
   local step
   for step in stop_strays kill_pod_processes "stop_component containerd" stop_shims \
     iptables_cleanup unmount_all remove_cgroups remove_bridge remove_outside_paths restore_sysctls; do

@@ -81,6 +81,9 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@grep -q 'resourceNames: \["alice"\]' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its users"; exit 1; }
 	@grep -q -- '- "approvers"' $(CHART_OUT)/console-narrow.yaml && grep -q -- '- system:serviceaccounts:agents' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its groups"; exit 1; }
 	@grep -q 'name: toolgate-console-impersonate' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false renders no ServiceAccount Role"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set tracing.endpoint=jaeger:4317,tracing.toolEndpoint=http://198.51.100.1:4318 > $(CHART_OUT)/tracing.yaml
+	@grep -q -- '- --tracing-tool-endpoint=http://198.51.100.1:4318' $(CHART_OUT)/tracing.yaml || { echo "tracing.toolEndpoint renders no --tracing-tool-endpoint"; exit 1; }
+	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set tracing.toolEndpoint=http://x:4318 >/dev/null 2>&1 || { echo "a tool endpoint without tracing.endpoint rendered"; exit 1; }
 	$(KUBECTL) kustomize config/default > $(CHART_OUT)/kustomize.yaml
 	go run ./hack/installdiff -ignore-kind Namespace $(CHART_OUT)/default.yaml $(CHART_OUT)/kustomize.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \

@@ -2,10 +2,13 @@
 // TRACEPARENT the operator hands the body (the attempt's execution span), makes one span
 // of its own under it ({"name": "...", "millis": N}: the span's name, default "tool-body",
 // and how long it works, default 50), and returns the span as an OTLP/JSON export request
-// in its result. With OTEL_EXPORTER_OTLP_ENDPOINT (an http:// OTLP/HTTP base URL) it also
-// posts that request to <endpoint>/v1/traces itself and reports whether that worked; a
-// sandbox whose NetworkPolicy allows no route to the collector (toolgate's policies allow
-// none on the local cluster) reports the error instead. Standard library only.
+// in its result. With OTEL_EXPORTER_OTLP_ENDPOINT (an OTLP/HTTP base URL: the operator's
+// --tracing-tool-endpoint) it also posts that request to <endpoint>/v1/traces itself, as
+// OTLP/JSON, and reports whether that worked; a sandbox whose NetworkPolicy lets it not
+// reach the collector (sandbox.network None) reports the error instead. The post may take
+// up to exportTimeout: TCP's SYN retries (1 s, 3 s, 7 s) then cover a sandbox whose address
+// the NetworkPolicy enforcer learns only after the body started (the local cluster's drops
+// such a Pod's first packets). Standard library only.
 package main
 
 import (
@@ -40,6 +43,9 @@ type report struct {
 	// OTLP is the export request (OTLP/JSON) holding the span.
 	OTLP any `json:"otlp,omitempty"`
 }
+
+// exportTimeout bounds the post to the collector.
+const exportTimeout = 10 * time.Second
 
 var traceparentRE = regexp.MustCompile(`^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$`)
 
@@ -105,7 +111,7 @@ func post(endpoint string, body any) error {
 	if err != nil {
 		return err
 	}
-	c := http.Client{Timeout: 3 * time.Second}
+	c := http.Client{Timeout: exportTimeout}
 	resp, err := c.Post(strings.TrimRight(endpoint, "/")+"/v1/traces", "application/json", bytes.NewReader(b))
 	if err != nil {
 		return err

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+const testOTLPEndpoint = "http://198.51.100.1:4318"
+
+// envValues is every value a container's env gives each name, in order.
+func envValues(env []corev1.EnvVar) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range env {
+		out[e.Name] = append(out[e.Name], e.Value)
+	}
+	return out
+}
+
+// The tool endpoint reaches every body, cold and warm, through the standard OTLP variables;
+// without one there are none; a Tool that sets its own keeps it.
+func TestToolOTLPEnvColdAndWarm(t *testing.T) {
+	with := DefaultJobOptions()
+	with.ToolOTLPEndpoint = testOTLPEndpoint
+	paths := map[string]func(JobInput, JobOptions) []corev1.EnvVar{
+		"cold": func(in JobInput, o JobOptions) []corev1.EnvVar {
+			return BuildJob(in, o).Spec.Template.Spec.Containers[0].Env
+		},
+		"warm": func(in JobInput, o JobOptions) []corev1.EnvVar {
+			return buildWarmPod(warmToolOf(in), o, "k3y").Spec.Containers[0].Env
+		},
+	}
+	for name, env := range paths {
+		got := envValues(env(testJobInput(nil), with))
+		if v := got[EnvOTLPEndpoint]; len(v) != 1 || v[0] != testOTLPEndpoint {
+			t.Errorf("%s: %s = %q, want [%s]", name, EnvOTLPEndpoint, v, testOTLPEndpoint)
+		}
+		if v := got[EnvOTLPProtocol]; len(v) != 1 || v[0] != "http/protobuf" {
+			t.Errorf("%s: %s = %q, want [http/protobuf]", name, EnvOTLPProtocol, v)
+		}
+		if got["MODE"] == nil {
+			t.Errorf("%s: the Tool's own env is gone: %v", name, got)
+		}
+
+		off := envValues(env(testJobInput(nil), DefaultJobOptions()))
+		if off[EnvOTLPEndpoint] != nil || off[EnvOTLPProtocol] != nil {
+			t.Errorf("%s: no tool endpoint, yet %v", name, off)
+		}
+
+		own := testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
+			s.Body.Env = append(s.Body.Env, toolgatev1alpha1.EnvVar{Name: EnvOTLPEndpoint, Value: "https://mine.example:4318"})
+		})
+		got = envValues(env(own, with))
+		if v := got[EnvOTLPEndpoint]; len(v) != 1 || v[0] != "https://mine.example:4318" {
+			t.Errorf("%s: a Tool's own %s must stay the only one: %q", name, EnvOTLPEndpoint, v)
+		}
+		if v := got[EnvOTLPProtocol]; len(v) != 1 {
+			t.Errorf("%s: %s = %q", name, EnvOTLPProtocol, v)
+		}
+	}
+}
+
+// A dollar in the endpoint reaches the body as written (no kubelet expansion).
+func TestToolOTLPEnvIsLiteral(t *testing.T) {
+	o := DefaultJobOptions()
+	o.ToolOTLPEndpoint = "http://collector:4318/$(HOME)"
+	v := envValues(BuildJob(testJobInput(nil), o).Spec.Template.Spec.Containers[0].Env)[EnvOTLPEndpoint]
+	if len(v) != 1 || v[0] != "http://collector:4318/$$(HOME)" {
+		t.Fatalf("%s = %q", EnvOTLPEndpoint, v)
+	}
+}
+
+// Idle warm Pods are built for one endpoint: another (or none) is another template, so
+// the pool replaces them and no call claims a Pod that exports elsewhere.
+func TestWarmTemplateDigestCoversToolOTLPEndpoint(t *testing.T) {
+	spec := &warmTestTool(nil).Spec.ToolSpec
+	a, b := DefaultJobOptions(), DefaultJobOptions()
+	b.ToolOTLPEndpoint = testOTLPEndpoint
+	c := b
+	c.ToolOTLPEndpoint = "http://203.0.113.7:4318"
+	da, db, dc := warmTemplateDigest(spec, a), warmTemplateDigest(spec, b), warmTemplateDigest(spec, c)
+	if da == db || db == dc || da == dc {
+		t.Fatalf("digests none %s, one endpoint %s, another %s: must all differ", da, db, dc)
+	}
+	if db != warmTemplateDigest(spec, b) {
+		t.Fatal("the digest of one endpoint must be stable")
+	}
+}
+
+func warmToolOf(in JobInput) *toolgatev1alpha1.Tool {
+	tool := warmTestTool(nil)
+	tool.Spec.ToolSpec = *in.Tool
+	return tool
+}
