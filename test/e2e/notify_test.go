@@ -71,6 +71,8 @@ var _ = Describe("approval notifications reach a sink", Label("approval", "notif
 		subject := demoNS + "/" + parked.Name
 		requested := waitSinkEvent(ctx, sink, subject, approvalevents.TypeRequested)
 		expectRequestedEvent(requested, parked, scope.Name, "$ "+command, created)
+		By("the event's console link opens the call's page in the deployed console")
+		expectConsoleLinkServes(ctx, requested.event.Data.ConsoleURL, parked)
 
 		By("the signature holds only for the receiver's key, and only inside the replay window")
 		other := approvalevents.Verifier{Keys: [][]byte{[]byte("not the sink's key")}}
