@@ -18,6 +18,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cluster/lib.sh"
 # shellcheck source=SCRIPTDIR/cluster/prereqs.sh
 . "$here/cluster/prereqs.sh"
+# shellcheck source=SCRIPTDIR/cluster/pki.sh
+. "$here/cluster/pki.sh"
 
 HELM="$ROOT/bin/helm"
 KUBECTL="$K8S_BIN/kubectl"
@@ -74,6 +76,9 @@ install() {
   kc wait --for=condition=Established -f "$ROOT/config/crd/bases" --timeout=30s >/dev/null
   # The chart puts the tool NetworkPolicies into the demo namespace: it must exist first.
   kc apply -f "$EXAMPLES/namespace.yaml" >/dev/null
+  # The approval sinks' CA (.cluster/pki/sink-ca.crt), trusted by the operator for https
+  # sinks only: the e2e notify spec's receiver on this machine has a certificate it signed.
+  ensure_sink_ca
   # The node address (the API server's and kubelet's) is outside the egress policy's default
   # except ranges on this machine: add it, so that Egress tools cannot reach the cluster.
   # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
@@ -91,6 +96,7 @@ install() {
   log "helm upgrade --install $RELEASE (image toolgate.local/manager:dev, tar sha256 $digest…)"
   KUBECONFIG="$ADMIN_KUBECONFIG" "$HELM" upgrade --install "$RELEASE" "$CHART" \
     --namespace "$SYSTEM_NS" --create-namespace --skip-crds \
+    --set-file "approvalNotifications.caBundle=$PKI/sink-ca.crt" \
     -f "$CHART/ci/local-values.yaml" \
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null

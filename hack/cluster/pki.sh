@@ -33,6 +33,19 @@ make_ca() {
     -out "$PKI/ca.crt"
 }
 
+# ensure_sink_ca: a CA of its own for HTTPS approval sinks (sink-ca.crt/.key), once. `make up`
+# installs the chart trusting it (approvalNotifications.caBundle); the e2e notify spec
+# (test/e2e/notify_test.go) signs its receiver's serving certificate with it. Separate from
+# ca.crt: the operator trusts it for sinks only, never the cluster's CA.
+ensure_sink_ca() {
+  [ ! -f "$PKI/sink-ca.crt" ] || return 0
+  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sink-ca.key" 2>/dev/null
+  chmod 600 "$PKI/sink-ca.key"
+  openssl req -x509 -new -key "$PKI/sink-ca.key" -subj "/CN=toolgate-local-approval-sink-ca" -days 3650 \
+    -addext "basicConstraints=critical,CA:TRUE,pathlen:0" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$PKI/sink-ca.crt"
+}
+
 # make_serving_cert NODE_IP: the apiserver's certificate, valid for every name a client uses.
 make_serving_cert() {
   local sans="IP:127.0.0.1,IP:$1,IP:$SERVICE_IP,DNS:localhost,DNS:$NODE_NAME,DNS:kubernetes"
@@ -79,6 +92,7 @@ ensure_pki() {
     "/O=system:masters/CN=kube-apiserver-kubelet-client" "$(printf '%s\n' \
       "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
       "extendedKeyUsage=clientAuth")"
+  ensure_sink_ca
   make_tokens
   chmod 600 "$PKI"/*.key "$PKI/tokens.csv"
 }

@@ -95,6 +95,13 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@grep -q -- '--approval-sink-key-file=/etc/toolgate/approval-sink/hmac-key' $(CHART_OUT)/notify.yaml || { echo "the default approval sink's key is not mounted"; exit 1; }
 	@test "$$(grep -c 'namespace: team-' $(CHART_OUT)/notify.yaml)" -eq 2 || { echo "no RoleBindings for the approval sink Secrets"; exit 1; }
 	@! grep -q 'approval-sink' $(CHART_OUT)/default.yaml || { echo "approval notifications are rendered by default"; exit 1; }
+	@# make up's install: the local values plus the sink CA file (hack/up.sh --set-file).
+	printf -- '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' > $(CHART_OUT)/sink-ca.crt
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \
+	  --set-file approvalNotifications.caBundle=$(CHART_OUT)/sink-ca.crt > $(CHART_OUT)/local-sink-ca.yaml
+	@grep -q -- '- --approval-sink-ca-file=/etc/toolgate/approval-sink-ca/ca.crt' $(CHART_OUT)/local-sink-ca.yaml || { echo "make up's sink CA is not passed to the operator"; exit 1; }
+	@grep -q 'mountPath: /etc/toolgate/approval-sink-ca' $(CHART_OUT)/local-sink-ca.yaml && grep -q '^  name: toolgate-approval-sink-ca$$' $(CHART_OUT)/local-sink-ca.yaml || { echo "make up's sink CA ConfigMap is not mounted"; exit 1; }
+	@grep -A2 'name: toolgate-approval-sink-secrets' $(CHART_OUT)/local-sink-ca.yaml | grep -q 'namespace: toolgate-demo' || { echo "the local values grant no Secret read in toolgate-demo"; exit 1; }
 	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set approvalNotifications.defaultSink.url=https://x >/dev/null 2>&1 || { echo "a default sink without a key rendered"; exit 1; }
 
 .PHONY: chart-dry-run

@@ -1,0 +1,96 @@
+/*
+Copyright 2026 The toolgate Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// expectConsoleLinkServes follows an event's consoleURL as a person with the approver role
+// would: there is no DNS here, so its host (the console Service's name) is replaced by the
+// Service's cluster IP, and the request carries a token minted for the console's audience
+// (what an authenticating proxy in front of it would set). The page is the call's.
+func expectConsoleLinkServes(ctx context.Context, link string, call *toolgatev1alpha1.ToolCall) {
+	GinkgoHelper()
+	u, err := url.Parse(link)
+	Expect(err).NotTo(HaveOccurred())
+	var svc corev1.Service
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: release + "-console"}, &svc)).To(Succeed())
+	Expect(u.Hostname()).To(Equal(svc.Name+"."+svc.Namespace+".svc"), "the link names the console Service")
+	u.Host = net.JoinHostPort(svc.Spec.ClusterIP, u.Port())
+
+	token := approverToken(ctx, call.Name)
+	hc := &http.Client{Timeout: 20 * time.Second}
+	// The new RoleBinding reaches the API server's authorizer within moments: retry a 403.
+	Eventually(func(g Gomega) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s", body)
+		g.Expect(string(body)).To(ContainSubstring(call.Status.ArgumentsDigest))
+		g.Expect(string(body)).To(ContainSubstring(call.Namespace + "/" + call.Name))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+}
+
+// approverToken is a token for the audience toolgate of a new ServiceAccount bound to the
+// shipped toolgate-approver ClusterRole in the demo namespace (both go with the spec).
+func approverToken(ctx context.Context, name string) string {
+	GinkgoHelper()
+	labels := map[string]string{e2eLabel: "true"}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: labels}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-approver"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: demoNS}},
+	}
+	for _, o := range []client.Object{sa, binding} {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed()) })
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
+	Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(demoNS).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"toolgate"}, ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
