@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +59,10 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
+	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionGuarded); c != nil && c.Status == metav1.ConditionUnknown {
+		// The guards passed the ask on: the answer settles their stage too.
+		r.setStage(call, v1alpha1.ConditionGuarded, decision, v1alpha1.ReasonApproved)
+	}
 	traceApproval(ctx, call, decision, r.Clock.Now())
 	if answer != nil && decidedBy(decision) {
 		call.Status.Approver = answer.Approver

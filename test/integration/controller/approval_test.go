@@ -30,6 +30,7 @@ func parkedCall(ctx SpecContext, window time.Duration) (ns string, call *v1alpha
 	}).WithContext(ctx).Should(Succeed())
 	Expect(call).To(HaveVerdict(v1alpha1.VerdictAsk))
 	Expect(call).To(HaveCondition(v1alpha1.ConditionAdmitted, metav1.ConditionUnknown, "AwaitingApproval"), explain(call))
+	Expect(call).To(HaveCondition(v1alpha1.ConditionGuarded, metav1.ConditionUnknown, "AwaitingApproval"), explain(call))
 	Expect(call.Status.ApprovalDeadline).NotTo(BeNil())
 	expectNoJobs(ctx, ns)
 	return ns, call
@@ -46,6 +47,7 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 		done := waitTerminal(ctx, ns, "parked")
 		Expect(done).To(HavePhase(v1alpha1.PhaseSucceeded), explain(done))
 		Expect(done).To(HaveCondition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, "Approved"))
+		Expect(done).To(HaveCondition(v1alpha1.ConditionGuarded, metav1.ConditionTrue, "Approved"), "the answer settles the guards' ask too")
 		Eventually(func(g Gomega) {
 			a := &v1alpha1.ToolCallApproval{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "parked"}, a)).To(Succeed())
@@ -60,6 +62,7 @@ var _ = Describe("A call that asks for approval", Label("approval"), func() {
 		done := waitTerminal(ctx, ns, "parked")
 		Expect(done).To(HavePhase(v1alpha1.PhaseDenied), explain(done))
 		Expect(done.Status.Result.Reason).To(Equal("ApprovalDenied"))
+		Expect(done).To(HaveCondition(v1alpha1.ConditionGuarded, metav1.ConditionFalse, "ApprovalDenied"))
 		expectNoJobs(ctx, ns)
 	})
 
