@@ -6,14 +6,8 @@ import (
 	"github.com/chromedp/chromedp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -32,24 +26,7 @@ var _ = Describe("the deployed approval console", Label("console", "browser", "a
 		base := "http://" + svc.Spec.ClusterIP + ":8091"
 
 		name := "e2e-console-" + utilrand.String(5)
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: map[string]string{e2eLabel: "true"}}}
-		binding := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: map[string]string{e2eLabel: "true"}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-approver"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: demoNS}},
-		}
-		for _, o := range []client.Object{sa, binding} {
-			Expect(admin.Create(ctx, o)).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed()) })
-		}
-		cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
-		Expect(err).NotTo(HaveOccurred())
-		cs, err := kubernetes.NewForConfig(cfg)
-		Expect(err).NotTo(HaveOccurred())
-		tr, err := cs.CoreV1().ServiceAccounts(demoNS).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"toolgate"}, ExpirationSeconds: ptr.To[int64](600)},
-		}, metav1.CreateOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		token := approverToken(ctx, name)
 
 		call := createNamedCall(ctx, name)
 
@@ -58,7 +35,7 @@ var _ = Describe("the deployed approval console", Label("console", "browser", "a
 		DeferCleanup(stop)
 		By("the console sends a browser without a session to its sign-in form; the token signs it in")
 		Expect(chromedp.Do(bctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("textarea[name=token]")),
-			browser.Fill("textarea[name=token]", tr.Status.Token))).To(Succeed())
+			browser.Fill("textarea[name=token]", token))).To(Succeed())
 		resp, err := chromedp.RunResponse(bctx, browser.ClickOn("form.login button"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.Status).To(BeEquivalentTo(200))
