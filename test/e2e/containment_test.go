@@ -251,12 +251,7 @@ var _ = Describe("containment: NetworkPolicy is enforced", Label("containment", 
 	var apiService, apiNode, host, pod string
 
 	BeforeEach(func(ctx SpecContext) {
-		nodeIP := os.Getenv("TOOLGATE_NODE_IP")
-		if nodeIP == "" {
-			data, err := os.ReadFile(filepath.Join(root, ".cluster", "pki", "node-ip"))
-			Expect(err).NotTo(HaveOccurred())
-			nodeIP = strings.TrimSpace(string(data))
-		}
+		nodeIP := nodeAddress()
 		apiService, apiNode = "10.0.0.1:443", net.JoinHostPort(nodeIP, "6443")
 		host = hostListener(nodeIP)
 		pod = targetPod(ctx)

@@ -32,11 +32,15 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -232,3 +236,40 @@ func podsOf(ctx context.Context, call *toolgatev1alpha1.ToolCall) []corev1.Pod {
 }
 
 func isForbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+// nodeAddress is the node's address (TOOLGATE_NODE_IP or what make up recorded).
+func nodeAddress() string {
+	GinkgoHelper()
+	if ip := os.Getenv("TOOLGATE_NODE_IP"); ip != "" {
+		return ip
+	}
+	data, err := os.ReadFile(filepath.Join(root, ".cluster", "pki", "node-ip"))
+	Expect(err).NotTo(HaveOccurred(), "the node address (make up writes .cluster/pki/node-ip)")
+	return strings.TrimSpace(string(data))
+}
+
+// approverToken is a token for the audience toolgate of a new ServiceAccount bound to the
+// shipped toolgate-approver ClusterRole in the demo namespace (both go with the spec).
+func approverToken(ctx context.Context, name string) string {
+	GinkgoHelper()
+	labels := map[string]string{e2eLabel: "true"}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: labels}}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: labels},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-approver"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: demoNS}},
+	}
+	for _, o := range []client.Object{sa, binding} {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed()) })
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
+	Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts(demoNS).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"toolgate"}, ExpirationSeconds: ptr.To[int64](600)},
+	}, metav1.CreateOptions{})
+	Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}

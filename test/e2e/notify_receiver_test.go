@@ -208,14 +208,3 @@ func refusingAddress(nodeIP string) string {
 	Expect(l.Close()).To(Succeed())
 	return addr
 }
-
-// nodeAddress is the node's address (TOOLGATE_NODE_IP or what make up recorded).
-func nodeAddress() string {
-	GinkgoHelper()
-	if ip := os.Getenv("TOOLGATE_NODE_IP"); ip != "" {
-		return ip
-	}
-	data, err := os.ReadFile(filepath.Join(root, ".cluster", "pki", "node-ip"))
-	Expect(err).NotTo(HaveOccurred(), "the node address (make up writes .cluster/pki/node-ip)")
-	return strings.TrimSpace(string(data))
-}
