@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // cancelRequested reports whether a call that has not ended was asked to stop
@@ -108,7 +109,7 @@ func (r *ToolCallReconciler) stopCancelledWarmPod(ctx context.Context, call *v1a
 	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if pod.Annotations[AnnotationClaimedBy] != string(call.UID) || !pod.DeletionTimestamp.IsZero() {
+	if pod.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) || !pod.DeletionTimestamp.IsZero() {
 		return nil // not this call's (never claimed it), or already going
 	}
 	r.deleteWarmPod(ctx, pod)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // unitReconciler is a ToolCallReconciler over one fake client (cache and live reader
@@ -50,7 +51,7 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 }
 
 func byCallAnnotation(o client.Object) []string {
-	return []string{o.GetAnnotations()[AnnotationCallName]}
+	return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 }
 
 // unitEcho is the Tool echo in namespace ns.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // tidyJobs keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
@@ -35,7 +36,7 @@ func (r *ToolCallReconciler) tidyJobs(ctx context.Context, namespace, name strin
 	now := r.Clock.Now()
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if job.Annotations[AnnotationCallName] != name || stillNeeded(job, call) {
+		if job.Annotations[podcontract.AnnotationCallName] != name || stillNeeded(job, call) {
 			continue
 		}
 		if !job.DeletionTimestamp.IsZero() {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // A call's Jobs are deleted by the operator only after their attempt's outcome is
@@ -67,7 +68,7 @@ func TestTidyJobs(t *testing.T) {
 				call.Status.CompletionTime = ptrTime(ended)
 			}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tc.job, Namespace: "ns", UID: "job-uid",
-				Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
+				Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
 				OwnerReferences: owner(call)}}
 			if tc.other {
 				job.OwnerReferences = nil
@@ -104,7 +105,7 @@ func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
 			call.Status.Phase = v1alpha1.PhaseRunning
 		}
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
-			Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
+			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
 		var propagation *metav1.DeletionPropagation
 		r, c := tidyFixture(t, now, time.Minute, job, &propagation)
 		if err := c.Delete(context.Background(), job); err != nil {
@@ -128,7 +129,7 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 	utilruntime.Must(networkingv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).
 		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
-			return []string{o.GetAnnotations()[AnnotationCallName]}
+			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			do := &client.DeleteOptions{}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // observe reads the running attempt's outcome: from the Pod's terminated container as soon
@@ -71,7 +72,7 @@ func (r *ToolCallReconciler) attemptPod(ctx context.Context, live bool, call *v1
 	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
 	if live {
 		reader = r.APIReader
-		selector = client.MatchingLabels{LabelCall: CallLabelValue(call.Name), LabelAttempt: job.Labels[LabelAttempt]}
+		selector = client.MatchingLabels{podcontract.LabelCall: CallLabelValue(call.Name), podcontract.LabelAttempt: job.Labels[podcontract.LabelAttempt]}
 	}
 	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), selector); err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (r *ToolCallReconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time 
 
 func toolContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == ToolContainerName {
+		if pod.Status.ContainerStatuses[i].Name == podcontract.ToolContainerName {
 			return &pod.Status.ContainerStatuses[i]
 		}
 	}

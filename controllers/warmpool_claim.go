@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // claimTries bounds the claims one attempt makes before it runs cold (each loses only to
@@ -65,19 +66,19 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 		return nil, "error"
 	}
 	for i := range mine.Items {
-		if p := &mine.Items[i]; p.Annotations[AnnotationClaimedBy] == string(call.UID) && p.Labels[LabelAttempt] == attempt {
+		if p := &mine.Items[i]; p.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) && p.Labels[podcontract.LabelAttempt] == attempt {
 			return p, ""
 		}
 	}
 	free := &corev1.PodList{}
 	if err := r.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
-		LabelManagedBy: ManagedByValue, LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, r.Options.Job)}); err != nil {
+		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, r.Options.Job)}); err != nil {
 		return nil, "error"
 	}
 	var candidates []*corev1.Pod
 	for i := range free.Items {
 		p := &free.Items[i]
-		if p.Labels[LabelPool] != "" && p.Annotations[AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) &&
+		if p.Labels[podcontract.LabelPool] != "" && p.Annotations[podcontract.AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) &&
 			pooledBy(p, call.Status.Tool) {
 			candidates = append(candidates, p)
 		}
@@ -102,22 +103,22 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 }
 
 // claim makes pod the call's with one patch that carries the resourceVersion it was read
-// at: two calls can never both win one Pod. The Pod leaves its pool (LabelPool removed,
+// at: two calls can never both win one Pod. The Pod leaves its pool (podcontract.LabelPool removed,
 // owned by the call instead of the Tool, so it goes with the call) and gets the call's
-// labels (NetworkPolicies select LabelNetwork, kept) and its deadline.
+// labels (NetworkPolicies select podcontract.LabelNetwork, kept) and its deadline.
 func (r *ToolCallReconciler) claim(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
 	orig := pod.DeepCopy()
-	delete(pod.Labels, LabelPool)
-	pod.Labels[LabelCall] = CallLabelValue(call.Name)
-	pod.Labels[LabelAttempt] = attempt
-	pod.Labels[LabelTool] = ToolLabelValue(call.Spec.Tool)
+	delete(pod.Labels, podcontract.LabelPool)
+	pod.Labels[podcontract.LabelCall] = CallLabelValue(call.Name)
+	pod.Labels[podcontract.LabelAttempt] = attempt
+	pod.Labels[podcontract.LabelTool] = ToolLabelValue(call.Spec.Tool)
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationClaimedBy] = string(call.UID)
-	pod.Annotations[AnnotationCallName] = call.Name
-	pod.Annotations[AnnotationTool] = call.Spec.Tool
-	pod.Annotations[AnnotationArgDigest] = call.Status.ArgumentsDigest
+	pod.Annotations[podcontract.AnnotationClaimedBy] = string(call.UID)
+	pod.Annotations[podcontract.AnnotationCallName] = call.Name
+	pod.Annotations[podcontract.AnnotationTool] = call.Spec.Tool
+	pod.Annotations[podcontract.AnnotationArgDigest] = call.Status.ArgumentsDigest
 	pod.OwnerReferences = nil
 	if err := controllerutil.SetControllerReference(call, pod, r.Scheme); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // observeWarm reads a warm attempt's outcome (observe's warm counterpart): from the attach
@@ -68,7 +69,7 @@ func (r *ToolCallReconciler) warmPod(ctx context.Context, call *v1alpha1.ToolCal
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
 	pod := &corev1.Pod{}
 	err := r.Get(ctx, key, pod)
-	if err == nil && pod.Annotations[AnnotationClaimedBy] == string(call.UID) {
+	if err == nil && pod.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) {
 		return pod, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -79,7 +80,7 @@ func (r *ToolCallReconciler) warmPod(ctx context.Context, call *v1alpha1.ToolCal
 	} else if err != nil {
 		return nil, err
 	}
-	if pod.Annotations[AnnotationClaimedBy] != string(call.UID) {
+	if pod.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) {
 		return nil, nil
 	}
 	return pod, nil
@@ -111,7 +112,7 @@ func (r *ToolCallReconciler) warmFrameReader(call *v1alpha1.ToolCall, pod *corev
 	var tail tailFunc
 	if r.Logs != nil {
 		tail = withTimeout(r.Options.LogReadTimeout, func(ctx context.Context, lines, limit int64) ([]byte, error) {
-			return r.Logs.TailLog(ctx, pod.Namespace, pod.Name, ToolContainerName, lines, limit)
+			return r.Logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.ToolContainerName, lines, limit)
 		})
 	}
 	return func(ctx context.Context, msg string) (frame.Frame, error) {
@@ -133,11 +134,11 @@ func (r *ToolCallReconciler) podFrameKey(ctx context.Context, pod *corev1.Pod) (
 		return nil, frame.ErrNoKey
 	}
 	for _, c := range live.Spec.Containers {
-		if c.Name != ToolContainerName {
+		if c.Name != podcontract.ToolContainerName {
 			continue
 		}
 		for _, e := range c.Env {
-			if e.Name == frame.EnvFrameKey {
+			if e.Name == podcontract.EnvFrameKey {
 				return frame.ParseKey(e.Value)
 			}
 		}
@@ -185,7 +186,7 @@ func (r *ToolCallReconciler) tidyWarmPods(ctx context.Context, call *v1alpha1.To
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Annotations[AnnotationClaimedBy] != string(call.UID) || !p.DeletionTimestamp.IsZero() {
+		if p.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if !call.Status.Phase.IsTerminal() {

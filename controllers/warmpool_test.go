@@ -11,6 +11,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func warmTestTool(mut func(*toolgatev1alpha1.ToolSpec)) *toolgatev1alpha1.Tool {
@@ -85,7 +86,7 @@ func TestWarmTemplateDigest(t *testing.T) {
 	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
-	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[LabelTemplate]); got != 32 {
+	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[podcontract.LabelTemplate]); got != 32 {
 		t.Errorf("template label length %d", got)
 	}
 }
