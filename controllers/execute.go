@@ -3,8 +3,10 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -26,10 +28,11 @@ type executor interface {
 	// path is the value of status.attempts[].path of the attempts this executor runs.
 	path() v1alpha1.ExecutionPath
 	// claim offers the call's new attempt a (in memory, the last of status.attempts) to this
-	// executor: true when it takes it, after recording in a whatever it needs to find the
-	// attempt again (path, Job or Pod name). It may act on the cluster (the warm executor
-	// claims a pool Pod) but writes no status; the caller does, then calls start.
-	claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) bool
+	// executor: ok when it takes it, after recording in a whatever it needs to find the
+	// attempt again (path, Job or Pod name); where says where it runs ("Job x"). It may act
+	// on the cluster (the warm executor claims a pool Pod) but writes no status; the caller
+	// does, then calls start.
+	claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (where string, ok bool)
 	// start runs the call's current attempt, idempotently: an attempt a lost pass already
 	// started is adopted, never started twice.
 	start(ctx context.Context, call *v1alpha1.ToolCall) (step, error)
@@ -52,15 +55,15 @@ type step struct {
 	// outcome is the attempt's end, to normalise and finish (retry or freeze the result).
 	outcome *pipeline.Outcome
 	// refused ends the call without an outcome: the attempt could not be started.
-	refused *refusal
+	refused *startRefusal
 	// containerStart is when the tool container started, for the trace (zero: unknown).
 	containerStart time.Time
 	// requeue is when to look again when nothing wakes the call sooner.
 	requeue time.Duration
 }
 
-// refusal is why an attempt could not start; reason is one of the API's reasons.
-type refusal struct {
+// startRefusal is why an attempt could not start; reason is one of the API's reasons.
+type startRefusal struct {
 	reason string
 	// detail is for the Executed condition and the log, never for the model: what was
 	// refused (a Job's name), why isolation is missing, or the internal error.
@@ -70,7 +73,7 @@ type refusal struct {
 }
 
 func refuseInternal(detail string) step {
-	return step{refused: &refusal{reason: ReasonOperatorError, detail: detail}}
+	return step{refused: &startRefusal{reason: ReasonOperatorError, detail: detail}}
 }
 
 // wakeSource is implemented by an executor whose attempts end outside any watch (the warm
@@ -137,12 +140,14 @@ func current(call *v1alpha1.ToolCall) *v1alpha1.Attempt {
 	return nil
 }
 
-// chooseExecutor offers the call's new attempt to each executor in turn (in memory but for
-// what a claim does; the caller writes the status).
+// chooseExecutor offers the call's new attempt to each executor in turn and records where
+// it runs (in memory but for what a claim does; the caller writes the status).
 func (r *ToolCallReconciler) chooseExecutor(ctx context.Context, call *v1alpha1.ToolCall) {
 	a := current(call)
 	for _, e := range r.executors() {
-		if e.claim(ctx, call, a) {
+		if where, ok := e.claim(ctx, call, a); ok {
+			r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
+				fmt.Sprintf("attempt %d runs in %s", a.Attempt, where))
 			return
 		}
 	}
@@ -182,7 +187,7 @@ func (r *ToolCallReconciler) afterStep(ctx context.Context, call *v1alpha1.ToolC
 }
 
 // refuseAttempt ends a call whose attempt could not start, through the path its reason has.
-func (r *ToolCallReconciler) refuseAttempt(ctx context.Context, call *v1alpha1.ToolCall, f refusal) (ctrl.Result, error) {
+func (r *ToolCallReconciler) refuseAttempt(ctx context.Context, call *v1alpha1.ToolCall, f startRefusal) (ctrl.Result, error) {
 	switch f.reason {
 	case v1alpha1.ReasonNetworkIsolationMissing:
 		return r.refuseUnisolated(ctx, call, f.detail)
@@ -205,6 +210,11 @@ func (r *ToolCallReconciler) tidyExecutions(ctx context.Context, key types.Names
 		}
 	}
 	return next, errors.Join(errs...)
+}
+
+// attemptDeadline is when the operator ends an attempt nobody reported on.
+func (r *ToolCallReconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
+	return attemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace)
 }
 
 // attemptDeadline is the current attempt's start (now when none is recorded) plus the

@@ -229,7 +229,7 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 		Name:            podcontract.RunnerInitContainerName,
 		Image:           opts.RunnerImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{podcontract.ImageRunner, "--copy-self", podcontract.CopiedRunner},
+		Command:         []string{podcontract.ImageRunner, podcontract.CopySelfFlag, podcontract.CopiedRunner},
 		Resources:       opts.DefaultResources,
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts:    volumeMounts(toolgatev1alpha1.ScratchEmptyDir),

@@ -128,8 +128,8 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	want := map[string]string{
-		"MODE": "fast", "TOOLGATE_ARGS": `{"text":"hi"}`, "TOOLGATE_ARGS_DIGEST": "sha256:abc",
-		"TOOLGATE_ARGS_FILE": podcontract.ArgsFile, "TOOLGATE_MAX_OUTPUT": "1048576", "TOOLGATE_FRAME_KEY": "k3y",
+		"MODE": "fast", podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
+		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvFrameKey: "k3y",
 	}
 	if d := diff(env, want); d != "" {
 		t.Errorf("env (-got +want):\n%s", d)
@@ -155,8 +155,8 @@ func TestBuildJobScratch(t *testing.T) {
 		t.Error("scratch None must keep the root filesystem read-only")
 	}
 	for _, e := range pod.Containers[0].Env {
-		if e.Name == "TOOLGATE_ARGS_FILE" && e.Value != podcontract.NoArgsFile {
-			t.Errorf("TOOLGATE_ARGS_FILE = %q, want %q", e.Value, podcontract.NoArgsFile)
+		if e.Name == podcontract.EnvArgsFile && e.Value != podcontract.NoArgsFile {
+			t.Errorf("%s = %q, want %q", podcontract.EnvArgsFile, e.Value, podcontract.NoArgsFile)
 		}
 	}
 }
@@ -287,8 +287,8 @@ func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
 	for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	if got, want := env["TOOLGATE_ARGS"], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
-		t.Errorf("TOOLGATE_ARGS = %s, want %s", got, want)
+	if got, want := env[podcontract.EnvArgs], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
+		t.Errorf("%s = %s, want %s", podcontract.EnvArgs, got, want)
 	}
 	if got := env["GREETING"]; got != "$(MODE) $$" {
 		t.Errorf("the Tool's env is the operator's, as written: got %q", got)

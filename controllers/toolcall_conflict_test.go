@@ -122,7 +122,7 @@ func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
 	r, c := unitReconciler(t, conflictOnce, call, job)
 	outcome := pipeline.Outcome{Attempt: 1, TerminationReason: "ImagePullBackOff"}
 
-	if _, err := r.finishAttempt(context.Background(), call.DeepCopy(), job.DeepCopy(), outcome); !apierrors.IsConflict(err) {
+	if _, err := r.finishAttempt(context.Background(), call.DeepCopy(), outcome); !apierrors.IsConflict(err) {
 		t.Fatalf("first pass: %v, want the conflict", err)
 	}
 	got := &batchv1.Job{}
@@ -133,7 +133,7 @@ func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.finishAttempt(context.Background(), fresh, got, outcome); err != nil {
+	if _, err := r.finishAttempt(context.Background(), fresh, outcome); err != nil {
 		t.Fatalf("second pass: %v", err)
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {

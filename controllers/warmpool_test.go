@@ -50,12 +50,12 @@ func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
 	for _, e := range warm.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	for _, name := range []string{"TOOLGATE_ARGS", "TOOLGATE_ARGS_DIGEST"} {
+	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest} {
 		if _, ok := env[name]; ok {
 			t.Errorf("warm Pod env has %s", name)
 		}
 	}
-	if env["TOOLGATE_WARM"] != "1" || env["TOOLGATE_FRAME_KEY"] != "k3y" || env["MODE"] != "fast" {
+	if env[podcontract.EnvWarm] != "1" || env[podcontract.EnvFrameKey] != "k3y" || env["MODE"] != "fast" {
 		t.Errorf("warm env %v", env)
 	}
 	if !warm.Containers[0].Stdin || !warm.Containers[0].StdinOnce || warm.ActiveDeadlineSeconds != nil {

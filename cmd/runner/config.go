@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -92,7 +93,7 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+envTerminationPath+")")
 	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+envResultMarker+")")
 	fs.DurationVar(&cfg.ioGrace, "io-grace", cfg.ioGrace, "how long to keep reading output after the tool exits")
-	fs.StringVar(&cfg.copySelf, "copy-self", "", "copy the runner executable to this path and exit")
+	fs.StringVar(&cfg.copySelf, strings.TrimPrefix(podcontract.CopySelfFlag, "--"), "", "copy the runner executable to this path and exit")
 	err := fs.Parse(argv)
 	cfg.command = fs.Args()
 	if errors.Is(err, flag.ErrHelp) {

@@ -46,7 +46,7 @@ var _ = Describe("a tool name that is not a label value", Label("rejects", "labe
 
 var _ = Describe("arguments with $ in them", Label("rejects", "frozen-args"), func() {
 	It("reach the echo body exactly: $$, $(HOME) and $$(X) are not expanded by the kubelet", func(ctx SpecContext) {
-		args := map[string]any{"message": "echo $$ $(HOME) $$(X) $(TOOLGATE_ARGS_DIGEST) $"}
+		args := map[string]any{"message": "echo $$ $(HOME) $$(X) $(" + podcontract.EnvArgsDigest + ") $"}
 		call := createCall(ctx, "echo", demoScope, args)
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)

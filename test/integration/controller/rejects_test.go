@@ -133,7 +133,7 @@ var _ = Describe("Tool names that are not label values", Label("rejects"), func(
 var _ = Describe("Arguments with $ in them", Label("rejects"), func() {
 	It("reach the body exactly as frozen, though the kubelet expands $(…) in env values", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		args := map[string]any{"cmd": "echo $$ $(HOME) $$(X) $(TOOLGATE_ARGS_DIGEST) $"}
+		args := map[string]any{"cmd": "echo $$ $(HOME) $$(X) $(" + podcontract.EnvArgsDigest + ") $"}
 		create(ctx, MakeTool("sh", ns).Image("example/sh:1").Command("/sh").Obj(),
 			MakeToolCall("c", ns).Tool("sh").Requester(AdminUser).Args(args).Obj())
 		call := waitTerminal(ctx, ns, "c")

@@ -67,7 +67,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
 			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
 			for _, e := range c.Env {
-				Expect(e.Name).NotTo(BeElementOf("TOOLGATE_ARGS", "TOOLGATE_ARGS_DIGEST"), "a pool Pod knows no call")
+				Expect(e.Name).NotTo(BeElementOf(podcontract.EnvArgs, podcontract.EnvArgsDigest), "a pool Pod knows no call")
 			}
 		}
 		calls := &v1alpha1.ToolCallList{}

@@ -24,7 +24,7 @@ import (
 // A call's Jobs are deleted by the operator only after their attempt's outcome is
 // recorded, once the retention has passed, with background propagation (the Job before
 // its Pod); the running attempt's Job is never touched.
-func TestTidyJobs(t *testing.T) {
+func TestJobExecutorTidy(t *testing.T) {
 	ended := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	retention := 10 * time.Minute
 	owner := func(call *v1alpha1.ToolCall) []metav1.OwnerReference {
@@ -76,7 +76,7 @@ func TestTidyJobs(t *testing.T) {
 			var propagation *metav1.DeletionPropagation
 			r, c := tidyFixture(t, ended.Add(tc.now), retention, job, &propagation)
 
-			wait, err := r.tidyJobs(context.Background(), "ns", "c", call)
+			wait, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,7 +95,7 @@ func TestTidyJobs(t *testing.T) {
 }
 
 // A Job being deleted keeps JobFinalizer while its attempt runs, and loses it otherwise.
-func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
+func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, running := range []bool{true, false} {
 		call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
@@ -111,7 +111,7 @@ func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
 		if err := c.Delete(context.Background(), job); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.tidyJobs(context.Background(), "ns", "c", call); err != nil {
+		if _, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
@@ -121,7 +121,7 @@ func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
 	}
 }
 
-func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*ToolCallReconciler, client.Client) {
+func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*jobExecutor, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -139,7 +139,7 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 		}}).Build()
 	opts := DefaultCallOptions()
 	opts.JobRetention = retention
-	return &ToolCallReconciler{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}, c
+	return newJobExecutor(execEnv{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
 }
 
 func ptrTo[T any](v T) *T { return &v }

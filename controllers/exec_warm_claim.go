@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -24,45 +23,42 @@ import (
 // another call's claim of the same Pod).
 const claimTries = 5
 
-// claimWarm runs the call's new attempt in a Ready pool Pod of exactly its admitted
-// snapshot, in the call's namespace, when the tool has a pool there (a Tool's is in its
-// namespace; a ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt
-// runs cold, a miss "unlisted") and the reconciler a WarmExecutor: the attempt is
-// then Warm, with the Pod's name and no Job. An empty pool, lost races and errors leave the
-// attempt Cold at once: a call never waits for a pool. In memory but for the claim itself
-// (a Pod patch with the Pod's resourceVersion as precondition): the caller writes the
-// status, and a restart before that write finds the claimed Pod again (adoptable).
-func (r *ToolCallReconciler) claimWarm(ctx context.Context, call *v1alpha1.ToolCall) {
+// claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
+// in the call's namespace, when the tool has a pool there (a Tool's is in its namespace; a
+// ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt runs cold, a
+// miss "unlisted") and the executor can attach: the attempt is then Warm, with the Pod's
+// name and no Job. An empty pool, lost races and errors leave the attempt to the next
+// executor at once: a call never waits for a pool. In memory but for the claim itself (a
+// Pod patch with the Pod's resourceVersion as precondition): the caller writes the status,
+// and a restart before that write finds the claimed Pod again (adoptable).
+func (w *warmExecutor) claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	snap := call.Status.Tool
-	if r.Warm == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
-		return
+	if w.attach == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
+		return "", false
 	}
 	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
 	var pod *corev1.Pod
 	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
 	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
-		pod, why = r.claimPod(ctx, call)
+		pod, why = w.claimPod(ctx, call, a.Attempt)
 	}
 	if pod == nil {
 		metrics.WarmMisses.WithLabelValues(ns, kind, tool, why).Inc()
-		return
+		return "", false
 	}
 	metrics.WarmClaims.WithLabelValues(ns, kind, tool).Inc()
-	n := len(call.Status.Attempts) - 1
-	a := &call.Status.Attempts[n]
 	a.Path, a.PodName, a.JobName = v1alpha1.PathWarm, pod.Name, ""
 	call.Status.Job = nil
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
-		fmt.Sprintf("attempt %d runs in warm Pod %s", a.Attempt, pod.Name))
 	ctrl.LoggerFrom(ctx).Info("claimed warm Pod", "pod", pod.Name, "attempt", a.Attempt)
+	return "warm Pod " + pod.Name, true
 }
 
 // claimPod adopts the Pod this call's attempt already claimed (a restart before the status
 // write), else claims a Ready one of the call's template; why says why none was had.
-func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCall) (*corev1.Pod, string) {
-	attempt := strconv.Itoa(int(currentAttempt(call)))
+func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n int32) (*corev1.Pod, string) {
+	attempt := strconv.Itoa(int(n))
 	mine := &corev1.PodList{}
-	if err := r.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+	if err := w.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
 		return nil, "error"
 	}
 	for i := range mine.Items {
@@ -71,8 +67,8 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 		}
 	}
 	free := &corev1.PodList{}
-	if err := r.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
-		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, r.Options.Job)}); err != nil {
+	if err := w.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
+		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, w.Options.Job)}); err != nil {
 		return nil, "error"
 	}
 	var candidates []*corev1.Pod
@@ -88,7 +84,7 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 	}
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, p := range candidates[:min(claimTries, len(candidates))] {
-		err := r.claim(ctx, call, p, attempt)
+		err := w.claimFor(ctx, call, p, attempt)
 		switch {
 		case err == nil:
 			return p, ""
@@ -106,7 +102,7 @@ func (r *ToolCallReconciler) claimPod(ctx context.Context, call *v1alpha1.ToolCa
 // at: two calls can never both win one Pod. The Pod leaves its pool (podcontract.LabelPool removed,
 // owned by the call instead of the Tool, so it goes with the call) and gets the call's
 // labels (NetworkPolicies select podcontract.LabelNetwork, kept) and its deadline.
-func (r *ToolCallReconciler) claim(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
+func (w *warmExecutor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
 	orig := pod.DeepCopy()
 	delete(pod.Labels, podcontract.LabelPool)
 	pod.Labels[podcontract.LabelCall] = CallLabelValue(call.Name)
@@ -120,11 +116,11 @@ func (r *ToolCallReconciler) claim(ctx context.Context, call *v1alpha1.ToolCall,
 	pod.Annotations[podcontract.AnnotationTool] = call.Spec.Tool
 	pod.Annotations[podcontract.AnnotationArgDigest] = call.Status.ArgumentsDigest
 	pod.OwnerReferences = nil
-	if err := controllerutil.SetControllerReference(call, pod, r.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(call, pod, w.Scheme); err != nil {
 		return err
 	}
-	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, r.Clock.Now()))
-	return r.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, w.Clock.Now()))
+	return w.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 // pooledBy: the Pod is in the pool of the call's tool (a Tool's, or a ClusterTool's, of
@@ -133,12 +129,4 @@ func pooledBy(pod *corev1.Pod, snap *v1alpha1.ToolSnapshot) bool {
 	owner := metav1.GetControllerOf(pod)
 	return owner != nil && owner.Kind == string(snap.Kind) && owner.Name == snap.Name &&
 		owner.APIVersion == v1alpha1.GroupVersion.String()
-}
-
-// warmAttempt is the call's current attempt when it runs in a warm Pod.
-func warmAttempt(call *v1alpha1.ToolCall) *v1alpha1.Attempt {
-	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].Path == v1alpha1.PathWarm {
-		return &call.Status.Attempts[n-1]
-	}
-	return nil
 }
