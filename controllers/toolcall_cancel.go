@@ -26,7 +26,21 @@ func cancelRequested(call *v1alpha1.ToolCall) bool {
 // would read the deleting Job as JobDeleted). The Job's JobFinalizer is released by the
 // Job executor's tidy once the call is terminal.
 func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
-	stage, msg := pipeline.CancelledBeforeRunning, "cancelled (spec.cancel) before the body ran"
+	return r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonCancelled, cause: "cancelled (spec.cancel)", result: pipeline.Cancelled})
+}
+
+// earlyEnd is why a call ends before its outcome: cancelled or deleted.
+type earlyEnd struct {
+	reason string
+	cause  string
+	result func(stage string, attempt int) pipeline.Result
+}
+
+// endEarly stops the running attempt, if any, through its executor and ends the call with
+// e's result through the one terminal path; the people asked to approve a parked call
+// learn that nobody needs to (a Denied event).
+func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCall, e earlyEnd) (ctrl.Result, error) {
+	stage, msg := pipeline.CancelledBeforeRunning, e.cause+" before the body ran"
 	if a := current(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil {
 		stopped, err := r.executorFor(a).stop(ctx, call)
 		if err != nil {
@@ -37,17 +51,17 @@ func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall
 			if a.CompletionTime == nil {
 				a.CompletionTime = ptrTime(r.Clock.Now())
 			}
-			a.Reason = v1alpha1.ReasonCancelled
-			msg = fmt.Sprintf("cancelled (spec.cancel) while attempt %d ran; %s", a.Attempt, stopped)
+			a.Reason = e.reason
+			msg = fmt.Sprintf("%s while attempt %d ran; %s", e.cause, a.Attempt, stopped)
 		}
 	}
 	parked := call.Status.Phase == v1alpha1.PhaseAwaitingApproval
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonCancelled, msg)
-	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Cancelled(stage, int(currentAttempt(call))), r.Clock.Now())
+	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, e.reason, msg)
+	r.setTerminal(call, v1alpha1.PhaseFailed, e.result(stage, int(currentAttempt(call))), r.Clock.Now())
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	if parked { // the people asked to decide learn that nobody needs to: a Denied event, reason Cancelled
+	if parked {
 		r.notifyDecided(ctx, call)
 	}
 	return ctrl.Result{}, nil

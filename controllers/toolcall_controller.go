@@ -90,7 +90,7 @@ type ToolCallReconciler struct {
 	execs    []executor
 }
 
-// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals/status,verbs=get;update;patch
@@ -122,12 +122,15 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	if !call.DeletionTimestamp.IsZero() {
-		return ctrl.Result{RequeueAfter: retained}, nil
+		return r.finishDeleted(ctx, call, retained) // toolcall_record.go
 	}
 	if call.Status.Phase.IsTerminal() {
 		// The cached terminal call is trimmed (cache.go): it is only read here, never written.
 		r.auditRecovered(ctx, call)
 		return r.expire(ctx, call, retained)
+	}
+	if err := r.ensureRecordFinalizer(ctx, call); err != nil {
+		return ctrl.Result{}, err
 	}
 	res, err := r.reconcile(r.Tracer.Begin(ctx, call), call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {

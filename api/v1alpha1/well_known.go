@@ -55,6 +55,10 @@ const (
 	// EnvTraceparent is the tool body's environment variable holding the execution span's
 	// traceparent, when the operator traces.
 	EnvTraceparent = podcontract.EnvTraceparent
+	// FinalizerRecord on a ToolCall holds it until the operator has recorded its end: a call
+	// deleted before it finished has its body stopped and a terminal result and audit record
+	// written first. Only the operator adds or removes it.
+	FinalizerRecord = "toolgate.dev/record"
 	// ToolContainerName is the container that runs the runner and, under it, the tool body.
 	ToolContainerName = podcontract.ToolContainerName
 )
