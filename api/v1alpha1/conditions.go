@@ -16,7 +16,7 @@ limitations under the License.
 
 package v1alpha1
 
-// Condition types. Each ToolCall stage records one condition (DESIGN.md, "The pipeline");
+// Condition types. Each ToolCall stage records one condition (docs/architecture.md, "The pipeline");
 // registration kinds record Registered or Ready; a ToolCallApproval records Consumed.
 // The values are plain strings so they go straight into metav1.Condition.
 const (
