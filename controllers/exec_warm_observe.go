@@ -35,7 +35,7 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 	run, inFlight := w.runs.get(call.UID)
 	if inFlight && run.done && pod != nil {
 		if o, ok := w.streamOutcome(ctx, call, pod, run); ok {
-			return w.ended(call, run, o, sourceStream), nil
+			return w.ended(call, o, sourceStream), nil
 		}
 	}
 	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !podEnded(pod) {
@@ -51,11 +51,11 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		if past {
 			base.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
-		return w.ended(call, run, base, sourcePod), nil
+		return w.ended(call, base, sourcePod), nil
 	}
 	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past}
 	if o, ok := attemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
-		return w.ended(call, run, o, sourcePod), nil
+		return w.ended(call, o, sourcePod), nil
 	}
 	if !inFlight {
 		return w.start(ctx, call)
@@ -66,8 +66,11 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 // ended is the step of an attempt whose outcome o was read from source: the handover time
 // goes into the attempt (in memory: finishing it writes it), the source into the run for
 // release's figures.
-func (w *warmExecutor) ended(call *v1alpha1.ToolCall, run warmRun, o pipeline.Outcome, source string) step {
-	if a := current(call); run.done && !run.stream.HandedOver.IsZero() && a.HandoverTime == nil {
+func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) step {
+	// Read the run again: its stream may have ended since observe looked (the Pod's end can
+	// reach the informer before the attach goroutine records the stream's).
+	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && current(call).HandoverTime == nil {
+		a := current(call)
 		a.HandoverTime = ptrTime(run.stream.HandedOver)
 	}
 	w.runs.decided(call.UID, source)

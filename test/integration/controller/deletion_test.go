@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,8 +39,10 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the operator lets the call go")
 		byMsg := map[string]map[string]any{}
-		for _, rec := range audit.records(string(call.UID)) {
-			byMsg[rec["msg"].(string)] = rec
+		for _, msg := range []string{controllers.AuditMessage, controllers.AuditReleasedMessage} {
+			if recs := audit.recordsWith(string(call.UID), msg); len(recs) > 0 {
+				byMsg[msg] = recs[len(recs)-1]
+			}
 		}
 		return byMsg
 	}
@@ -72,7 +76,7 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 	})
 
 	It("records a parked call deleted before it ran", func(ctx SpecContext) {
-		_, parked := parkedCall(ctx, 0)
+		_, parked := parkedCall(ctx, time.Hour)
 		live := &v1alpha1.ToolCall{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(parked), live)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, live)).To(Succeed())
