@@ -189,6 +189,9 @@ func decodeJSON(raw string, opts FreezeOptions) (any, error) {
 // freezeError turns the engine's refusal into a *FreezeError: over the size limit is
 // ReasonArgumentsTooLarge, anything else ReasonArgumentsNotObject.
 func freezeError(err error) error {
+	if err == nil {
+		return nil // before e, which errors.As moves to the heap
+	}
 	var e *canonjson.Error
 	if !errors.As(err, &e) {
 		return err
