@@ -15,8 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolgate/toolgate/controllers"
-	"github.com/toolgate/toolgate/internal/notify"
-	"github.com/toolgate/toolgate/internal/tracing"
+	"github.com/toolgate/toolgate/pkg/notifyconfig"
 )
 
 // ManagerOptions configure StartManager. The zero value runs toolgate's reconcilers with
@@ -48,7 +47,7 @@ type ManagerOptions struct {
 	KubeletRunsApart bool
 	// Notify configures the approval notifications (a default sink, the console link, the
 	// backoff, an HTTP client that trusts a test server); zero: the operator's defaults.
-	Notify notify.Options
+	Notify notifyconfig.Options
 }
 
 // Manager is toolgate's reconcilers (and the simulated Kubelet) running against an Env.
@@ -74,7 +73,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	}
 	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
 	if opts.TraceExporter != nil {
-		setup.Tracer = tracing.NewForExporter(opts.TraceExporter)
+		setup.Tracer = controllers.TraceTo(opts.TraceExporter)
 	}
 	if opts.CollectGarbage {
 		if err := setupGarbageCollector(mgr); err != nil {
