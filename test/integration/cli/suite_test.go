@@ -113,9 +113,8 @@ func withConnection(user, ns string, args []string) []string {
 func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "cli") }
 
 func create(ctx SpecContext, objs ...client.Object) {
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	GinkgoHelper()
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // bindShippedRole binds the shipped ClusterRole to user in ns only.

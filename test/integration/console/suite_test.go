@@ -117,9 +117,7 @@ func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, 
 
 func create(ctx SpecContext, objs ...client.Object) {
 	GinkgoHelper()
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // askingEcho is an echo tool with a presentation, and a policy that asks a person before

@@ -298,9 +298,7 @@ func failureEvents(ctx SpecContext, ns, name string) []string {
 
 func create(ctx SpecContext, objs ...client.Object) {
 	GinkgoHelper()
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	Create(ctx, k8sClient, objs...)
 }
 
 // poke changes a call's annotations so that the controller looks at it again.
