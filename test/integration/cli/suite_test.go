@@ -149,6 +149,6 @@ func onlyCall(ctx SpecContext, ns string, phase v1alpha1.ToolCallPhase) *v1alpha
 		g.Expect(items).To(HaveLen(1))
 		call = &items[0]
 		g.Expect(call).To(toolgatetest.HavePhase(phase))
-	}).WithContext(ctx).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(toolgatetest.LongTimeout).Should(Succeed()) // a call that runs waits on its Job
 	return call
 }

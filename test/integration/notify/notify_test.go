@@ -71,7 +71,7 @@ func waitPhase(ctx SpecContext, call *v1alpha1.ToolCall, phase v1alpha1.ToolCall
 	Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), got)).To(Succeed())
 		g.Expect(got).To(HavePhase(phase))
-	}).WithContext(ctx).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed()) // an approved call runs its Job
 	return got
 }
 
