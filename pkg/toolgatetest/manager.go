@@ -22,7 +22,10 @@ import (
 // the real clock and a fresh simulated Kubelet.
 type ManagerOptions struct {
 	// Clock is given to the reconcilers (use k8s.io/utils/clock/testing.FakePassiveClock to
-	// move approval windows and deadlines).
+	// move approval windows and deadlines). It stamps what they write; the API server stamps
+	// creationTimestamp with the real time. A fake clock that stands still falls behind it as
+	// the spec runs: audit records then show createdAt after admittedAt and negative
+	// durations, and approval windows shrink by the lag (docs/architecture.md, "Two clocks").
 	Clock clock.PassiveClock
 	// Call overrides the pipeline settings; zero means controllers.DefaultCallOptions.
 	Call controllers.CallOptions
