@@ -9,6 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -25,6 +29,7 @@ var _ = Describe("A policy created just before a call", Label("admission", "poli
 		const pairEvery, backgroundEvery = 60 * time.Millisecond, 20 * time.Millisecond
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj())
+		DeferCleanup(deleteAllIn, ns)
 
 		// The load: other calls of the namespace, created at a steady rate while the pairs
 		// run, so that the operator's shared reads are in flight when a pair's call asks. (A
@@ -106,4 +111,26 @@ func ended(ns, prefix string) func(context.Context) (int, error) {
 		}
 		return n, nil
 	}
+}
+
+// deleteAllIn deletes the calls, Jobs and Pods of ns and waits until they are gone, for as
+// long as they keep going: a burst left behind would be listed again by every later spec
+// that restarts the operator.
+func deleteAllIn(ctx SpecContext, ns string) {
+	GinkgoHelper()
+	Expect(k8sClient.DeleteAllOf(ctx, &v1alpha1.ToolCall{}, client.InNamespace(ns))).To(Succeed())
+	Expect(k8sClient.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns),
+		client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	Expect(k8sClient.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))).To(Succeed())
+	left := func(ctx context.Context) (int, error) {
+		n := 0
+		for _, list := range []client.ObjectList{&v1alpha1.ToolCallList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+			if err := mgr.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return 0, err
+			}
+			n += meta.LenList(list)
+		}
+		return -n, nil // rises to 0 as they go
+	}
+	Expect(WaitDrained(ctx, 0, LongTimeout, left)).To(Succeed(), "the burst's objects go")
 }

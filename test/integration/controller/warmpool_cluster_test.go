@@ -219,7 +219,7 @@ var _ = Describe("Deleting a pooled ClusterTool", Label("warm", "clustertool", "
 		readyPool(ctx, b, 1)
 		Expect(k8sClient.Delete(ctx, ct)).To(Succeed())
 		for _, ns := range []string{a, b} {
-			Eventually(func(g Gomega) { g.Expect(poolPods(ctx, g, ns)).To(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+			Eventually(func(g Gomega) { g.Expect(poolPods(ctx, g, ns)).To(BeEmpty()) }).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed())
 		}
 	})
 })
