@@ -5,8 +5,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -14,7 +12,8 @@ import (
 	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
-// ClusterToolReconciler registers ClusterTools, the global layer.
+// ClusterToolReconciler registers ClusterTools, the global layer. It is the registrar
+// (tool_registrar.go) with the ClusterTool kind.
 type ClusterToolReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
@@ -23,52 +22,39 @@ type ClusterToolReconciler struct {
 
 // Reconcile registers one ClusterTool.
 func (r *ClusterToolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	tool := &v1alpha1.ClusterTool{}
-	if err := r.Get(ctx, req.NamespacedName, tool); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	peers := &v1alpha1.ClusterToolList{}
-	if err := r.List(ctx, peers); err != nil {
-		return ctrl.Result{}, err
-	}
-	var regs []pipeline.Registration
-	for i := range peers.Items {
-		if peers.Items[i].DeletionTimestamp.IsZero() {
-			regs = append(regs, catalog.ClusterToolRegistration(&peers.Items[i]))
-		}
-	}
-	cond := specCondition(r.Compiler, &tool.Spec)
-	if winner := duplicateOf(pipeline.NewIndex(regs, nil, nil), catalog.ClusterToolRegistration(tool).Key); winner != "" {
-		cond = duplicateCondition(winner)
-	}
-	status := registeredStatus(&tool.Spec, tool.Name, tool.Generation, tool.Status.Conditions, cond)
-	return ctrl.Result{}, writeToolStatus(ctx, r.Client, r.Recorder, tool, &tool.Status, status)
+	return r.registrar().Reconcile(ctx, req)
 }
 
 // SetupWithManager watches ClusterTools and re-registers namesakes on any change.
 func (r *ClusterToolReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.ClusterTool{}).
-		Watches(&v1alpha1.ClusterTool{}, handler.EnqueueRequestsFromMapFunc(r.namesakes)).
-		Named("clustertool").
-		Complete(r)
+	return r.registrar().setup(mgr)
 }
 
-func (r *ClusterToolReconciler) namesakes(ctx context.Context, o client.Object) []reconcile.Request {
-	t, ok := o.(*v1alpha1.ClusterTool)
-	if !ok {
-		return nil
-	}
-	tools := &v1alpha1.ClusterToolList{}
-	if err := r.List(ctx, tools); err != nil {
-		return nil
-	}
-	name := catalog.ToolName(&t.Spec, t.Name)
-	var reqs []reconcile.Request
-	for i := range tools.Items {
-		if catalog.ToolName(&tools.Items[i].Spec, tools.Items[i].Name) == name {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&tools.Items[i])})
+func (r *ClusterToolReconciler) registrar() *registrar[*v1alpha1.ClusterTool] {
+	return &registrar[*v1alpha1.ClusterTool]{Client: r.Client, recorder: r.Recorder, compiler: r.Compiler, kind: toolKindClusterTool}
+}
+
+// toolKindClusterTool is the global layer: namesakes are every ClusterTool resolving to
+// the same name; there is no scope to check.
+var toolKindClusterTool = toolKind[*v1alpha1.ClusterTool]{
+	controller:   "clustertool",
+	object:       func() *v1alpha1.ClusterTool { return &v1alpha1.ClusterTool{} },
+	spec:         func(t *v1alpha1.ClusterTool) *v1alpha1.ToolSpec { return &t.Spec },
+	status:       func(t *v1alpha1.ClusterTool) *v1alpha1.ToolStatus { return &t.Status },
+	registration: catalog.ClusterToolRegistration,
+	index:        func(regs []pipeline.Registration) *pipeline.Index { return pipeline.NewIndex(regs, nil, nil) },
+	namesakes: func(ctx context.Context, c client.Reader, t *v1alpha1.ClusterTool) ([]*v1alpha1.ClusterTool, error) {
+		tools := &v1alpha1.ClusterToolList{}
+		if err := c.List(ctx, tools); err != nil {
+			return nil, err
 		}
-	}
-	return reqs
+		name := catalog.ToolName(&t.Spec, t.Name)
+		var out []*v1alpha1.ClusterTool
+		for i := range tools.Items {
+			if catalog.ToolName(&tools.Items[i].Spec, tools.Items[i].Name) == name {
+				out = append(out, &tools.Items[i])
+			}
+		}
+		return out, nil
+	},
 }

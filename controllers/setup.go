@@ -16,8 +16,8 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
-	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/notifyconfig"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -32,13 +32,13 @@ type Options struct {
 	AuditLogger logr.Logger
 	// RegisterMetrics adds toolgate's metrics to controller-runtime's registry (once per process).
 	RegisterMetrics bool
-	// Notify configures the approval notifications (internal/notify); zero: its defaults,
+	// Notify configures the approval notifications (pkg/notifyconfig); zero: its defaults,
 	// no default sink (ToolScopes' approvalSinks still apply).
-	Notify notify.Options
+	Notify notifyconfig.Options
 	// Warm hands warm pool Pods their arguments; nil uses pods/attach (PodAttach).
 	Warm WarmExecutor
-	// Tracer exports a trace of every ToolCall; nil: no tracing.
-	Tracer *tracing.Tracer
+	// Tracer exports a trace of every ToolCall (TraceTo); nil: no tracing.
+	Tracer CallTracer
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so

@@ -77,8 +77,8 @@ type ToolCallReconciler struct {
 	Notifier *notify.Notifier
 	// Warm hands warm pool Pods their arguments (exec_warm.go); nil: every call runs cold.
 	Warm WarmExecutor
-	// Tracer exports a trace of each call (internal/tracing); nil: no tracing.
-	Tracer *tracing.Tracer
+	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
+	Tracer CallTracer
 
 	written written
 	audits  pendingAudits
@@ -132,7 +132,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.ensureRecordFinalizer(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	res, err := r.reconcile(r.Tracer.Begin(ctx, call), call)
+	res, err := r.reconcile(beginTrace(ctx, r.Tracer, call), call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
 		res.RequeueAfter = retained
 	}

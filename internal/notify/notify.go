@@ -27,44 +27,19 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pkg/approvalevents"
+	"github.com/toolgate/toolgate/pkg/notifyconfig"
 )
 
-// Options configure the notifier.
-type Options struct {
-	// Default is the operator-wide sink every call that asks is sent to; nil: none.
-	Default *DefaultSink
-	// ConsoleURL is the approval console's base URL; a call's link is
-	// <ConsoleURL>/calls/<namespace>/<name>. Empty: events carry no link.
-	ConsoleURL string
-	// Workers deliver at once (each holds at most one request in flight).
-	Workers int
-	// MaxAttempts bounds the attempts per event and sink (the first included).
-	MaxAttempts int
-	// BaseDelay and MaxDelay bound the exponential backoff between attempts.
-	BaseDelay, MaxDelay time.Duration
-	// Timeout bounds one attempt (connection, request, answer).
-	Timeout time.Duration
-	// MaxPending bounds the deliveries waiting in memory; past it new ones are dropped.
-	MaxPending int
-	// HTTPClient sends the requests; nil: one with Timeout that follows no redirects. Its
-	// CheckRedirect is replaced so that no client follows one.
-	HTTPClient *http.Client
-}
-
-// DefaultSink is the operator's own sink, given by flags (a chart value): its key is read
-// from a file (a mounted Secret), so the operator needs no RBAC for it.
-type DefaultSink struct {
-	URL     string
-	KeyFile string
-	// Events it receives; empty: all.
-	Events []v1alpha1.ApprovalEvent
-}
+// Options configure the notifier; DefaultSink is the operator's own sink. Both are defined
+// in pkg/notifyconfig, so that controllers.Options and the test kit can expose them to
+// other modules: add a setting there.
+type (
+	Options     = notifyconfig.Options
+	DefaultSink = notifyconfig.DefaultSink
+)
 
 // DefaultOptions are the settings of a notifier given none.
-func DefaultOptions() Options {
-	return Options{Workers: 4, MaxAttempts: 8, BaseDelay: time.Second, MaxDelay: 2 * time.Minute,
-		Timeout: 10 * time.Second, MaxPending: 10000}
-}
+func DefaultOptions() Options { return notifyconfig.DefaultOptions() }
 
 // CheckURL applies the rule the ToolScope CRD enforces on a sink's url: https, or http to a
 // cluster Service name.

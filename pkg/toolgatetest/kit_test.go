@@ -148,6 +148,13 @@ func TestMatchers(t *testing.T) {
 	g.Expect(tc).To(HavePhase(toolgatev1alpha1.PhaseDenied))
 	g.Expect(tc).NotTo(HavePhase(toolgatev1alpha1.PhaseSucceeded))
 	g.Expect(*tc).To(HaveVerdict(toolgatev1alpha1.VerdictDeny))
+	g.Expect(tc).To(BeTerminal())
+	g.Expect(MakeToolCall("r", "ns").Phase(toolgatev1alpha1.PhaseRunning).Obj()).NotTo(BeTerminal())
+	g.Expect(BeTerminal().FailureMessage(MakeToolCall("r", "ns").Phase(toolgatev1alpha1.PhaseRunning).Obj())).
+		To(gomega.Equal(`Expected ToolCall ns/r to be terminal (Succeeded, Failed or Denied), but its phase is "Running"`))
+	if ok, err := BeTerminal().Match("c"); ok || err == nil {
+		t.Errorf("BeTerminal(string) = %v, %v; want an error", ok, err)
+	}
 
 	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "toolgate.dev", Kind: "ToolCall"}, "c",
 		field.ErrorList{field.Invalid(field.NewPath("spec"), "x", "spec is immutable")})

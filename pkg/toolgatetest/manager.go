@@ -15,15 +15,17 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolgate/toolgate/controllers"
-	"github.com/toolgate/toolgate/internal/notify"
-	"github.com/toolgate/toolgate/internal/tracing"
+	"github.com/toolgate/toolgate/pkg/notifyconfig"
 )
 
 // ManagerOptions configure StartManager. The zero value runs toolgate's reconcilers with
 // the real clock and a fresh simulated Kubelet.
 type ManagerOptions struct {
 	// Clock is given to the reconcilers (use k8s.io/utils/clock/testing.FakePassiveClock to
-	// move approval windows and deadlines).
+	// move approval windows and deadlines). It stamps what they write; the API server stamps
+	// creationTimestamp with the real time. A fake clock that stands still falls behind it as
+	// the spec runs: audit records then show createdAt after admittedAt and negative
+	// durations, and approval windows shrink by the lag (docs/architecture.md, "Two clocks").
 	Clock clock.PassiveClock
 	// Call overrides the pipeline settings; zero means controllers.DefaultCallOptions.
 	Call controllers.CallOptions
@@ -48,7 +50,7 @@ type ManagerOptions struct {
 	KubeletRunsApart bool
 	// Notify configures the approval notifications (a default sink, the console link, the
 	// backoff, an HTTP client that trusts a test server); zero: the operator's defaults.
-	Notify notify.Options
+	Notify notifyconfig.Options
 }
 
 // Manager is toolgate's reconcilers (and the simulated Kubelet) running against an Env.
@@ -74,7 +76,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	}
 	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
 	if opts.TraceExporter != nil {
-		setup.Tracer = tracing.NewForExporter(opts.TraceExporter)
+		setup.Tracer = controllers.TraceTo(opts.TraceExporter)
 	}
 	if opts.CollectGarbage {
 		if err := setupGarbageCollector(mgr); err != nil {

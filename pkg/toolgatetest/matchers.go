@@ -62,6 +62,42 @@ func HavePhase(p toolgatev1alpha1.ToolCallPhase) types.GomegaMatcher {
 	}, gomega.Equal(p))
 }
 
+// BeTerminal matches a ToolCall (value or pointer) in a terminal phase: Succeeded, Failed
+// or Denied.
+func BeTerminal() types.GomegaMatcher { return terminalMatcher{} }
+
+type terminalMatcher struct{}
+
+func (terminalMatcher) Match(actual any) (bool, error) {
+	call, err := toolCallOf(actual)
+	if err != nil {
+		return false, err
+	}
+	return call.Status.Phase.IsTerminal(), nil
+}
+
+func (terminalMatcher) FailureMessage(actual any) string {
+	return fmt.Sprintf("Expected ToolCall %s to be terminal (Succeeded, Failed or Denied), but its phase is %q", nameOf(actual), phaseOf(actual))
+}
+
+func (terminalMatcher) NegatedFailureMessage(actual any) string {
+	return fmt.Sprintf("Expected ToolCall %s not to be terminal, but its phase is %q", nameOf(actual), phaseOf(actual))
+}
+
+func nameOf(actual any) string {
+	if call, err := toolCallOf(actual); err == nil {
+		return call.Namespace + "/" + call.Name
+	}
+	return fmt.Sprintf("%T", actual)
+}
+
+func phaseOf(actual any) toolgatev1alpha1.ToolCallPhase {
+	if call, err := toolCallOf(actual); err == nil {
+		return call.Status.Phase
+	}
+	return ""
+}
+
 // HaveVerdict matches a ToolCall (value or pointer) with that verdict.
 func HaveVerdict(v toolgatev1alpha1.Verdict) types.GomegaMatcher {
 	return gomega.WithTransform(func(tc any) (toolgatev1alpha1.Verdict, error) {

@@ -5,13 +5,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
@@ -76,39 +73,7 @@ var _ = Describe("a Job the cluster refuses", Label("rejects", "execution-reject
 // tool in toolgate-demo, removed when the spec ends, and waits until it is in effect.
 func refuseToolJobs(ctx SpecContext, tool, message string) {
 	GinkgoHelper()
-	name := "toolgate-" + tool
-	reason := metav1.StatusReasonInvalid
 	selector := map[string]string{podcontract.LabelTool: controllers.ToolLabelValue(tool)}
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{e2eLabel: "true"}},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: message, Reason: &reason}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{e2eLabel: "true"}},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: demoNS}},
-				ObjectSelector:    &metav1.LabelSelector{MatchLabels: selector},
-			},
-		},
-	}
-	Expect(admin.Create(ctx, policy)).To(Succeed())
-	Expect(admin.Create(ctx, binding)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
-		Expect(client.IgnoreNotFound(admin.Delete(ctx, binding))).To(Succeed())
-		Expect(client.IgnoreNotFound(admin.Delete(ctx, policy))).To(Succeed())
-	})
 	probe := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-refused-probe", Namespace: demoNS, Labels: selector},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -116,7 +81,8 @@ func refuseToolJobs(ctx SpecContext, tool, message string) {
 			Containers:    []corev1.Container{{Name: "c", Image: toolImage}},
 		}}},
 	}
-	Eventually(func() error {
-		return admin.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(MatchError(ContainSubstring(message)))
+	remove, err := toolgatetest.MakeRefusal("toolgate-"+tool, "batch", "jobs", message).Reason(metav1.StatusReasonInvalid).
+		InNamespace(demoNS).ObjectLabels(selector).Labels(map[string]string{e2eLabel: "true"}).Apply(ctx, admin, probe)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(remove)
 }

@@ -104,7 +104,7 @@ func replay(ctx SpecContext, ns string, r row, approver client.Client, first *v1
 	obj := tg.MakeToolCallApproval(r.name(), ns).Approver(r.approval.user).For(first).Obj()
 	obj.OwnerReferences = nil
 	Expect(approver.Create(ctx, obj)).To(Succeed())
-	done := waitTerminal(ctx, ns, r.name(), tg.Timeout)
+	done := waitTerminal(ctx, ns, r.name())
 	Expect(done).To(tg.HavePhase(v1alpha1.PhaseSucceeded), explain(done))
 	Expect(k8sClient.Delete(ctx, done)).To(Succeed())
 	Expect(k8sClient.DeleteAllOf(ctx, &batchv1.Job{}, client.InNamespace(ns),

@@ -35,13 +35,13 @@ var _ = Describe("The adversarial catalogue", Ordered, ContinueOnFailure, Label(
 	}
 	DescribeTable("a hostile input ends as it must", runRow, entries)
 
-	It("leaves the operator healthy: no reconciler panicked, and a plain call still succeeds at once", func(ctx SpecContext) {
+	It("leaves the operator healthy: no reconciler panicked, and a plain call still succeeds", func(ctx SpecContext) {
 		Expect(reconcilePanics()).To(Equal(panicsBefore), "controller_runtime_reconcile_panics_total rose during the table")
 		ns := suite.NewNamespace(ctx, env, "healthy")
 		Expect(k8sClient.Create(ctx, tg.MakeTool("echo", ns).Image("example/echo:1").Command("/echo").Obj())).To(Succeed())
 		start := time.Now()
 		Expect(k8sClient.Create(ctx, tg.MakeToolCall("after", ns).Args(map[string]any{"text": "still here"}).Obj())).To(Succeed())
-		call := waitTerminal(ctx, ns, "after", 5*time.Second)
+		call := waitTerminal(ctx, ns, "after")
 		Expect(call).To(tg.HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Result.Content.Raw).To(MatchJSON(`{"text":"still here"}`))
 		AddReportEntry("plain call after the table", time.Since(start).Round(time.Millisecond).String())
@@ -67,7 +67,7 @@ func runRow(ctx SpecContext, r row) {
 	if r.advance > 0 {
 		advanceUntilTerminal(ctx, ns, r)
 	}
-	expectOutcome(waitTerminal(ctx, ns, r.name(), tg.LongTimeout), r.want)
+	expectOutcome(waitTerminal(ctx, ns, r.name()), r.want)
 }
 
 // setUp creates the row's Tool and objects and scripts its Pods.
@@ -129,15 +129,10 @@ func expectRefused(err error, reason metav1.StatusReason, message string) {
 	Expect(err.Error()).To(MatchRegexp(message))
 }
 
-// waitTerminal waits until the call is terminal and returns it.
-func waitTerminal(ctx SpecContext, ns, name string, timeout time.Duration) *v1alpha1.ToolCall {
+// waitTerminal waits until the call is terminal and returns it (tg.WaitTerminal).
+func waitTerminal(ctx SpecContext, ns, name string) *v1alpha1.ToolCall {
 	GinkgoHelper()
-	call := &v1alpha1.ToolCall{}
-	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
-		g.Expect(call.Status.Phase.IsTerminal()).To(BeTrue(), "phase %q\n%s", call.Status.Phase, explain(call))
-	}).WithContext(ctx).WithTimeout(timeout).Should(Succeed(), "every call ends")
-	return call
+	return tg.WaitTerminal(ctx, k8sClient, client.ObjectKey{Namespace: ns, Name: name})
 }
 
 // advanceUntilTerminal waits until the call waits (on an approval, or Running on a Pod
@@ -171,21 +166,7 @@ func poke(ctx SpecContext, call *v1alpha1.ToolCall) {
 }
 
 // explain renders a call's conditions and result for failure messages.
-func explain(call *v1alpha1.ToolCall) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "phase=%s\n", call.Status.Phase)
-	for _, c := range call.Status.Conditions {
-		fmt.Fprintf(&b, "  %s=%s %s: %.400s\n", c.Type, c.Status, c.Reason, c.Message)
-	}
-	if res := call.Status.Result; res != nil {
-		content := ""
-		if res.Content != nil {
-			content = string(res.Content.Raw)
-		}
-		fmt.Fprintf(&b, "  result: reason=%s error=%.600q content=%.300s meta=%v\n", res.Reason, res.Error, content, res.Meta)
-	}
-	return b.String()
-}
+var explain = tg.Explain
 
 // reconcilePanics sums controller_runtime_reconcile_panics_total over every controller of
 // this process (controller-runtime recovers a reconciler's panic and counts it).

@@ -41,7 +41,7 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 		Expect(r.Out).To(ContainSubstring("Arguments:\n  {\n    \"text\": \"deploy\"\n  }\nApprove? [y/N] "))
 		Expect(r.Out).To(HaveSuffix("Approved call " + call.Name + " as bob (ToolCallApproval " + ns + "/" + call.Name + ").\n"))
 
-		Eventually(code).WithContext(ctx).Should(Receive(Equal(cli.ExitOK)))
+		Eventually(code).WithContext(ctx).WithTimeout(LongTimeout).Should(Receive(Equal(cli.ExitOK))) // the approved call runs its Job
 		Expect(out.Contents()).To(MatchJSON(`{"text": "deploy"}`))
 		approval := &v1alpha1.ToolCallApproval{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: call.Name}, approval)).To(Succeed())
@@ -147,7 +147,7 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 
 		r = toolgate(ctx, "carol", ns, "", "approve", call.Name, "--yes")
 		Expect(r.Code).To(Equal(cli.ExitOK), r.ErrOut)
-		Eventually(code).WithContext(ctx).Should(Receive(Equal(cli.ExitOK)))
+		Eventually(code).WithContext(ctx).WithTimeout(LongTimeout).Should(Receive(Equal(cli.ExitOK))) // the approved call runs its Job
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), call)).To(Succeed())
 		Expect(call).To(HaveCondition(v1alpha1.ConditionAdmitted, metav1.ConditionTrue, v1alpha1.ReasonApproved))
 	})

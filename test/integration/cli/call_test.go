@@ -114,7 +114,7 @@ var _ = Describe("toolgate call", Label("call"), func() {
 		Eventually(func() error {
 			return kubelet.Finish(ctx, ns, call.Status.Job.Name, Outcome{Stdout: []byte(`"done"`)})
 		}).WithContext(ctx).Should(Succeed())
-		Eventually(code).WithContext(ctx).Should(Receive(Equal(cli.ExitOK)))
+		Eventually(code).WithContext(ctx).WithTimeout(LongTimeout).Should(Receive(Equal(cli.ExitOK)))
 		Expect(errOut).To(gbytes.Say(`Succeeded +in `))
 	})
 })

@@ -8,7 +8,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,7 +15,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -30,9 +28,8 @@ var (
 	k8sClient client.Client
 	mgr       *toolgatetest.Manager
 	kubelet   *toolgatetest.Kubelet
-	// kubeconfigDir holds one kubeconfig per user (kubeconfigs).
-	kubeconfigDir string
-	kubeconfigs   = map[string]string{}
+	// kubeconfigs holds one kubeconfig per user.
+	kubeconfigs *suite.Kubeconfigs
 )
 
 func TestCLI(t *testing.T) {
@@ -45,37 +42,22 @@ var _ = BeforeSuite(func() {
 	k8sClient = env.Client
 	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{})
 	kubelet = mgr.Kubelet
-	var err error
-	kubeconfigDir, err = os.MkdirTemp("", "toolgate-cli-")
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfigs[toolgatetest.AdminUser] = writeKubeconfig(toolgatetest.AdminUser, env.Config)
+	kubeconfigs = suite.NewKubeconfigs(env, "toolgate-cli-")
 	for _, editor := range []string{"alice", "bob"} {
-		addUser(editor, []string{toolgatetest.EditorsGroup})
+		kubeconfigs.AddUser(editor, []string{toolgatetest.EditorsGroup})
 	}
 	// nobody is authenticated but has no RBAC at all; robot and carol get the shipped
 	// agent and approver roles per namespace (bindShippedRole).
 	for _, user := range []string{"nobody", "robot", "carol"} {
-		addUser(user, nil)
+		kubeconfigs.AddUser(user, nil)
 	}
 })
 
 var _ = AfterSuite(func() {
 	Expect(mgr.Stop()).To(Succeed())
 	Expect(env.Stop()).To(Succeed())
-	Expect(os.RemoveAll(kubeconfigDir)).To(Succeed())
+	Expect(kubeconfigs.Remove()).To(Succeed())
 })
-
-func addUser(name string, groups []string) {
-	cfg, err := env.UserConfig(name, groups)
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfigs[name] = writeKubeconfig(name, cfg)
-}
-
-// writeKubeconfig writes a kubeconfig whose current context is cfg's cluster as that
-// user, in namespace "default" (specs pass -n).
-func writeKubeconfig(user string, cfg *rest.Config) string {
-	return suite.WriteKubeconfig(kubeconfigDir, user, cfg)
-}
 
 // result is what one run of the CLI printed and its exit code.
 type result struct {
@@ -105,17 +87,14 @@ func background(ctx context.Context, user, ns string, args ...string) (out, errO
 }
 
 func withConnection(user, ns string, args []string) []string {
-	path, ok := kubeconfigs[user]
-	Expect(ok).To(BeTrue(), "no kubeconfig for user %q", user)
-	return append([]string{"--kubeconfig", path, "-n", ns}, args...)
+	return append([]string{"--kubeconfig", kubeconfigs.Path(user), "-n", ns}, args...)
 }
 
 func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "cli") }
 
 func create(ctx SpecContext, objs ...client.Object) {
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	GinkgoHelper()
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // bindShippedRole binds the shipped ClusterRole to user in ns only.
@@ -150,6 +129,6 @@ func onlyCall(ctx SpecContext, ns string, phase v1alpha1.ToolCallPhase) *v1alpha
 		g.Expect(items).To(HaveLen(1))
 		call = &items[0]
 		g.Expect(call).To(toolgatetest.HavePhase(phase))
-	}).WithContext(ctx).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(toolgatetest.LongTimeout).Should(Succeed()) // a call that runs waits on its Job
 	return call
 }

@@ -66,7 +66,7 @@ var _ = Describe("the approval console in headless Chromium", Label("console", "
 		_, err = chromedp.Run(bctx, chromedp.Evaluate[bool](`window.__notReloaded = true`))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(chromedp.Do(bctx, chromedp.Poll[chromedp.Void](`document.getElementById('phase').textContent === 'Succeeded'`,
-			chromedp.WithPollingTimeout(Timeout)))).To(Succeed())
+			chromedp.WithPollingTimeout(LongTimeout)))).To(Succeed())
 		Expect(chromedp.Run(bctx, chromedp.Evaluate[bool](`window.__notReloaded === true`))).To(BeTrue(), "Succeeded came without a reload")
 		Expect(chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`))).To(Equal("/calls/" + ns + "/deploy-web"))
 		Expect(chromedp.Run(bctx, browser.TextOf("#result h3.present"))).To(Equal("echoed deploy"))

@@ -115,7 +115,7 @@ var _ = Describe("the approval console over HTTP", Label("console"), func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), approval)).To(Succeed())
 		Expect(approval.Spec).To(Equal(v1alpha1.ToolCallApprovalSpec{CallUID: string(call.UID), Decision: v1alpha1.DecisionApprove,
 			ArgumentsDigest: call.Status.ArgumentsDigest, Approver: "carol", Reason: "ticket 4711"}))
-		Eventually(func() v1alpha1.ToolCallPhase { return phaseOf(ctx, ns, "deploy-1") }).WithContext(ctx).Should(Equal(v1alpha1.PhaseSucceeded))
+		Eventually(func() v1alpha1.ToolCallPhase { return phaseOf(ctx, ns, "deploy-1") }).WithContext(ctx).WithTimeout(LongTimeout).Should(Equal(v1alpha1.PhaseSucceeded))
 
 		By("the call page: the stages as a timeline, the result card with the Tool's present_result, attempts, Pods and the approval")
 		p = get(ctx, c, s.Base+"/calls/"+ns+"/deploy-1")
@@ -234,7 +234,7 @@ var _ = Describe("the approval console over HTTP", Label("console"), func() {
 		Eventually(lines).Should(Receive(Equal(`data: {"namespace":"` + ns + `","name":"streamed","phase":"AwaitingApproval"}`)))
 		approval := MakeToolCallApproval("streamed", ns).For(call).Approver(AdminUser).Decision(v1alpha1.DecisionApprove).Obj()
 		Expect(k8sClient.Create(ctx, approval)).To(Succeed())
-		Eventually(lines).Should(Receive(Equal(`data: {"namespace":"` + ns + `","name":"streamed","phase":"Succeeded"}`)))
+		Eventually(lines).WithTimeout(LongTimeout).Should(Receive(Equal(`data: {"namespace":"` + ns + `","name":"streamed","phase":"Succeeded"}`)))
 	})
 })
 

@@ -10,7 +10,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/cookiejar"
-	"os"
 	"regexp"
 	"testing"
 
@@ -18,7 +17,6 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -28,12 +26,11 @@ import (
 )
 
 var (
-	env           *toolgatetest.Env
-	k8sClient     client.Client
-	mgr           *toolgatetest.Manager
-	kubeconfigDir string
-	kubeconfigs   = map[string]string{}
-	clients       = map[string]client.Client{}
+	env         *toolgatetest.Env
+	k8sClient   client.Client
+	mgr         *toolgatetest.Manager
+	kubeconfigs *suite.Kubeconfigs
+	clients     = map[string]client.Client{}
 )
 
 func TestConsole(t *testing.T) {
@@ -45,10 +42,7 @@ var _ = BeforeSuite(func() {
 	env = suite.Start()
 	k8sClient = env.Client
 	mgr = suite.StartManager(env, toolgatetest.ManagerOptions{})
-	var err error
-	kubeconfigDir, err = os.MkdirTemp("", "toolgate-console-")
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfigs[toolgatetest.AdminUser] = writeKubeconfig(toolgatetest.AdminUser, env.Config)
+	kubeconfigs = suite.NewKubeconfigs(env, "toolgate-console-")
 	// alice requests calls (an editor); carol approves them with the shipped approver role,
 	// bound per namespace (so she may not list calls across namespaces).
 	addUser("alice", []string{toolgatetest.EditorsGroup})
@@ -58,20 +52,14 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	Expect(mgr.Stop()).To(Succeed())
 	Expect(env.Stop()).To(Succeed())
-	Expect(os.RemoveAll(kubeconfigDir)).To(Succeed())
+	Expect(kubeconfigs.Remove()).To(Succeed())
 })
 
+// addUser writes the user's kubeconfig and keeps a client acting as it.
 func addUser(name string, groups []string) {
-	cfg, err := env.UserConfig(name, groups)
+	var err error
+	clients[name], err = client.New(kubeconfigs.AddUser(name, groups), client.Options{Scheme: k8sClient.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
-	kubeconfigs[name] = writeKubeconfig(name, cfg)
-	clients[name], err = client.New(cfg, client.Options{Scheme: k8sClient.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-}
-
-// writeKubeconfig writes a kubeconfig whose current context is cfg's cluster as user.
-func writeKubeconfig(user string, cfg *rest.Config) string {
-	return suite.WriteKubeconfig(kubeconfigDir, user, cfg)
 }
 
 // server is a running console: its base URL and sign-in link.
@@ -86,8 +74,7 @@ var signIn = regexp.MustCompile(`Serving the toolgate console at (http://\S+)/ a
 // spec ends.
 func startConsole(ctx SpecContext, user string, args ...string) server {
 	GinkgoHelper()
-	path, ok := kubeconfigs[user]
-	Expect(ok).To(BeTrue(), "no kubeconfig for %q", user)
+	path := kubeconfigs.Path(user)
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	out, errOut := gbytes.NewBuffer(), gbytes.NewBuffer()
 	done := make(chan int, 1)
@@ -117,9 +104,7 @@ func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, 
 
 func create(ctx SpecContext, objs ...client.Object) {
 	GinkgoHelper()
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // askingEcho is an echo tool with a presentation, and a policy that asks a person before

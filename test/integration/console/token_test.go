@@ -80,7 +80,7 @@ var _ = Describe("the approval console with token sign-in (--auth token)", Label
 		approval := &v1alpha1.ToolCallApproval{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), approval)).To(Succeed())
 		Expect(approval.Spec.Approver).To(Equal(who))
-		Eventually(func() v1alpha1.ToolCallPhase { return phaseOf(ctx, ns, "by-token") }).WithContext(ctx).Should(Equal(v1alpha1.PhaseSucceeded))
+		Eventually(func() v1alpha1.ToolCallPhase { return phaseOf(ctx, ns, "by-token") }).WithContext(ctx).WithTimeout(LongTimeout).Should(Equal(v1alpha1.PhaseSucceeded))
 
 		By("signing out ends the session")
 		p = post(ctx, c, s.Base+"/logout", url.Values{"csrf": {csrfOf(p)}}, nil)

@@ -7,12 +7,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -28,35 +26,7 @@ const refusalMessage = "Jobs are refused in this namespace by the test's admissi
 // refuseJobs installs a ValidatingAdmissionPolicy that refuses every Job created in ns with
 // the given status reason (Invalid or Forbidden), and waits until it is in effect.
 func refuseJobs(ctx SpecContext, ns string, reason metav1.StatusReason) {
-	name := "refuse-jobs-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: refusalMessage, Reason: &reason}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
-			}},
-		},
-	}
-	create(ctx, policy, binding)
-	DeferCleanup(func(ctx SpecContext) {
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, binding))).To(Succeed())
-		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, policy))).To(Succeed())
-	})
+	GinkgoHelper()
 	probe := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -64,9 +34,10 @@ func refuseJobs(ctx SpecContext, ns string, reason metav1.StatusReason) {
 			Containers:    []corev1.Container{{Name: "c", Image: "example/probe:1"}},
 		}}},
 	}
-	Eventually(func() error {
-		return k8sClient.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-	}).WithContext(ctx).Should(MatchError(ContainSubstring(refusalMessage)), "the policy takes effect")
+	remove, err := MakeRefusal("refuse-jobs-"+ns, "batch", "jobs", refusalMessage).Reason(reason).InNamespace(ns).
+		Apply(ctx, k8sClient, probe)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(remove)
 }
 
 // expectRejected checks a call that ended because Kubernetes refused its Job: Failed
@@ -105,12 +76,7 @@ var _ = Describe("A call Kubernetes refuses to run", Label("rejects"), func() {
 		ns := newNamespace(ctx)
 		refuseJobs(ctx, ns, metav1.StatusReasonForbidden)
 		create(ctx, echoTool(ns).Obj(), MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "x"}).Obj())
-		call := &v1alpha1.ToolCall{}
-		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
-			g.Expect(call.Status.Phase.IsTerminal()).To(BeTrue(), "phase %q", call.Status.Phase)
-		}).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed())
-		expectRejected(ctx, call, "Forbidden")
+		expectRejected(ctx, waitTerminal(ctx, ns, "c"), "Forbidden")
 	})
 })
 

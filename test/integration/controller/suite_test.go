@@ -57,9 +57,8 @@ func startManager() {
 func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "tc") }
 
 func create(ctx SpecContext, objs ...client.Object) {
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	GinkgoHelper()
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // echoTool is a plain tool whose simulated body prints its arguments.
@@ -72,14 +71,10 @@ func echoTool(ns string) *toolgatetest.ToolWrapper {
 		})
 }
 
-// waitTerminal waits until the call is terminal and returns it.
+// waitTerminal waits until the call is terminal and returns it (toolgatetest.WaitTerminal).
 func waitTerminal(ctx SpecContext, ns, name string) *v1alpha1.ToolCall {
-	call := &v1alpha1.ToolCall{}
-	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
-		g.Expect(call.Status.Phase.IsTerminal()).To(BeTrue(), "phase %q", call.Status.Phase)
-	}).WithContext(ctx).Should(Succeed())
-	return call
+	GinkgoHelper()
+	return toolgatetest.WaitTerminal(ctx, k8sClient, client.ObjectKey{Namespace: ns, Name: name})
 }
 
 func conditionTypes(conds []metav1.Condition) []string {
@@ -91,16 +86,7 @@ func conditionTypes(conds []metav1.Condition) []string {
 }
 
 // explain renders a call's conditions and result for failure messages.
-func explain(call *v1alpha1.ToolCall) string {
-	s := "phase=" + string(call.Status.Phase) + "\n"
-	for _, c := range call.Status.Conditions {
-		s += "  " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message + "\n"
-	}
-	if r := call.Status.Result; r != nil {
-		s += "  result: reason=" + r.Reason + " error=" + r.Error + "\n"
-	}
-	return s
-}
+var explain = toolgatetest.Explain
 
 // finish ends a held Pod once the simulated Kubelet has started it.
 func finish(ctx SpecContext, ns, job string, o toolgatetest.Outcome) {

@@ -7,11 +7,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -49,30 +47,11 @@ func warmPoolCondition(ctx SpecContext, name string) *metav1.Condition {
 // admission policy of that namespace would), until the spec ends.
 func refusePodsIn(ctx SpecContext, ns string) {
 	GinkgoHelper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-pods-" + ns},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no Pods here"}},
-		}}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}}}}
-	create(ctx, policy, binding)
-	DeferCleanup(func(ctx SpecContext) {
-		Expect(k8sClient.Delete(ctx, binding)).To(Succeed())
-		Expect(k8sClient.Delete(ctx, policy)).To(Succeed())
-	})
-	Eventually(func() error { // policies take a moment to reach admission
-		return k8sClient.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: ns},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
-	}).WithContext(ctx).Should(MatchError(ContainSubstring("no Pods here")))
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	remove, err := MakeRefusal("no-pods-"+ns, "", "pods", "no Pods here").InNamespace(ns).Apply(ctx, k8sClient, probe)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(remove)
 }
 
 func callIn(ctx SpecContext, ns, name, tool, text string) *v1alpha1.ToolCall {
@@ -240,7 +219,7 @@ var _ = Describe("Deleting a pooled ClusterTool", Label("warm", "clustertool", "
 		readyPool(ctx, b, 1)
 		Expect(k8sClient.Delete(ctx, ct)).To(Succeed())
 		for _, ns := range []string{a, b} {
-			Eventually(func(g Gomega) { g.Expect(poolPods(ctx, g, ns)).To(BeEmpty()) }).WithContext(ctx).Should(Succeed())
+			Eventually(func(g Gomega) { g.Expect(poolPods(ctx, g, ns)).To(BeEmpty()) }).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed())
 		}
 	})
 })

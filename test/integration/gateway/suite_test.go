@@ -54,9 +54,8 @@ var _ = AfterSuite(func() {
 func newNamespace(ctx SpecContext) string { return suite.NewNamespace(ctx, env, "gw") }
 
 func create(ctx SpecContext, objs ...client.Object) {
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	GinkgoHelper()
+	toolgatetest.Create(ctx, k8sClient, objs...)
 }
 
 // gatewayOptions are what a spec changes about its gateway.

@@ -71,7 +71,7 @@ func waitPhase(ctx SpecContext, call *v1alpha1.ToolCall, phase v1alpha1.ToolCall
 	Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), got)).To(Succeed())
 		g.Expect(got).To(HavePhase(phase))
-	}).WithContext(ctx).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(LongTimeout).Should(Succeed()) // an approved call runs its Job
 	return got
 }
 
@@ -298,9 +298,7 @@ func failureEvents(ctx SpecContext, ns, name string) []string {
 
 func create(ctx SpecContext, objs ...client.Object) {
 	GinkgoHelper()
-	for _, o := range objs {
-		Expect(k8sClient.Create(ctx, o)).To(Succeed())
-	}
+	Create(ctx, k8sClient, objs...)
 }
 
 // poke changes a call's annotations so that the controller looks at it again.

@@ -28,9 +28,7 @@ var _ = AfterSuite(func() { Expect(env.Stop()).To(Succeed()) })
 
 func create(ctx SpecContext, objs ...client.Object) {
 	GinkgoHelper()
-	for _, o := range objs {
-		Expect(env.Client.Create(ctx, o)).To(Succeed())
-	}
+	toolgatetest.Create(ctx, env.Client, objs...)
 }
 
 func echoTool(ns string) *toolgatetest.ToolWrapper {
@@ -39,14 +37,14 @@ func echoTool(ns string) *toolgatetest.ToolWrapper {
 
 func waitPhase(ctx SpecContext, ns, name string, terminal bool, phase v1alpha1.ToolCallPhase) *v1alpha1.ToolCall {
 	GinkgoHelper()
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	if terminal {
+		return toolgatetest.WaitTerminal(ctx, env.Client, key)
+	}
 	call := &v1alpha1.ToolCall{}
 	Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
-		if terminal {
-			g.Expect(call.Status.Phase.IsTerminal()).To(BeTrue(), "phase %q", call.Status.Phase)
-		} else {
-			g.Expect(call.Status.Phase).To(Equal(phase))
-		}
+		g.Expect(env.Client.Get(ctx, key, call)).To(Succeed())
+		g.Expect(call.Status.Phase).To(Equal(phase))
 	}).WithContext(ctx).Should(Succeed())
 	return call
 }
