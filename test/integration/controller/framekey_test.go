@@ -1,0 +1,130 @@
+package controller_test
+
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+// expectNoFrameKey checks that obj (a Job, a Pod) holds no frame key: its tool container
+// references the namespace's Secret for TOOLGATE_FRAME_KEY and carries no value, and no
+// spelling of the master or of the attempt's derived key is anywhere in the object.
+func expectNoFrameKey(obj any, container corev1.Container, secrets ...string) {
+	GinkgoHelper()
+	var found bool
+	for _, e := range container.Env {
+		if e.Name == podcontract.EnvFrameKey || e.Name == podcontract.EnvFrameKeyPrevious {
+			found = true
+			Expect(e.Value).To(BeEmpty(), "%s has a value in the spec", e.Name)
+			Expect(e.ValueFrom).NotTo(BeNil())
+			Expect(e.ValueFrom.SecretKeyRef).To(HaveField("Name", podcontract.FrameKeySecret))
+		}
+	}
+	Expect(found).To(BeTrue(), "the tool container gets the master from the Secret")
+	raw, err := json.Marshal(obj)
+	Expect(err).NotTo(HaveOccurred())
+	for _, s := range secrets {
+		Expect(string(raw)).NotTo(ContainSubstring(s))
+	}
+}
+
+// frameSecrets are the spellings of the namespace's master and of the call's attempt keys
+// that must never be in an object an agent or viewer reads.
+func frameSecrets(ctx SpecContext, ns string, call *v1alpha1.ToolCall) []string {
+	GinkgoHelper()
+	secret := &corev1.Secret{}
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podcontract.FrameKeySecret}, secret)).To(Succeed())
+	text := string(secret.Data[podcontract.FrameKeySecretKey])
+	master, err := frame.ParseKey(text)
+	Expect(err).NotTo(HaveOccurred(), "the operator made the namespace's master")
+	out := []string{text, base64.StdEncoding.EncodeToString(master), base64.StdEncoding.EncodeToString([]byte(text))}
+	for _, a := range call.Status.Attempts {
+		key := frame.AttemptKey(master, string(call.UID), int(a.Attempt))
+		out = append(out, base64.RawURLEncoding.EncodeToString(key), base64.StdEncoding.EncodeToString(key))
+	}
+	return out
+}
+
+var _ = Describe("The frame key", Label("framekey"), func() {
+	It("is in no Job or Pod of a call: the tool container reads the namespace's Secret", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		create(ctx, MakeToolCall("k1", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "hi"}).Obj())
+		call := waitTerminal(ctx, ns, "k1")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		job := &batchv1.Job{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("k1", 1)}, job)).To(Succeed())
+		pod := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: PodName(job.Name)}, pod)).To(Succeed())
+		secrets := frameSecrets(ctx, ns, call)
+		expectNoFrameKey(job, job.Spec.Template.Spec.Containers[0], secrets...)
+		expectNoFrameKey(pod, pod.Spec.Containers[0], secrets...)
+	})
+
+	It("is in no warm pool Pod either", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).WarmPool(1, 0).Obj())
+		pod := readyPool(ctx, ns, 1)[0]
+		create(ctx, MakeToolCall("k2", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "hi"}).Obj())
+		call := waitTerminal(ctx, ns, "k2")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(call.Status.Attempts[0].Path).To(Equal(v1alpha1.PathWarm))
+		expectNoFrameKey(&pod, pod.Spec.Containers[0], frameSecrets(ctx, ns, call)...)
+	})
+})
+
+var _ = Describe("A pool Pod moved into another tool's pool", Label("warm", "framekey"), func() {
+	// Someone who may patch Pods gives tool echo's idle Pod the template label and the owner
+	// of tool other's pool: a call of other must never run echo's body in it.
+	It("is deleted, never claimed", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).WarmPool(1, 0).Obj())
+		imposter := readyPool(ctx, ns, 1)[0]
+		kubelet.PausePool(true) // other's own Pods stay Pending: the imposter is its only Ready one
+		DeferCleanup(kubelet.PausePool, false)
+		create(ctx, MakeTool("other", ns).Image("example/other:1").Command("/other").WarmPool(2, 0).Obj())
+		var template string
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8sClient.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{podcontract.LabelPool: "other"})).To(Succeed())
+			g.Expect(pods.Items).NotTo(BeEmpty())
+			template = pods.Items[0].Labels[podcontract.LabelTemplate]
+		}).WithContext(ctx).Should(Succeed())
+		other := &v1alpha1.Tool{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "other"}, other)).To(Succeed())
+
+		moved := imposter.DeepCopy()
+		moved.Labels[podcontract.LabelPool] = "other"
+		moved.Labels[podcontract.LabelTemplate] = template
+		moved.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Tool",
+			Name: other.Name, UID: other.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+		Expect(k8sClient.Patch(ctx, moved, client.MergeFrom(&imposter))).To(Succeed())
+
+		create(ctx, MakeToolCall("o1", ns).Tool("other").Requester(AdminUser).Args(map[string]any{}).Obj())
+		call := waitTerminal(ctx, ns, "o1")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(call.Status.Attempts[0].PodName).NotTo(Equal(imposter.Name), "the call ran in the other tool's Pod")
+		for _, h := range kubelet.Handovers() {
+			Expect(h.Pod).NotTo(Equal(imposter.Name), "the moved Pod was handed a call")
+		}
+		Eventually(func(g Gomega) {
+			p := &corev1.Pod{}
+			err := k8sClient.Get(ctx, client.ObjectKeyFromObject(&imposter), p)
+			g.Expect(apierrors.IsNotFound(err) || err == nil && p.DeletionTimestamp != nil).To(BeTrue(), "the moved Pod is kept: %v", err)
+		}).WithContext(ctx).Should(Succeed())
+	})
+})
