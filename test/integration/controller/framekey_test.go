@@ -3,9 +3,12 @@ package controller_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -92,6 +96,7 @@ var _ = Describe("The frame key", Label("framekey"), func() {
 		Expect(call.Status.Attempts[0].Path).To(Equal(v1alpha1.PathWarm))
 		expectKeyReferenced(pod.Spec.Containers[0])
 		expectNoSecret(&pod, frameSecrets(ctx, ns, call))
+		AddReportEntry("claim check (live Pod GET) so far in this process", claimCheckFigures())
 	})
 })
 
@@ -136,3 +141,15 @@ var _ = Describe("A pool Pod moved into another tool's pool", Label("warm", "fra
 		}).WithContext(ctx).Should(Succeed())
 	})
 })
+
+// claimCheckFigures is what the claims' live Pod GETs took in this process (the operator's
+// toolgate_stage_duration_seconds{stage="warm_claim_check"}).
+func claimCheckFigures() string {
+	m := &dto.Metric{}
+	Expect(metrics.StageDuration.WithLabelValues("warm_claim_check").(prometheus.Metric).Write(m)).To(Succeed())
+	h := m.GetHistogram()
+	if h.GetSampleCount() == 0 {
+		return "no claim"
+	}
+	return fmt.Sprintf("%d GETs, mean %.2f ms", h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+}
