@@ -32,6 +32,7 @@ func pooledWorld(t *testing.T, mutate func(*corev1.Pod)) (*execWorld, *v1alpha1.
 	tool.Spec.ToolSpec = *w.call.Status.Tool.Spec
 	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
+	pod.CreationTimestamp = metav1.Time{Time: w.clock.Now()} // idle for no time: not retired for that
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Tool", Name: "t",
 		UID: tool.UID, Controller: ptr.To(true)}}
 	pod.Status.Phase = corev1.PodRunning
@@ -112,6 +113,11 @@ func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
 	r := &WarmPoolReconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: DefaultJobOptions()}
 	if _, err := r.keep(context.Background(), toolPool(tool, 1)); err != nil {
 		t.Fatal(err)
+	}
+	// The same pass keeps a Pod of the pool's own spec.
+	_, _, own := pooledWorld(t, nil)
+	if why := podSpecMismatch(&own.Spec, ptr.To(warmPodSpec(&tool.Spec.ToolSpec, DefaultJobOptions()))); why != "" {
+		t.Fatalf("the pool's own Pod mismatches: %s", why)
 	}
 	if err := env.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the Pod of another spec is kept: %v", err)
