@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // TransformToolCall trims a ToolCall before the informer caches it, keeping what the
@@ -65,31 +64,18 @@ func stripManagedFields(obj any) (any, error) {
 }
 
 // TransformJob trims a tool Job before the informer caches it. The operator reads a cached
-// Job's metadata (labels, annotations, owner, finalizers, deletion), its status, and from
-// its Pod template only the tool container's frame key (frameReaderFor); everything else
-// of the template goes — above all TOOLGATE_ARGS, up to 120 KiB of arguments per Job,
-// kept for --job-retention after the call ended. Writes from a cached Job are patches of
-// its finalizers and deletes (releaseJob, tidyJobs, stopJob), never an update of its spec.
+// Job's metadata (labels, annotations, owner, finalizers, deletion) and its status only:
+// its Pod template goes — above all TOOLGATE_ARGS, up to 120 KiB of arguments per Job,
+// kept for --job-retention after the call ended (and no key is in it: the tool container
+// reads the namespace's frame master from its Secret). Writes from a cached Job are patches
+// of its finalizers and deletes (releaseJob, tidyJobs, stopJob), never an update of its spec.
 func TransformJob(obj any) (any, error) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
 		return stripManagedFields(obj)
 	}
 	job.ManagedFields = nil
-	var kept []corev1.Container
-	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name != podcontract.ToolContainerName {
-			continue
-		}
-		trimmed := corev1.Container{Name: c.Name}
-		for _, e := range c.Env {
-			if e.Name == podcontract.EnvFrameKey {
-				trimmed.Env = []corev1.EnvVar{e}
-			}
-		}
-		kept = append(kept, trimmed)
-	}
-	job.Spec.Template = corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: kept}}
+	job.Spec.Template = corev1.PodTemplateSpec{}
 	return job, nil
 }
 

@@ -51,6 +51,15 @@ func endings() []ending {
 			want: pipeline.ReasonResultUnreadable},
 		{name: "frame signed with another key", phase: corev1.PodSucceeded,
 			state: withFrame(0, "Completed", frameNamed("forged other key")), want: pipeline.ReasonResultUnreadable},
+		{name: "frame signed for another attempt", phase: corev1.PodSucceeded,
+			state: withFrame(0, "Completed", frameNamed("forged: another attempt's key")), want: pipeline.ReasonResultUnreadable},
+		{name: "frame signed for another call", phase: corev1.PodSucceeded,
+			state: withFrame(0, "Completed", frameNamed("forged: another call's key")), want: pipeline.ReasonResultUnreadable},
+		{name: "frame for other arguments", phase: corev1.PodSucceeded,
+			state: withFrame(0, "Completed", frameNamed("forged: other arguments")), want: pipeline.ReasonResultUnreadable},
+		{name: "frame for other arguments, in the log", phase: corev1.PodSucceeded,
+			state: withFrame(0, "Completed", frameNamed("forged: other arguments in log")), log: frameNamed("forged: other arguments in log").log,
+			want: pipeline.ReasonResultUnreadable},
 		{name: "OOM kill", phase: corev1.PodFailed, state: terminatedWith(137, "OOMKilled", ""), want: pipeline.ReasonOOMKilled},
 		{name: "Pod deadline", phase: corev1.PodFailed, reason: pipeline.TerminationDeadlineExceeded,
 			state: withFrame(143, "Error", exit3), want: pipeline.ReasonDeadlineExceeded},
@@ -73,16 +82,28 @@ type execWorld struct {
 
 func newExecWorld(e ending) *execWorld {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
+	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: testCallUID},
 		Spec: v1alpha1.ToolCallSpec{Tool: "t"}}
 	call.Status.Phase = v1alpha1.PhaseRunning
+	call.Status.ArgumentsDigest = testDigest
 	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "t", Spec: outcomeSpec.DeepCopy()}
 	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, StartTime: &metav1.Time{Time: start}}}
 	now := start.Add(time.Second)
 	if e.pastDeadline {
 		now = start.Add(time.Hour)
 	}
-	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &memLogs{log: e.log}}
+	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &memLogs{log: e.log},
+		objs: []client.Object{frameKeySecret("ns", testMasterText)}}
+}
+
+// frameKeySecret is a namespace's frame key Secret holding master (and previous ones).
+func frameKeySecret(ns, master string, previous ...string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: podcontract.FrameKeySecret, Namespace: ns},
+		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)}}
+	if len(previous) > 0 {
+		s.Data[podcontract.FrameKeySecretPrevious] = []byte(previous[0])
+	}
+	return s
 }
 
 func (w *execWorld) env(t *testing.T) execEnv {
@@ -95,7 +116,8 @@ func (w *execWorld) env(t *testing.T) execEnv {
 		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
 		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
 	return execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
-		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil }}
+		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
+		keys:    newFrameKeys(c, c, w.clock)}
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).
@@ -148,7 +170,7 @@ func TestWarmExecutorEndings(t *testing.T) {
 	for _, e := range endings() {
 		t.Run(e.name, func(t *testing.T) {
 			w := newExecWorld(e)
-			pod := claimedWarmPod(w.call, testFrameKey)
+			pod := claimedWarmPod(w.call)
 			pod.Status.Phase, pod.Status.Reason = e.phase, e.reason
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: e.state}}
 			w.objs = append(w.objs, pod)
@@ -175,12 +197,14 @@ func TestWarmExecutorStream(t *testing.T) {
 	}{
 		{name: "signed line", line: honest.msg, want: pipeline.ReasonSucceeded},
 		{name: "forged line, Pod still running", line: frameNamed("forged unsigned").msg},
+		{name: "line for other arguments, Pod still running", line: frameNamed("forged: other arguments").msg},
+		{name: "line of another attempt, Pod still running", line: frameNamed("forged: another attempt's key").msg},
 		{name: "no line, Pod still running"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newExecWorld(ending{})
-			pod := claimedWarmPod(w.call, testFrameKey)
+			pod := claimedWarmPod(w.call)
 			pod.Status.Phase = corev1.PodRunning
 			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: running()}}
 			w.objs = append(w.objs, pod)
@@ -203,10 +227,10 @@ func TestWarmExecutorStream(t *testing.T) {
 }
 
 // claimedWarmPod is a pool Pod of the call's tool, claimed by the call's attempt 1.
-func claimedWarmPod(call *v1alpha1.ToolCall, key string) *corev1.Pod {
+func claimedWarmPod(call *v1alpha1.ToolCall) *corev1.Pod {
 	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
 	tool.Spec.ToolSpec = *call.Status.Tool.Spec
-	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions(), key)
+	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
 	delete(pod.Labels, podcontract.LabelPool)
 	pod.Labels[podcontract.LabelAttempt] = "1"

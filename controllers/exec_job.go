@@ -17,7 +17,6 @@ import (
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
-	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -51,18 +50,18 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
 		return j.tooLate(call, attempt), nil
 	}
-	key, err := frame.NewKey()
-	if err != nil {
-		return step{}, err
-	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key,
+		Digest: frozen.Digest(), Attempt: attempt,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return step{}, err
 	}
 	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
 		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
+	}
+	// The Pod reads the namespace's frame master from its Secret: it must exist first.
+	if _, st, ok, err := j.frameKeyReady(ctx, call); !ok {
+		return st, err
 	}
 	begun := j.Clock.Now()
 	err = j.Create(ctx, job)
@@ -152,7 +151,7 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 	}
 	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
 		PastDeadline: !j.Clock.Now().Before(j.attemptDeadline(call))}
-	read := frameReaderFor(call.Status.Tool.Spec, job, pod, j.Logs, j.Options.LogReadTimeout)
+	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
 		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
 	}

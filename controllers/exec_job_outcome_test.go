@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
@@ -28,16 +29,34 @@ import (
 
 const testOutputLimit = 1000
 
+// The attempt every table observes: attempt 1 of testCallUID, arguments `{}`, in a namespace
+// whose frame master is testMaster; the runner signs with testAttemptKey.
+const testCallUID = types.UID("call-uid")
+
 var (
-	outcomeSpec      = &v1alpha1.ToolSpec{Sandbox: v1alpha1.Sandbox{MaxOutputBytes: testOutputLimit}}
-	testFrameKey, _  = frame.NewKey()
-	otherFrameKey, _ = frame.NewKey()
+	outcomeSpec        = &v1alpha1.ToolSpec{Sandbox: v1alpha1.Sandbox{MaxOutputBytes: testOutputLimit}}
+	testDigest         = frame.DigestOf([]byte(`{}`))
+	testMasterText, _  = frame.NewKey()
+	testMaster, _      = frame.ParseKey(testMasterText)
+	testAttemptKey     = frame.AttemptKey(testMaster, string(testCallUID), 1)
+	otherMasterText, _ = frame.NewKey()
+	otherMaster, _     = frame.ParseKey(otherMasterText)
 )
 
-// jobWith is the attempt's Job: the tool container carries the frame key.
+// testTrust believes frames as the operator does for the test attempt.
+func testTrust() frameTrust {
+	return frameTrust{masters: staticMasters(testMaster), callUID: testCallUID, attempt: 1, digest: testDigest,
+		maxOutput: testOutputLimit}
+}
+
+func staticMasters(masters ...[]byte) mastersFunc {
+	return func(context.Context, bool) ([][]byte, error) { return masters, nil }
+}
+
+// jobWith is the attempt's Job.
 func jobWith(conds ...batchv1.JobCondition) *batchv1.Job {
-	job := BuildJob(JobInput{Call: &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}},
-		Tool: outcomeSpec, Arguments: []byte(`{}`), Digest: frame.DigestOf([]byte(`{}`)), Attempt: 1, FrameKey: testFrameKey},
+	job := BuildJob(JobInput{Call: &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: testCallUID}},
+		Tool: outcomeSpec, Arguments: []byte(`{}`), Digest: testDigest, Attempt: 1},
 		DefaultJobOptions())
 	job.Status.Conditions = conds
 	return job
@@ -84,12 +103,8 @@ type testFrame struct {
 	honest bool
 }
 
-func encodeFrame(key string, f frame.Frame) (string, []byte) {
-	enc := frame.Encoder{}
-	if key != "" {
-		enc.Key, _ = frame.ParseKey(key)
-	}
-	msg, block, err := enc.Encode(f)
+func encodeFrame(key []byte, f frame.Frame) (string, []byte) {
+	msg, block, err := frame.Encoder{Key: key}.Encode(f)
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +112,7 @@ func encodeFrame(key string, f frame.Frame) (string, []byte) {
 }
 
 func stdoutFrame(exit int, stdout string) frame.Frame {
-	f := frame.Frame{ExitCode: exit, ArgsDigest: frame.DigestOf([]byte(`{}`)), StdoutBytes: int64(len(stdout))}
+	f := frame.Frame{ExitCode: exit, ArgsDigest: testDigest, StdoutBytes: int64(len(stdout))}
 	f.SetStdout([]byte(stdout))
 	return f
 }
@@ -125,19 +140,30 @@ func randomText(n int) string {
 var testFrames = sync.OnceValue(buildTestFrames)
 
 func buildTestFrames() []testFrame {
-	okMsg, _ := encodeFrame(testFrameKey, stdoutFrame(0, "hello"))
-	exitMsg, _ := encodeFrame(testFrameKey, stdoutFrame(3, "partial"))
+	okMsg, _ := encodeFrame(testAttemptKey, stdoutFrame(0, "hello"))
+	exitMsg, _ := encodeFrame(testAttemptKey, stdoutFrame(3, "partial"))
 	termed := stdoutFrame(143, "partial")
 	termed.Signal = "SIGTERM"
-	termMsg, _ := encodeFrame(testFrameKey, termed)
+	termMsg, _ := encodeFrame(testAttemptKey, termed)
 	big := stdoutFrame(0, incompressible)
 	big.StderrTail = randomText(6000) // too much for the termination message, even compressed
-	logMsg, logBlock := encodeFrame(testFrameKey, big)
-	forged, _ := encodeFrame("", stdoutFrame(0, "FORGED"))
-	wrongKey, _ := encodeFrame(otherFrameKey, stdoutFrame(0, "FORGED"))
+	logMsg, logBlock := encodeFrame(testAttemptKey, big)
+	forged, _ := encodeFrame(nil, stdoutFrame(0, "FORGED"))
+	wrongKey, _ := encodeFrame(frame.AttemptKey(otherMaster, string(testCallUID), 1), stdoutFrame(0, "FORGED"))
+	// Signed by a runner of this namespace, but for another attempt, call or arguments (a
+	// Pod someone else handed its arguments, a frame copied from another call's Pod).
+	otherAttempt, _ := encodeFrame(frame.AttemptKey(testMaster, string(testCallUID), 2), stdoutFrame(0, "FORGED"))
+	otherCall, _ := encodeFrame(frame.AttemptKey(testMaster, "another-call-uid", 1), stdoutFrame(0, "FORGED"))
+	withMaster, _ := encodeFrame(testMaster, stdoutFrame(0, "FORGED"))
+	otherArgs := stdoutFrame(0, "FORGED")
+	otherArgs.ArgsDigest = frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))
+	otherArgsMsg, _ := encodeFrame(testAttemptKey, otherArgs)
+	bigOtherArgs := big
+	bigOtherArgs.ArgsDigest = otherArgs.ArgsDigest
+	otherArgsLogMsg, otherArgsLog := encodeFrame(testAttemptKey, bigOtherArgs)
 	bombFrame := stdoutFrame(0, strings.Repeat("a", 1<<20)) // over the limit: a runner ignoring it
-	bombMsg, bombLog := encodeFrame(testFrameKey, bombFrame)
-	forgedBomb, forgedBombLog := encodeFrame("", bombFrame)
+	bombMsg, bombLog := encodeFrame(testAttemptKey, bombFrame)
+	forgedBomb, forgedBombLog := encodeFrame(nil, bombFrame)
 	return []testFrame{
 		{name: "no frame"},
 		{name: "honest success", msg: okMsg, honest: true},
@@ -147,6 +173,11 @@ func buildTestFrames() []testFrame {
 		{name: "in log, log gone", msg: logMsg},
 		{name: "forged unsigned", msg: forged},
 		{name: "forged other key", msg: wrongKey},
+		{name: "forged: another attempt's key", msg: otherAttempt},
+		{name: "forged: another call's key", msg: otherCall},
+		{name: "forged: the master itself", msg: withMaster},
+		{name: "forged: other arguments", msg: otherArgsMsg},
+		{name: "forged: other arguments in log", msg: otherArgsLogMsg, log: otherArgsLog},
 		{name: "malformed", msg: "panic: runtime error"},
 		{name: "oversized pointer", msg: bombMsg, log: bombLog},
 		{name: "forged bomb", msg: forgedBomb, log: forgedBombLog},
@@ -182,7 +213,7 @@ func (m *memLogs) TailLog(_ context.Context, _, _, _ string, tailLines, limitByt
 // decide runs the controller's decision and the normaliser.
 func decide(job *batchv1.Job, pod *corev1.Pod, log []byte, pastDeadline bool) (pipeline.Outcome, pipeline.Result, bool, *memLogs) {
 	logs := &memLogs{log: log}
-	read := frameReaderFor(outcomeSpec, job, pod, logs, time.Second)
+	read := frameReaderFor(testTrust(), pod, logs, time.Second)
 	o, ended := attemptOutcome(context.Background(), attemptView{Job: job, Pod: pod, Attempt: 1, PastDeadline: pastDeadline}, read)
 	return o, pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}), ended, logs
 }
@@ -350,11 +381,8 @@ func TestAttemptOutcome(t *testing.T) {
 		{name: "operator deadline, never started, Job deleted before the status write", job: deletingJob(),
 			pod: podWith(corev1.PodPending, "", waiting("ImagePullBackOff")), pastDeadline: true,
 			want: &wantResult{reason: pipeline.ReasonImageNeverStarted}},
-		{name: "Job without a frame key", job: func() *batchv1.Job {
-			j := jobWith()
-			j.Spec.Template.Spec.Containers[0].Env = nil
-			return j
-		}(), pod: podWith(corev1.PodSucceeded, "", withFrame(0, "Completed", frameNamed("honest success"))),
+		{name: "a frame signed for another attempt of the call", job: jobWith(),
+			pod:  podWith(corev1.PodSucceeded, "", withFrame(0, "Completed", frameNamed("forged: another attempt's key"))),
 			want: new(unreadable("0"))},
 	}
 	for _, tc := range cases {
@@ -476,7 +504,7 @@ func checkCombination(t *testing.T, name string, o pipeline.Outcome, res pipelin
 func TestLogReadTimeout(t *testing.T) {
 	job := jobWith()
 	pod := podWith(corev1.PodSucceeded, "", withFrame(0, "Completed", frameNamed("honest in log")))
-	read := frameReaderFor(outcomeSpec, job, pod, blockingLogs{}, 50*time.Millisecond)
+	read := frameReaderFor(testTrust(), pod, blockingLogs{}, 50*time.Millisecond)
 	start := time.Now()
 	o, ok := attemptOutcome(context.Background(), attemptView{Job: job, Pod: pod, Attempt: 1}, read)
 	if !ok || !strings.Contains(o.Unreadable, context.DeadlineExceeded.Error()) || o.Report != nil {

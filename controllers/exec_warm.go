@@ -158,8 +158,12 @@ func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step
 	if err != nil || why != "" {
 		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
 	}
-	line, err := frame.EncodeHandover(frame.Handover{Arguments: frozen.Canonical(), ArgumentsDigest: frozen.Digest(),
-		Traceparent: tracing.ExecutionTraceparent(ctx, int(a.Attempt))})
+	masters, st, ok, err := w.frameKeyReady(ctx, call)
+	if !ok {
+		return st, err
+	}
+	line, err := frame.EncodeHandover(handoverFor(call, int(a.Attempt), pod.UID, masters, frozen.Canonical(), frozen.Digest(),
+		tracing.ExecutionTraceparent(ctx, int(a.Attempt))))
 	if err != nil {
 		return refuseInternal("the frozen arguments could not be handed over"), nil
 	}
@@ -171,4 +175,15 @@ func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step
 		return w.attach.Handover(hctx, key, line)
 	})
 	return step{requeue: deadline.Sub(w.Clock.Now())}, nil
+}
+
+// handoverFor is the Handover of the call's attempt for the claimed Pod podUID: authenticated
+// with each of the namespace's masters (the Pod may hold either across a rotation), so the
+// runner takes it from the operator only, for this call, attempt, digest and Pod.
+func handoverFor(call *v1alpha1.ToolCall, attempt int, podUID types.UID, masters [][]byte, args []byte, digest, traceparent string) frame.Handover {
+	h := frame.Handover{CallUID: string(call.UID), Attempt: attempt, Arguments: args, ArgumentsDigest: digest, Traceparent: traceparent}
+	for _, m := range masters[:min(len(masters), frame.MaxHandoverAuths)] {
+		h.Auth = append(h.Auth, frame.HandoverAuth(m, h.CallUID, attempt, string(podUID), digest))
+	}
+	return h
 }

@@ -5,10 +5,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +42,11 @@ func (w *warmExecutor) claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	var pod *corev1.Pod
 	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
 	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
-		pod, why = w.claimPod(ctx, call, a.Attempt)
+		why = "error"
+		// A pool Pod reads the namespace's frame master; the handover is authenticated with it.
+		if _, err := w.keys.ensure(ctx, ns); err == nil {
+			pod, why = w.claimPod(ctx, call, a.Attempt)
+		}
 	}
 	if pod == nil {
 		metrics.WarmMisses.WithLabelValues(ns, kind, tool, why).Inc()
@@ -73,18 +79,27 @@ func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n 
 	}
 	var candidates []*corev1.Pod
 	for i := range free.Items {
-		p := &free.Items[i]
-		if p.Labels[podcontract.LabelPool] != "" && p.Annotations[podcontract.AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) &&
-			pooledBy(p, call.Status.Tool) {
+		if p := &free.Items[i]; claimable(p) && pooledBy(p, call.Status.Tool) {
 			candidates = append(candidates, p)
 		}
 	}
 	if len(candidates) == 0 {
 		return nil, "empty"
 	}
+	toolUID, err := w.toolUID(ctx, call.Status.Tool, call.Namespace)
+	if err != nil {
+		return nil, "error"
+	}
+	want := warmPodSpec(call.Status.Tool.Spec, w.Options.Job)
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
-	for _, p := range candidates[:min(claimTries, len(candidates))] {
-		err := w.claimFor(ctx, call, p, attempt)
+	for _, c := range candidates[:min(claimTries, len(candidates))] {
+		p, err := w.vetted(ctx, call, c, toolUID, &want)
+		if err == nil && p == nil {
+			continue // claimed meanwhile, gone, or not the tool's: deleted
+		}
+		if err == nil {
+			err = w.claimFor(ctx, call, p, attempt)
+		}
 		switch {
 		case err == nil:
 			return p, ""
@@ -96,6 +111,60 @@ func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n 
 		}
 	}
 	return nil, "conflict"
+}
+
+// claimable: an idle pool Pod, Ready, not ended, not claimed, not being deleted.
+func claimable(p *corev1.Pod) bool {
+	return p.Labels[podcontract.LabelPool] != "" && p.Annotations[podcontract.AnnotationClaimedBy] == "" &&
+		p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p)
+}
+
+// toolUID is the uid of the call's tool (a Tool in the call's namespace, or a ClusterTool),
+// from the cache: a pool Pod must be owned by that very object.
+func (w *warmExecutor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot, namespace string) (types.UID, error) {
+	var tool client.Object = &v1alpha1.Tool{}
+	key := types.NamespacedName{Namespace: namespace, Name: snap.Name}
+	if snap.Kind == v1alpha1.ToolKindClusterTool {
+		tool, key.Namespace = &v1alpha1.ClusterTool{}, ""
+	}
+	if err := w.Get(ctx, key, tool); err != nil {
+		return "", err
+	}
+	return tool.GetUID(), nil
+}
+
+// vetted reads candidate c live — the cache keeps no Pod spec, and labels and owners are
+// only what whoever may patch Pods wrote — and returns it when it is still claimable, its
+// controller owner is the call's tool with that tool's uid, and its spec is the one the
+// call's snapshot builds (want: podSpecMismatch). A Pod that is not the tool's is deleted,
+// never claimed; one claimed meanwhile or gone is skipped (nil, nil). This GET is what the
+// check adds to a claim (toolgate_stage_duration_seconds{stage="warm_claim_check"}).
+func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *corev1.Pod, toolUID types.UID, want *corev1.PodSpec) (*corev1.Pod, error) {
+	begun := time.Now() // a latency, on the process clock (the injected one may be a test's)
+	live := &corev1.Pod{}
+	err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live)
+	metrics.StageDuration.WithLabelValues("warm_claim_check").Observe(time.Since(begun).Seconds())
+	if apierrors.IsNotFound(err) || err == nil && (live.UID != c.UID || !claimable(live)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	why := podSpecMismatch(&live.Spec, want)
+	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != toolUID || !pooledBy(live, call.Status.Tool) {
+		why = "its owner is not the call's tool"
+	}
+	if why == "" {
+		return live, nil
+	}
+	snap := call.Status.Tool
+	metrics.WarmPodsRejected.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "claim").Inc()
+	ctrl.LoggerFrom(ctx).Info("deleting a pool Pod that is not the call's tool's; not claimed", "pod", live.Name, "why", why)
+	uid := live.UID
+	if err := w.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not delete a pool Pod that is not its tool's", "pod", live.Name)
+	}
+	return nil, nil
 }
 
 // claim makes pod the call's with one patch that carries the resourceVersion it was read

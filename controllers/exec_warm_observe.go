@@ -19,7 +19,7 @@ import (
 )
 
 // observe reads a warm attempt's outcome: from the attach stream's result line as soon as
-// the body ended, when it verifies with the Pod's frame key and reports a body that exited
+// the body ended, when it verifies for the call's attempt and arguments and reports a body that exited
 // by itself; otherwise from the Pod as a cold attempt's is read (the terminated
 // container's termination message, the kubelet's reasons: the Pod's DeadlineExceeded at
 // its activeDeadlineSeconds, OOMKilled, eviction). A Pod gone or deleted under the call
@@ -102,7 +102,8 @@ func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, nam
 }
 
 // streamOutcome is the outcome the attach stream's result line vouches for: only a
-// verified, self-contained frame of a body that exited by itself. A body killed by a
+// self-contained frame of a body that exited by itself, verified for the call's attempt and
+// arguments (frameTrust). A body killed by a
 // signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
 // names the reason; a pointer frame is read from the Pod log as usual.
 func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, run warmRun) (pipeline.Outcome, bool) {
@@ -110,55 +111,17 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 	if !ok {
 		return pipeline.Outcome{}, false
 	}
-	key, err := w.podFrameKey(ctx, pod)
-	if err != nil {
-		return pipeline.Outcome{}, false
-	}
-	f, needLog, err := frame.Decoder{Key: key, MaxOutput: maxOutput(call.Status.Tool.Spec)}.DecodeTermination(msg)
+	f, _, needLog, err := w.trust(call).termination(ctx, msg)
 	if err != nil || needLog || f.Signal != "" {
 		return pipeline.Outcome{}, false
 	}
 	return pipeline.Outcome{Attempt: int(currentAttempt(call)), Started: true, Report: reportOf(f)}, true
 }
 
-// frameReader reads the termination message with the Pod's own frame key (the pool
-// controller put it in the Pod's spec; nothing in the sandbox can change that).
+// frameReader reads the claimed Pod's termination message (and log) as a cold Pod's: with
+// the key derived for the call's attempt, for the call's arguments.
 func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frameReader {
-	var tail tailFunc
-	if w.Logs != nil {
-		tail = withTimeout(w.Options.LogReadTimeout, func(ctx context.Context, lines, limit int64) ([]byte, error) {
-			return w.Logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.ToolContainerName, lines, limit)
-		})
-	}
-	return func(ctx context.Context, msg string) (frame.Frame, error) {
-		key, err := w.podFrameKey(ctx, pod)
-		if err != nil {
-			return frame.Frame{}, err
-		}
-		return readFrame(ctx, frame.Decoder{Key: key, MaxOutput: maxOutput(call.Status.Tool.Spec)}, msg, tail)
-	}
-}
-
-// podFrameKey reads the Pod whole (the cache keeps no Pod spec) for its frame key.
-func (w *warmExecutor) podFrameKey(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
-	live := &corev1.Pod{}
-	if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), live); err != nil {
-		return nil, err
-	}
-	if live.UID != pod.UID {
-		return nil, frame.ErrNoKey
-	}
-	for _, c := range live.Spec.Containers {
-		if c.Name != podcontract.ToolContainerName {
-			continue
-		}
-		for _, e := range c.Env {
-			if e.Name == podcontract.EnvFrameKey {
-				return frame.ParseKey(e.Value)
-			}
-		}
-	}
-	return nil, frame.ErrNoKey
+	return frameReaderFor(w.trust(call), pod, w.Logs, w.Options.LogReadTimeout)
 }
 
 // release deletes the attempt's Pod once its outcome is written (one call per Pod, never

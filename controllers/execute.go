@@ -93,12 +93,30 @@ type execEnv struct {
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
+	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
+	// derived for it, and a namespace has its Secret before its first tool Pod.
+	keys *frameKeys
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
 // start plus the tool's timeout plus a grace for Pod start-up and status propagation.
 func (e *execEnv) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
 	return attemptDeadline(call, e.Clock.Now(), e.Options.DeadlineGrace)
+}
+
+// frameKeyReady makes sure the call's namespace has its frame key Secret before a tool Pod
+// there needs it (from memory but once per namespace and frameKeyTTL): a Secret the
+// operator cannot use ends the call (OperatorError, saying so); any other error is retried.
+// Not ok: st (a refusal) or err is what this pass comes to.
+func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (masters [][]byte, st step, ok bool, err error) {
+	masters, err = e.keys.ensure(ctx, call.Namespace)
+	switch {
+	case errors.Is(err, errFrameKeySecret):
+		return nil, refuseInternal(err.Error()), false, nil
+	case err != nil:
+		return nil, step{}, false, err
+	}
+	return masters, step{}, true, nil
 }
 
 // refreeze reproduces the arguments admission froze (the same canonical bytes under the
@@ -111,8 +129,11 @@ func (e *execEnv) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
 // attempt: the first that claims it runs it. The Job executor takes every attempt; it is last.
 func (r *ToolCallReconciler) executors() []executor {
 	r.execOnce.Do(func() {
+		if r.keys == nil {
+			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
+		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation}
+			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation, keys: r.keys}
 		r.execs = []executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

@@ -79,9 +79,6 @@ type JobInput struct {
 	Arguments []byte
 	Digest    string
 	Attempt   int32
-	// FrameKey is the attempt's random frame key (frame.NewKey): the runner signs its
-	// frame with it, and the operator reads it back from the Job to verify the frame.
-	FrameKey string
 	// Traceparent is the attempt's execution span context (internal/tracing), handed to
 	// the body as TRACEPARENT; empty when the operator does not trace.
 	Traceparent string
@@ -253,7 +250,11 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		literalEnv(podcontract.EnvArgsDigest, in.Digest),
 		literalEnv(podcontract.EnvArgsFile, argsFileFor(in.Tool.Sandbox.Scratch)),
 		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(in.Tool), 10)),
-		literalEnv(podcontract.EnvFrameKey, in.FrameKey),
+		// The runner signs with the key it derives for this call and attempt from the
+		// namespace's master, which the kubelet resolves from the Secret (framekey.go).
+		literalEnv(podcontract.EnvCallUID, string(in.Call.UID)),
+		literalEnv(podcontract.EnvAttempt, strconv.Itoa(int(in.Attempt))),
+		frameKeyEnv(false)[0],
 	)
 }
 

@@ -30,7 +30,7 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 			return BuildJob(in, o).Spec.Template.Spec.Containers[0].Env
 		},
 		"warm": func(in JobInput, o JobOptions) []corev1.EnvVar {
-			return buildWarmPod(toolPool(warmToolOf(in), 1), o, "k3y").Spec.Containers[0].Env
+			return buildWarmPod(toolPool(warmToolOf(in), 1), o).Spec.Containers[0].Env
 		},
 	}
 	for name, env := range paths {

@@ -32,10 +32,10 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
 		mut(spec)
 	}
 	call := &toolgatev1alpha1.ToolCall{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents"},
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents", UID: "call-uid"},
 		Spec:       toolgatev1alpha1.ToolCallSpec{Tool: "echo", Requester: "alice"},
 	}
-	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1, FrameKey: "k3y"}
+	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
 }
 
 func TestJobNameDeterministicAndBounded(t *testing.T) {
@@ -129,10 +129,47 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 	}
 	want := map[string]string{
 		"MODE": "fast", podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
-		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvFrameKey: "k3y",
+		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576",
+		podcontract.EnvCallUID: "call-uid", podcontract.EnvAttempt: "1", podcontract.EnvFrameKey: "",
 	}
 	if d := diff(env, want); d != "" {
 		t.Errorf("env (-got +want):\n%s", d)
+	}
+}
+
+// The frame key is never in a Job (anyone who may get Jobs or Pods would read it there):
+// the tool container references the namespace's Secret, which the kubelet resolves.
+func TestBuildJobReferencesTheFrameKey(t *testing.T) {
+	c := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec.Containers[0]
+	wantFrameKeyRef(t, c.Env, false)
+}
+
+// wantFrameKeyRef checks that env carries the master by secretKeyRef only (and the
+// previous one, optional, when previous), with no value.
+func wantFrameKeyRef(t *testing.T, env []corev1.EnvVar, previous bool) {
+	t.Helper()
+	want := map[string]corev1.SecretKeySelector{podcontract.EnvFrameKey: {
+		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretKey}}
+	if previous {
+		want[podcontract.EnvFrameKeyPrevious] = corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretPrevious, Optional: ptr.To(true)}
+	}
+	for _, e := range env {
+		sel, ok := want[e.Name]
+		if !ok {
+			continue
+		}
+		delete(want, e.Name)
+		if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			t.Errorf("%s is not a reference to the Secret: %+v", e.Name, e)
+			continue
+		}
+		if d := diff(*e.ValueFrom.SecretKeyRef, sel); d != "" {
+			t.Errorf("%s references (-got +want):\n%s", e.Name, d)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("no %v in the environment", want)
 	}
 }
 

@@ -87,11 +87,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := mgr.Add(notifier); err != nil {
 		return err
 	}
+	// The frame key Secrets are read with the API reader too: one GET per namespace, no informer.
+	keys := newFrameKeys(mgr.GetClient(), mgr.GetAPIReader(), opts.Clock)
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
-			Notifier: notifier, Warm: warm, Tracer: opts.Tracer},
-		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec},
+			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, keys: keys},
+		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, keys: keys},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
 		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

@@ -88,6 +88,9 @@ type ToolCallReconciler struct {
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor
+	// keys are the namespaces' frame masters (framekey.go), shared with the pool reconciler
+	// by Setup; made with the executors otherwise.
+	keys *frameKeys
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete;patch

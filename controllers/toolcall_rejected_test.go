@@ -8,6 +8,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +44,7 @@ func newRefusingCluster(t *testing.T, refuse func() error) *refusingCluster {
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(batchv1.AddToScheme(scheme))
 	utilruntime.Must(networkingv1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme)) // the namespace's frame key Secret
 	args := []byte(`{"text":"x"}`)
 	frozen, err := pipeline.Freeze(args, pipeline.FreezeOptions{})
 	if err != nil {

@@ -37,6 +37,20 @@ type WarmPoolReconciler struct {
 
 	refilled sync.Map // pool Pod uid → struct{}: its refill latency was observed
 	kept     sync.Map // ClusterTool name → []gaugeKey: the pools whose gauges were set
+
+	// keys are the namespaces' frame masters (shared with the ToolCall reconciler by Setup;
+	// made on first use otherwise): a pool Pod is created only once its namespace has one.
+	keys     *frameKeys
+	keysOnce sync.Once
+}
+
+func (r *WarmPoolReconciler) frameKeys() *frameKeys {
+	r.keysOnce.Do(func() {
+		if r.keys == nil {
+			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
+		}
+	})
+	return r.keys
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete

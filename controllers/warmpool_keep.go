@@ -7,13 +7,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pkg/catalog"
-	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -50,9 +51,13 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 	now := r.Clock.Now()
 	digest := warmTemplateDigest(p.spec, r.Job)
 	maxIdle := warmMaxIdle(p.spec)
+	want := warmPodSpec(p.spec, r.Job)
 	var keep []*corev1.Pod
 	for _, pod := range pods {
-		if len(keep) < p.size && pod.Labels[podcontract.LabelTemplate] == digest && !poolPodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
+		// A Pod moved into this pool (its labels and owner patched) whose spec is another
+		// body's is never kept, hence never claimed.
+		ours := pod.Labels[podcontract.LabelTemplate] == digest && r.specFits(ctx, p, pod, &want)
+		if len(keep) < p.size && ours && !poolPodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
 			keep = append(keep, pod)
 			continue
 		}
@@ -100,6 +105,18 @@ func unclaimedOf(pods []corev1.Pod, owner client.Object) []*corev1.Pod {
 	return out
 }
 
+// specFits reports whether the pool Pod's live spec (the pool is listed live, specs and all)
+// is the one its pool builds; a Pod that is not is counted and logged here, and retired.
+func (r *WarmPoolReconciler) specFits(ctx context.Context, p poolRef, pod *corev1.Pod, want *corev1.PodSpec) bool {
+	why := podSpecMismatch(&pod.Spec, want)
+	if why == "" {
+		return true
+	}
+	metrics.WarmPodsRejected.WithLabelValues(p.namespace, string(p.kind), p.name(), "pool").Inc()
+	ctrl.LoggerFrom(ctx).Info("deleting a pool Pod whose spec is not its pool's", "pod", klog.KObj(pod), "why", why)
+	return false
+}
+
 // retire deletes a pool Pod unless it changed since it was read (a claim).
 func (r *WarmPoolReconciler) retire(ctx context.Context, pod *corev1.Pod) error {
 	uid, rv := pod.UID, pod.ResourceVersion
@@ -112,11 +129,11 @@ func (r *WarmPoolReconciler) retire(ctx context.Context, pod *corev1.Pod) error 
 }
 
 func (r *WarmPoolReconciler) createPoolPod(ctx context.Context, p poolRef) error {
-	key, err := frame.NewKey()
-	if err != nil {
+	// The Pod reads the namespace's frame master from its Secret: it must exist first.
+	if _, err := r.frameKeys().ensure(ctx, p.namespace); err != nil {
 		return err
 	}
-	pod := buildWarmPod(p, r.Job, key)
+	pod := buildWarmPod(p, r.Job)
 	if err := controllerutil.SetControllerReference(p.owner, pod, r.Scheme); err != nil {
 		return err
 	}

@@ -41,8 +41,8 @@ func warmMaxIdle(spec *toolgatev1alpha1.ToolSpec) time.Duration {
 // the environment (they come in the Handover, on stdin), the runner in warm mode, stdin
 // open for one attach, and no activeDeadlineSeconds yet (set at claim to the time already
 // run plus the call's timeout: it may be set or lowered on a running Pod, never raised).
-func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) corev1.PodSpec {
-	ps := buildPodSpec(JobInput{Tool: spec, FrameKey: key}, opts, 0)
+func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) corev1.PodSpec {
+	ps := buildPodSpec(JobInput{Call: &toolgatev1alpha1.ToolCall{}, Tool: spec}, opts, 0)
 	ps.ActiveDeadlineSeconds = nil
 	tool := &ps.Containers[0]
 	tool.Stdin, tool.StdinOnce = true, true
@@ -55,17 +55,20 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) c
 		literalEnv(podcontract.EnvWarm, podcontract.WarmOn),
 		literalEnv(podcontract.EnvArgsFile, argsFileFor(spec.Sandbox.Scratch)),
 		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(spec), 10)),
-		literalEnv(podcontract.EnvFrameKey, key),
+		// A Handover is authenticated for this Pod's uid (frame.HandoverAuth).
+		corev1.EnvVar{Name: podcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.uid"}}},
 	)
-	tool.Env = env
+	tool.Env = append(env, frameKeyEnv(true)...)
 	return ps
 }
 
-// warmTemplateDigest identifies the Pod a spec gives (without its frame key): 32 hex of
-// the SHA-256 of the Pod spec's JSON. A Tool edit, or an operator started with other Pod
-// settings, gives another digest; its old Pods are replaced and never claimed.
+// warmTemplateDigest identifies the Pod a spec gives: 32 hex of the SHA-256 of the Pod
+// spec's JSON (no key is in it: the master comes from the namespace's Secret). A Tool
+// edit, or an operator started with other Pod settings, gives another digest; its old Pods
+// are replaced and never claimed.
 func warmTemplateDigest(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) string {
-	b, err := json.Marshal(warmPodSpec(spec, opts, ""))
+	b, err := json.Marshal(warmPodSpec(spec, opts))
 	if err != nil {
 		return "" // a PodSpec always marshals; an empty digest matches no Pod
 	}
@@ -76,7 +79,7 @@ func warmTemplateDigest(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) string
 // buildWarmPod is one Pod of a pool, in the pool's namespace (the owner reference is set
 // by the caller). Nothing in it depends on the namespace: a ClusterTool's Pods are the same
 // in each, as its cold Pods are.
-func buildWarmPod(p poolRef, opts JobOptions, key string) *corev1.Pod {
+func buildWarmPod(p poolRef, opts JobOptions) *corev1.Pod {
 	name := p.name()
 	prefix := strings.TrimRight(truncate(p.owner.GetName(), 40), ".-") + "-warm-"
 	return &corev1.Pod{
@@ -92,7 +95,7 @@ func buildWarmPod(p poolRef, opts JobOptions, key string) *corev1.Pod {
 			},
 			Annotations: map[string]string{podcontract.AnnotationTool: name},
 		},
-		Spec: warmPodSpec(p.spec, opts, key),
+		Spec: warmPodSpec(p.spec, opts),
 	}
 }
 

@@ -31,7 +31,7 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 		"runner-in-image": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		"scratch-none":    warmTestTool(scratchNone),
 	} {
-		pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions(), "k3y")
+		pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
 		for _, r := range evaluator.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec) {
 			if !r.Allowed {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
@@ -45,7 +45,7 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
 	in := testJobInput(nil)
 	cold := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
-	warm := warmPodSpec(in.Tool, DefaultJobOptions(), in.FrameKey)
+	warm := warmPodSpec(in.Tool, DefaultJobOptions())
 	env := map[string]string{}
 	for _, e := range warm.Containers[0].Env {
 		env[e.Name] = e.Value
@@ -55,9 +55,15 @@ func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
 			t.Errorf("warm Pod env has %s", name)
 		}
 	}
-	if env[podcontract.EnvWarm] != "1" || env[podcontract.EnvFrameKey] != "k3y" || env["MODE"] != "fast" {
+	for _, name := range []string{podcontract.EnvCallUID, podcontract.EnvAttempt} {
+		if _, ok := env[name]; ok {
+			t.Errorf("warm Pod env has %s: a pool Pod knows no call", name)
+		}
+	}
+	if env[podcontract.EnvWarm] != "1" || env["MODE"] != "fast" {
 		t.Errorf("warm env %v", env)
 	}
+	wantFrameKeyRef(t, warm.Containers[0].Env, true)
 	if !warm.Containers[0].Stdin || !warm.Containers[0].StdinOnce || warm.ActiveDeadlineSeconds != nil {
 		t.Errorf("stdin %v stdinOnce %v deadline %v", warm.Containers[0].Stdin, warm.Containers[0].StdinOnce, warm.ActiveDeadlineSeconds)
 	}
@@ -86,7 +92,7 @@ func TestWarmTemplateDigest(t *testing.T) {
 	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
-	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[podcontract.LabelTemplate]); got != 32 {
+	if got := len(buildWarmPod(toolPool(a, 1), opts).Labels[podcontract.LabelTemplate]); got != 32 {
 		t.Errorf("template label length %d", got)
 	}
 }
@@ -110,8 +116,8 @@ func TestClusterToolPoolPodIsTheSameInEveryNamespace(t *testing.T) {
 	tool := warmTestTool(nil)
 	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: tool.Spec.ToolSpec}
 	opts := DefaultJobOptions()
-	a := buildWarmPod(clusterToolPool(ct, "team-a", 1), opts, "k")
-	b := buildWarmPod(clusterToolPool(ct, "team-b", 1), opts, "k")
+	a := buildWarmPod(clusterToolPool(ct, "team-a", 1), opts)
+	b := buildWarmPod(clusterToolPool(ct, "team-b", 1), opts)
 	if a.Namespace != "team-a" || b.Namespace != "team-b" {
 		t.Fatalf("namespaces %q %q", a.Namespace, b.Namespace)
 	}
@@ -121,7 +127,7 @@ func TestClusterToolPoolPodIsTheSameInEveryNamespace(t *testing.T) {
 	if d := diff(a.Labels, b.Labels); d != "" {
 		t.Errorf("labels differ between namespaces:\n%s", d)
 	}
-	if d := diff(a.Spec, buildWarmPod(toolPool(tool, 1), opts, "k").Spec); d != "" {
+	if d := diff(a.Spec, buildWarmPod(toolPool(tool, 1), opts).Spec); d != "" {
 		t.Errorf("a ClusterTool's pool Pod differs from a Tool's of the same spec:\n%s", d)
 	}
 }

@@ -49,10 +49,18 @@ type config struct {
 	stderrTail      int
 	terminationPath string
 	marker          string
-	frameKey        []byte // signs the frame; nil: unsigned (no one will trust it)
-	ioGrace         time.Duration
-	copySelf        string
-	command         []string
+	// masters are the namespace's frame master keys the container got by secretKeyRef:
+	// the current one, then (a warm Pod, after a rotation) the previous one.
+	masters [][]byte
+	// frameKey signs the frame: the attempt's key derived from a master (cold: for
+	// TOOLGATE_CALL_UID and TOOLGATE_ATTEMPT; warm: for the authenticated Handover's call).
+	// nil: unsigned (no one will trust it).
+	frameKey []byte
+	// podUID is the warm Pod's own uid (TOOLGATE_POD_UID): a Handover is for one Pod.
+	podUID   string
+	ioGrace  time.Duration
+	copySelf string
+	command  []string
 	// warm: the arguments came in a Handover on stdin (warm.go), not the environment.
 	warm        bool
 	traceparent string
@@ -71,14 +79,11 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 		marker:          envOr(getenv, envResultMarker, frame.DefaultMarker),
 		ioGrace:         defaultIOGrace,
 	}
+	cfg.warm = getenv(podcontract.EnvWarm) == podcontract.WarmOn
+	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
-	var err3 error
-	if k := getenv(podcontract.EnvFrameKey); k != "" {
-		if cfg.frameKey, err3 = frame.ParseKey(k); err3 != nil {
-			err3 = fmt.Errorf("%s: %w", podcontract.EnvFrameKey, err3)
-		}
-	}
+	err3 := cfg.readKeys(getenv)
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -100,6 +105,32 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 		return cfg, err
 	}
 	return cfg, errors.Join(err1, err2, err3, err, cfg.check())
+}
+
+// readKeys reads the masters and, for a cold Pod, derives its attempt's frame key: a cold
+// Pod with a master but no call to derive it for signs nothing.
+func (c *config) readKeys(getenv func(string) string) error {
+	for _, name := range []string{podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious} {
+		v := getenv(name)
+		if v == "" {
+			continue
+		}
+		m, err := frame.ParseKey(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		c.masters = append(c.masters, m)
+	}
+	if c.warm || len(c.masters) == 0 || getenv(podcontract.EnvFrameKey) == "" {
+		return nil // warm: the key comes with the Handover; none: a local run, unsigned
+	}
+	uid := getenv(podcontract.EnvCallUID)
+	attempt, err := strconv.Atoi(getenv(podcontract.EnvAttempt))
+	if uid == "" || err != nil || attempt < 1 {
+		return fmt.Errorf("%s and %s (a positive number) name the attempt the frame key is for", podcontract.EnvCallUID, podcontract.EnvAttempt)
+	}
+	c.frameKey = frame.AttemptKey(c.masters[0], uid, attempt)
+	return nil
 }
 
 func (c *config) check() error {

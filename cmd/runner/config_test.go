@@ -44,6 +44,10 @@ func TestParseConfigErrors(t *testing.T) {
 		"unknown flag":   {nil, []string{"--nope", "--", "x"}},
 		"zero io grace":  {nil, []string{"--io-grace=0s", "--", "x"}},
 		"empty argsfile": {nil, []string{"--args-file=", "--", "x"}},
+		// a cold Pod with the master but no call to derive its attempt's key for
+		"key, no call":     {map[string]string{podcontract.EnvFrameKey: encodedTestKey(), podcontract.EnvAttempt: "1"}, []string{"--", "x"}},
+		"key, bad attempt": {map[string]string{podcontract.EnvFrameKey: encodedTestKey(), podcontract.EnvCallUID: "u", podcontract.EnvAttempt: "0"}, []string{"--", "x"}},
+		"bad previous":     {map[string]string{podcontract.EnvFrameKeyPrevious: "short"}, []string{"--", "x"}},
 	} {
 		cfg, err := parseConfig(tc.argv, getenvFrom(tc.env), io.Discard)
 		if err == nil {

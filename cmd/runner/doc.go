@@ -26,8 +26,13 @@
 //	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
 //	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
 //	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
-//	TOOLGATE_FRAME_KEY                             the attempt's frame key (base64url of 32 bytes); without it the
-//	                                               frame is unsigned, and the operator does not trust it
+//	TOOLGATE_FRAME_KEY                             the namespace's frame master (base64url of 32 bytes), from the
+//	                                               toolgate-frame-key Secret by secretKeyRef; the runner signs with
+//	                                               the attempt's key derived from it (frame.AttemptKey); without it
+//	                                               the frame is unsigned, and the operator does not trust it
+//	TOOLGATE_CALL_UID, TOOLGATE_ATTEMPT            the call and attempt a cold Pod serves (required with the master)
+//	TOOLGATE_FRAME_KEY_PREVIOUS                    warm: the master before the last rotation (optional)
+//	TOOLGATE_POD_UID                               warm: the Pod's own uid (downward API)
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
 //	TRACEPARENT                                    the attempt's execution span (W3C traceparent), set by an
 //	                                               operator that traces; handed to the tool unchanged
@@ -39,11 +44,15 @@
 //
 // With TOOLGATE_WARM=1 the runner was started before its call existed: TOOLGATE_ARGS and
 // TOOLGATE_ARGS_DIGEST are ignored, and it waits for one Handover line on stdin
-// (frame.Handover: the arguments, their expected digest from the operator, an optional
-// traceparent the body gets as TRACEPARENT), written by the operator through pods/attach
-// (the container has stdin and stdinOnce). Then it does exactly what follows, digest check
-// first. Stdin closed or malformed before a whole line: reason InvalidConfiguration, exit
-// 125, the body is not run. SIGTERM while waiting: exit 0 without a frame (an idle pool Pod
+// (frame.Handover: the call's uid and attempt, the arguments, their expected digest from the
+// operator, an optional traceparent the body gets as TRACEPARENT, and auth), written by the
+// operator through pods/attach (the container has stdin and stdinOnce). The auth must verify
+// with a master the Pod holds, for this Pod's uid (frame.VerifyHandover): otherwise reason
+// HandoverRefused, exit 125, the body is not run and the frame is unsigned — whoever can
+// attach but cannot read the frame key Secret gets nothing run. A Handover taken is signed
+// with the key derived for its call and attempt; then the runner does exactly what follows,
+// digest check first. Stdin closed or malformed before a whole line: reason
+// InvalidConfiguration, exit 125, the body is not run. SIGTERM while waiting: exit 0 without a frame (an idle pool Pod
 // deleted). After the termination message it writes the same signed bytes to stdout as
 // one frame.ResultLine, which the operator's attach stream reads.
 //
@@ -52,13 +61,15 @@
 //  1. Recomputes the SHA-256 of the arguments. If it differs from
 //     TOOLGATE_ARGS_DIGEST (or that is unset), the tool is not run and nothing
 //     is written to the args file: reason ArgumentsDigestMismatch, exit 125.
+//     Every frame's "argsDigest" is that expected digest (the call's): the
+//     operator believes no frame that names other arguments.
 //  2. Writes the arguments to TOOLGATE_ARGS_FILE (creating its directory; the
 //     Job mounts an emptyDir there, the root filesystem being read-only). On
 //     failure: reason ArgumentsFileError, exit 125.
 //  3. Makes itself non-dumpable (prctl PR_SET_DUMPABLE 0), so that the tool,
 //     which runs as the same user, can read neither /proc/1/environ nor
-//     /proc/1/mem, and starts the tool without TOOLGATE_FRAME_KEY in its
-//     environment. The key is the runner's alone.
+//     /proc/1/mem, and starts the tool without TOOLGATE_FRAME_KEY (nor
+//     TOOLGATE_FRAME_KEY_PREVIOUS) in its environment. The keys are the runner's alone.
 //  4. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
 //     arguments to its stdin, then closes it. A tool that does not read stdin
 //     does not block the runner (the write runs aside; EPIPE is ignored; it is
@@ -100,7 +111,7 @@
 //	tool's code   the tool exited (frame "exitCode" is the same)
 //	128+N         signal N killed the tool (frame "signal" set)
 //	125           the runner refused or failed: reason ArgumentsDigestMismatch,
-//	              ArgumentsFileError or InvalidConfiguration, or the termination
+//	              ArgumentsFileError, InvalidConfiguration or HandoverRefused, or the termination
 //	              message could not be written (then there is no frame)
 //	126           reason StartError
 //	127           reason CommandNotFound

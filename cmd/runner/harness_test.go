@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,8 +31,17 @@ func TestMain(m *testing.M) {
 
 const testArgs = `{"path":"/tmp/x","text":"héllo\nwörld"}`
 
-// testKey is the frame key the tests give the runner, as the operator does.
+// testKey is the namespace's frame master the tests give the runner, as the kubelet does
+// from the frame key Secret; the runner signs with the key it derives for testCallUID's
+// attempt 1 (testAttemptKey), as the operator expects.
 var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+const (
+	testCallUID = "0f6a3c1e-call-uid"
+	testPodUID  = "7d2b9e40-pod-uid"
+)
+
+var testAttemptKey = frame.AttemptKey(testKey, testCallUID, 1)
 
 func encodedTestKey() string { return base64.RawURLEncoding.EncodeToString(testKey) }
 
@@ -44,6 +55,9 @@ type invocation struct {
 	// its PID 1, as in a container), another user.
 	sys *syscall.SysProcAttr
 	exe string // the runner executable; empty: this test binary
+	// unsigned: the frame is expected unsigned (the runner had no key for the attempt);
+	// outcome reads it without verifying, after checking that no key verifies it.
+	unsigned bool
 }
 
 func newInvocation(t *testing.T, argv ...string) *invocation {
@@ -55,6 +69,8 @@ func newInvocation(t *testing.T, argv ...string) *invocation {
 		envArgsFile:             filepath.Join(dir, "toolgate", "args.json"),
 		envTerminationPath:      filepath.Join(dir, "termination-log"),
 		podcontract.EnvFrameKey: encodedTestKey(),
+		podcontract.EnvCallUID:  testCallUID,
+		podcontract.EnvAttempt:  "1",
 	}}
 }
 
@@ -115,7 +131,11 @@ func (in *invocation) outcome(cmd *exec.Cmd, stdout, stderr []byte) outcome {
 	if len(term) > frame.MaxTerminationMessage {
 		in.t.Fatalf("termination message is %d bytes", len(term))
 	}
-	dec := frame.Decoder{Key: testKey}
+	if in.unsigned {
+		o.frame = in.unsignedFrame(term)
+		return o
+	}
+	dec := frame.Decoder{Key: testAttemptKey}
 	f, needLog, err := dec.DecodeTermination(string(term))
 	if err != nil {
 		in.t.Fatalf("DecodeTermination(%.200q): %v", term, err)
@@ -154,4 +174,18 @@ func wantReason(t *testing.T, o outcome, code int, reason string) {
 	if !strings.Contains(string(o.stderr), reason) {
 		t.Errorf("runner stderr does not mention %s: %q", reason, o.stderr)
 	}
+}
+
+// unsignedFrame reads a termination message the runner wrote without a key: a JSON frame
+// that no key verifies.
+func (in *invocation) unsignedFrame(term []byte) frame.Frame {
+	in.t.Helper()
+	if _, _, err := (frame.Decoder{Keys: [][]byte{testKey, testAttemptKey}}).DecodeTermination(string(term)); !errors.Is(err, frame.ErrUnsigned) {
+		in.t.Fatalf("the frame %.200q is not unsigned: %v", term, err)
+	}
+	var f frame.Frame
+	if err := json.Unmarshal(term, &f); err != nil {
+		in.t.Fatalf("unsigned frame %.200q: %v", term, err)
+	}
+	return f
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -134,12 +135,17 @@ while [ ! -e "$READY" ]; do sleep 0.01; done; head -c 300000 /dev/urandom`)...)
 	}
 }
 
-// TestFrameKeyHiddenFromTool: the tool's environment has no frame key, and the
-// runner still signs with it.
+// TestFrameKeyHiddenFromTool: the tool's environment has no frame master (neither the
+// current nor the previous one), and the runner still signs with the attempt's key.
 func TestFrameKeyHiddenFromTool(t *testing.T) {
-	o := newInvocation(t, sh(`env`)...).run() // run decodes with testKey: the frame is signed
-	if strings.Contains(o.frame.Stdout, podcontract.EnvFrameKey) || strings.Contains(o.frame.Stdout, encodedTestKey()) {
-		t.Fatalf("the tool sees the frame key:\n%s", o.frame.Stdout)
+	in := newInvocation(t, sh(`env`)...)
+	previous := base64.RawURLEncoding.EncodeToString([]byte("fedcba9876543210fedcba9876543210"))
+	in.env[podcontract.EnvFrameKeyPrevious] = previous
+	o := in.run() // run decodes with testAttemptKey: the frame is signed for the attempt
+	for _, leak := range []string{podcontract.EnvFrameKey, encodedTestKey(), previous} {
+		if strings.Contains(o.frame.Stdout, leak) {
+			t.Fatalf("the tool sees the frame key (%s):\n%s", leak, o.frame.Stdout)
+		}
 	}
 	if !strings.Contains(o.frame.Stdout, envArgsDigest+"=") {
 		t.Fatalf("the tool's environment lost the rest: %s", o.frame.Stdout)
@@ -201,7 +207,7 @@ func TestUnsignedWithoutKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := (frame.Decoder{Key: testKey}).DecodeTermination(string(term)); !errors.Is(err, frame.ErrUnsigned) {
+	if _, _, err := (frame.Decoder{Key: testAttemptKey}).DecodeTermination(string(term)); !errors.Is(err, frame.ErrUnsigned) {
 		t.Fatalf("decoding an unsigned frame: %v", err)
 	}
 }

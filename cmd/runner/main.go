@@ -35,19 +35,22 @@ func realMain(argv []string, getenv func(string) string, stdout, stderr io.Write
 		return 0
 	case err != nil:
 		logf(stderr, "%v", err)
-		f := failed(frame.Frame{}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError, err)
+		f := failed(frame.Frame{ArgsDigest: cfg.argsDigest}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError, err)
 		return deliver(cfg, f, stdout, stderr)
 	case cfg.copySelf != "":
 		return copyCommand(cfg.copySelf, stderr)
 	}
-	if getenv(podcontract.EnvWarm) == podcontract.WarmOn {
+	if cfg.warm {
 		var ok bool
 		if cfg, ok = awaitHandover(cfg, stdin, sigs, stderr); !ok {
 			return 0 // stopped while idle: a pool Pod nobody claimed, nothing to report
 		}
 		if cfg.handoverErr != nil {
-			f := failed(frame.Frame{}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError, cfg.handoverErr)
-			return deliver(cfg, f, stdout, stderr)
+			reason := frame.ReasonInvalidConfiguration
+			if errors.Is(cfg.handoverErr, errHandoverRefused) {
+				reason = frame.ReasonHandoverRefused
+			}
+			return deliver(cfg, failed(frame.Frame{}, reason, frame.ExitRunnerError, cfg.handoverErr), stdout, stderr)
 		}
 	}
 	return deliver(cfg, execute(cfg, sigs, stderr), stdout, stderr)
@@ -63,7 +66,7 @@ func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
 		logf(stderr, "%s: %s", f.Reason, f.Error)
 	}
 	if len(cfg.frameKey) == 0 {
-		logf(stderr, "no %s: the frame is not signed, and the operator will not trust it", podcontract.EnvFrameKey)
+		logf(stderr, "no frame key for this attempt (%s): the frame is not signed, and the operator will not trust it", podcontract.EnvFrameKey)
 	}
 	killOthers()
 	term, block, err := frame.Encoder{Key: cfg.frameKey, Marker: cfg.marker}.Encode(f)

@@ -23,10 +23,12 @@ var errArgumentsAltered = errors.New("the arguments that reached the tool differ
 // execute verifies the arguments, runs the tool and returns the frame to
 // deliver. Its ExitCode is the runner's exit code.
 func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
-	f := frame.Frame{ArgsDigest: frame.DigestOf(cfg.args)}
-	if cfg.argsDigest != f.ArgsDigest {
+	// The frame names the arguments the runner was asked to serve (the call's digest): the
+	// operator believes no frame for other arguments.
+	f := frame.Frame{ArgsDigest: cfg.argsDigest}
+	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
 		// The digests are for the Pod log (operators); the frame's error reaches the model.
-		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, f.ArgsDigest)
+		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, got)
 		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered)
 	}
 	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
@@ -98,12 +100,13 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	return exitStatus(f, cmd.ProcessState, waitErr)
 }
 
-// bodyEnviron is the runner's environment without the frame key: the key is
-// the runner's alone, so that the tool cannot sign a frame of its own.
+// bodyEnviron is the runner's environment without the frame master keys: they are the
+// runner's alone, so that the tool cannot sign a frame of its own (nor one of any other
+// call of the namespace).
 func bodyEnviron(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, podcontract.EnvFrameKey+"=") {
+		if !strings.HasPrefix(kv, podcontract.EnvFrameKey+"=") && !strings.HasPrefix(kv, podcontract.EnvFrameKeyPrevious+"=") {
 			out = append(out, kv)
 		}
 	}

@@ -120,7 +120,7 @@ func TestLargeOutputInLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := in.run()
-	dec := frame.Decoder{Key: testKey, MaxOutput: 4194304}
+	dec := frame.Decoder{Key: testAttemptKey, MaxOutput: 4194304}
 	ptr, needLog, err := dec.DecodeTermination(string(o.term))
 	if err != nil || !needLog || ptr.StdoutBytes != int64(len(data)) || ptr.ExitCode != 0 {
 		t.Fatalf("pointer %+v needLog %v err %v", ptr, needLog, err)

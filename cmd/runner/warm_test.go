@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +21,7 @@ import (
 // outcome decoded from the termination message, plus what its stdout's result line holds.
 func runWarm(t *testing.T, in *invocation, stdin []byte) (outcome, string) {
 	t.Helper()
-	delete(in.env, envArgs)
-	delete(in.env, envArgsDigest)
-	in.env[podcontract.EnvWarm] = "1"
+	warmEnv(in)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)
@@ -33,6 +33,25 @@ func runWarm(t *testing.T, in *invocation, stdin []byte) (outcome, string) {
 		t.Fatalf("no result line on stdout %q (stderr %q)", stdout.Bytes(), stderr.Bytes())
 	}
 	return in.outcome(cmd, nil, stderr.Bytes()), line
+}
+
+// warmEnv is a pool Pod's environment: no call in it, the master, the Pod's own uid.
+func warmEnv(in *invocation) {
+	for _, name := range []string{envArgs, envArgsDigest, podcontract.EnvCallUID, podcontract.EnvAttempt} {
+		delete(in.env, name)
+	}
+	in.env[podcontract.EnvWarm] = "1"
+	in.env[podcontract.EnvPodUID] = testPodUID
+}
+
+// authenticated is h as the operator hands it over for attempt 1 of testCallUID, with an
+// auth made with each of masters for testPodUID.
+func authenticated(h frame.Handover, masters ...[]byte) frame.Handover {
+	h.CallUID, h.Attempt = testCallUID, 1
+	for _, m := range masters {
+		h.Auth = append(h.Auth, frame.HandoverAuth(m, h.CallUID, h.Attempt, testPodUID, h.ArgumentsDigest))
+	}
+	return h
 }
 
 func handoverLine(t *testing.T, h frame.Handover) []byte {
@@ -47,7 +66,7 @@ func handoverLine(t *testing.T, h frame.Handover) []byte {
 func TestWarmHandoverRunsBodyWithFrozenBytes(t *testing.T) {
 	in := newInvocation(t, sh(`cat; printf '|%s' "$TRACEPARENT"`)...)
 	in.env[envArgsFile] = noArgsFile
-	h := frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs)), Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs)), Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, testKey)
 	o, line := runWarm(t, in, handoverLine(t, h))
 	if o.code != 0 || o.frame.Reason != "" {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
@@ -64,7 +83,7 @@ func TestWarmDigestMismatchDoesNotRunBody(t *testing.T) {
 	in := newInvocation(t, sh(`touch "$MARK"`)...)
 	mark := filepath.Join(in.dir, "ran")
 	in.env["MARK"] = mark
-	h := frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))}
+	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))}, testKey)
 	o, _ := runWarm(t, in, handoverLine(t, h))
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch)
 	if _, err := os.Stat(mark); err == nil {
@@ -78,6 +97,7 @@ func TestWarmWithoutHandoverDoesNotRunBody(t *testing.T) {
 			in := newInvocation(t, sh(`touch "$MARK"`)...)
 			mark := filepath.Join(in.dir, "ran")
 			in.env["MARK"] = mark
+			in.unsigned = true // no Handover: no call to sign for
 			o, _ := runWarm(t, in, []byte(stdin))
 			wantReason(t, o, frame.ExitRunnerError, frame.ReasonInvalidConfiguration)
 			if !strings.Contains(o.frame.Error, "no arguments were handed over") {
@@ -96,9 +116,7 @@ func TestWarmStoppedWhileIdle(t *testing.T) {
 	in := newInvocation(t, sh(`touch "$MARK"`)...)
 	mark := filepath.Join(in.dir, "ran")
 	in.env["MARK"] = mark
-	delete(in.env, envArgs)
-	delete(in.env, envArgsDigest)
-	in.env[podcontract.EnvWarm] = "1"
+	warmEnv(in)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)
@@ -132,5 +150,64 @@ func TestWarmStoppedWhileIdle(t *testing.T) {
 	}
 	if _, err := os.Stat(in.env[envTerminationPath]); err == nil {
 		t.Fatal("a frame was written for a call that never came")
+	}
+}
+
+// A Handover the operator did not authenticate for this Pod — written by anyone who can
+// attach to an idle pool Pod but cannot read the namespace's frame key Secret — is refused:
+// the body does not run, and the frame, unsigned, vouches for nothing (never a success).
+func TestWarmForgedHandoverRefused(t *testing.T) {
+	other := []byte("another master, not the Pod's...")
+	args := []byte(`{"path":"/etc/shadow"}`)
+	forged := frame.Handover{Arguments: args, ArgumentsDigest: frame.DigestOf(args)}
+	for name, h := range map[string]frame.Handover{
+		"no auth":           authenticated(forged),
+		"another master":    authenticated(forged, other),
+		"another Pod":       withAuth(forged, frame.HandoverAuth(testKey, testCallUID, 1, "another-pod", forged.ArgumentsDigest)),
+		"auth for a digest": withAuth(forged, frame.HandoverAuth(testKey, testCallUID, 1, testPodUID, frame.DigestOf([]byte(testArgs)))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := newInvocation(t, sh(`touch "$MARK"; echo ran`)...)
+			mark := filepath.Join(in.dir, "ran")
+			in.env["MARK"] = mark
+			in.unsigned = true
+			o, _ := runWarm(t, in, handoverLine(t, h))
+			wantReason(t, o, frame.ExitRunnerError, frame.ReasonHandoverRefused)
+			if _, err := os.Stat(mark); err == nil {
+				t.Fatal("the body ran with a forged handover")
+			}
+			if o.frame.ArgsDigest != "" || o.frame.Stdout != "" {
+				t.Fatalf("the refusal names arguments or output: %+v", o.frame)
+			}
+		})
+	}
+}
+
+func withAuth(h frame.Handover, auth string) frame.Handover {
+	h.CallUID, h.Attempt, h.Auth = testCallUID, 1, []string{auth}
+	return h
+}
+
+// A Handover taken is signed for the call and attempt it names, with the master that
+// authenticated it: after a rotation the operator may still hold only the previous master
+// (its cache), while a new Pod holds both.
+func TestWarmHandoverSignsForItsAttempt(t *testing.T) {
+	newMaster := []byte("the master after the rotation..!")
+	in := newInvocation(t, sh(`echo ran`)...)
+	in.env[podcontract.EnvFrameKey] = base64.RawURLEncoding.EncodeToString(newMaster)
+	in.env[podcontract.EnvFrameKeyPrevious] = encodedTestKey()
+	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, testKey)
+	o, _ := runWarm(t, in, handoverLine(t, h)) // decodes with AttemptKey(testKey, testCallUID, 1)
+	if o.code != 0 || o.frame.Stdout != "ran\n" || o.frame.ArgsDigest != h.ArgumentsDigest {
+		t.Fatalf("exit %d frame %+v", o.code, o.frame)
+	}
+	for name, key := range map[string][]byte{
+		"the master":      testKey,
+		"another attempt": frame.AttemptKey(testKey, testCallUID, 2),
+		"the new master":  frame.AttemptKey(newMaster, testCallUID, 1),
+	} {
+		if _, _, err := (frame.Decoder{Key: key}).DecodeTermination(string(o.term)); !errors.Is(err, frame.ErrSignature) {
+			t.Errorf("%s verifies the frame: %v", name, err)
+		}
 	}
 }

@@ -37,6 +37,14 @@ var (
 		Help: "Call attempts of a Tool with a warm pool that ran cold, by namespace, kind, tool and why (empty, conflict, error, unlisted).",
 	}, []string{"namespace", "kind", "tool", "why"})
 
+	// WarmPodsRejected counts pool Pods deleted because their live spec is not the spec of
+	// the pool their labels and owner put them in (someone moved another tool's Pod into
+	// it), by where the operator saw it: pool (the pool's pass) or claim (a call's claim).
+	WarmPodsRejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "warmpool_rejected_pods_total",
+		Help: "Pool Pods deleted because their live spec is not their pool's, by namespace, kind, tool and where (pool, claim).",
+	}, []string{"namespace", "kind", "tool", "where"})
+
 	// WarmRefill is the time from a pool Pod's creation to its Ready condition.
 	WarmRefill = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "warmpool_refill_seconds",
@@ -46,5 +54,5 @@ var (
 )
 
 func registerWarm() {
-	metrics.Registry.MustRegister(WarmPoolSize, WarmPoolReady, WarmClaims, WarmMisses, WarmRefill)
+	metrics.Registry.MustRegister(WarmPoolSize, WarmPoolReady, WarmClaims, WarmMisses, WarmPodsRejected, WarmRefill)
 }

@@ -17,8 +17,11 @@ import (
 // an honest runner with that limit could not have written is refused with
 // ErrTooLarge before it is inflated or read.
 type Decoder struct {
-	// Key is the attempt's frame key (ParseKey); without it nothing verifies.
+	// Key is the attempt's frame key (AttemptKey); without it (or Keys) nothing verifies.
 	Key []byte
+	// Keys are further keys any of which may have signed (an attempt key derived from each
+	// master the operator knows, across a rotation).
+	Keys [][]byte
 	// MaxOutput is the call's stdout limit in bytes, as given to the runner
 	// (<= 0: MaxOutputLimit).
 	MaxOutput int64
@@ -36,7 +39,7 @@ func (d Decoder) DecodeTermination(msg string) (f Frame, needLog bool, err error
 	if len(msg) > MaxTerminationMessage {
 		return Frame{}, false, fmt.Errorf("%w: termination message of %d bytes", ErrTooLarge, len(msg))
 	}
-	body, err := verify(d.Key, strings.TrimSpace(msg))
+	body, err := verifyAny(append([][]byte{d.Key}, d.Keys...), strings.TrimSpace(msg))
 	if err != nil {
 		return Frame{}, false, err
 	}

@@ -27,9 +27,11 @@
 //
 // The tool body runs as the same user as the runner and can write the
 // termination message and the log itself, so nothing in them is believed
-// unless the runner vouched for it. The operator gives each attempt a random
-// key ([NewKey], in [EnvFrameKey]); the runner keeps it from the tool and signs
-// the termination message with HMAC-SHA256 over its exact bytes:
+// unless the runner vouched for it. Each attempt has its own key, derived from
+// the namespace's master ([AttemptKey]: the master reaches the tool container by
+// secretKeyRef, never as a literal in a spec; see derive.go); the runner keeps
+// the master from the tool and signs the termination message with HMAC-SHA256,
+// under the attempt's key, over its exact bytes:
 //
 //	tgs1:<43 characters: base64url(HMAC-SHA256(key, BODY))>:BODY
 //

@@ -60,6 +60,9 @@ const (
 	ReasonInvalidConfiguration    = "InvalidConfiguration"
 	ReasonCommandNotFound         = "CommandNotFound"
 	ReasonStartError              = "StartError"
+	// ReasonHandoverRefused: a warm runner was handed a Handover whose auth does not verify;
+	// the body is not run and the frame is unsigned (the runner cannot tell who asked).
+	ReasonHandoverRefused = "HandoverRefused"
 )
 
 // Errors returned by the decoders (wrapped; test with errors.Is).
@@ -79,11 +82,14 @@ var (
 
 // Frame is the result of one run of a tool's command.
 type Frame struct {
-	V          int    `json:"v"`
-	ExitCode   int    `json:"exitCode"`         // runner's exit code: tool's code, 128+signal, or 125..127
-	Signal     string `json:"signal,omitempty"` // e.g. "SIGKILL" when a signal killed the tool
-	Reason     string `json:"reason,omitempty"` // runner failure, see Reason constants
-	Error      string `json:"error,omitempty"`  // human-readable detail for Reason
+	V        int    `json:"v"`
+	ExitCode int    `json:"exitCode"`         // runner's exit code: tool's code, 128+signal, or 125..127
+	Signal   string `json:"signal,omitempty"` // e.g. "SIGKILL" when a signal killed the tool
+	Reason   string `json:"reason,omitempty"` // runner failure, see Reason constants
+	Error    string `json:"error,omitempty"`  // human-readable detail for Reason
+	// ArgsDigest is the digest of the arguments the runner was asked to serve (the call's
+	// status.argumentsDigest): it runs the body only on arguments that hash to it. The
+	// operator accepts no frame that names other arguments.
 	ArgsDigest string `json:"argsDigest,omitempty"`
 	DurationMs int64  `json:"durationMs"`
 

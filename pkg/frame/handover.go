@@ -13,7 +13,9 @@ import (
 // Warm Pods (a Tool's warm pool) are started before their call exists, so the call's
 // arguments cannot be in their environment. The operator writes one Handover, a JSON
 // object on one line, to the runner's stdin (pods/attach, stdinOnce); the runner verifies
-// the arguments against the digest it carries exactly as it verifies TOOLGATE_ARGS, runs
+// the Handover's auth (derive.go: whoever can attach but cannot read the namespace's frame
+// key Secret cannot make a Pod run their arguments), then the arguments against the digest
+// it carries exactly as it verifies TOOLGATE_ARGS, runs
 // the body once, and writes its signed termination message again on stdout as one
 // ResultLine, so the operator's attach stream returns the result as soon as the body ended.
 // The termination message stays the durable record; the line is only believed when it
@@ -25,8 +27,16 @@ const (
 	resultLinePrefix = "--toolgate-warm-result "
 )
 
-// Handover is what the operator hands a warm Pod's runner for its one call.
+// Handover is what the operator hands a warm Pod's runner for its one call. The runner
+// takes it only when one of Auth verifies (VerifyHandover) with a master it holds, for
+// its own Pod: then it signs its frame with AttemptKey(master, CallUID, Attempt).
 type Handover struct {
+	// CallUID and Attempt name the call and attempt the Pod was claimed for.
+	CallUID string `json:"callUID"`
+	Attempt int    `json:"attempt"`
+	// Auth are HandoverAuth of the fields below for this Pod, one per master the operator
+	// knows (at most MaxHandoverAuths).
+	Auth []string `json:"auth"`
 	// Arguments are the frozen canonical bytes (base64 in JSON).
 	Arguments []byte `json:"arguments"`
 	// ArgumentsDigest is "sha256:<hex>" of Arguments, from the call's status.

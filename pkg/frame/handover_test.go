@@ -8,7 +8,7 @@ import (
 )
 
 func TestHandoverRoundTrip(t *testing.T) {
-	in := Handover{Arguments: []byte(`{"a":"$(x)\n"}`), ArgumentsDigest: DigestOf([]byte(`{"a":"$(x)\n"}`)), Traceparent: "00-abc-def-01"}
+	in := Handover{CallUID: "uid", Attempt: 2, Auth: []string{"x"}, Arguments: []byte(`{"a":"$(x)\n"}`), ArgumentsDigest: DigestOf([]byte(`{"a":"$(x)\n"}`)), Traceparent: "00-abc-def-01"}
 	line, err := EncodeHandover(in)
 	if err != nil {
 		t.Fatal(err)
@@ -17,7 +17,8 @@ func TestHandoverRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(out.Arguments, in.Arguments) || out.ArgumentsDigest != in.ArgumentsDigest || out.Traceparent != in.Traceparent {
+	if !bytes.Equal(out.Arguments, in.Arguments) || out.ArgumentsDigest != in.ArgumentsDigest || out.Traceparent != in.Traceparent ||
+		out.CallUID != in.CallUID || out.Attempt != in.Attempt || len(out.Auth) != 1 {
 		t.Fatalf("got %+v, want %+v", out, in)
 	}
 }
@@ -47,5 +48,97 @@ func TestLastResultLine(t *testing.T) {
 	}
 	if _, ok := LastResultLine(ResultLine(bytes.Repeat([]byte("x"), MaxTerminationMessage+1))); ok {
 		t.Fatal("a line longer than a termination message must not count")
+	}
+}
+
+func testMaster(t *testing.T) []byte {
+	t.Helper()
+	s, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ParseKey(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// An attempt key names one call and one attempt of one namespace's master: a frame signed
+// for any other verifies with none of them.
+func TestAttemptKeyNamesCallAndAttempt(t *testing.T) {
+	master, other := testMaster(t), testMaster(t)
+	key := AttemptKey(master, "uid-1", 1)
+	if !bytes.Equal(key, AttemptKey(master, "uid-1", 1)) {
+		t.Fatal("the derivation is not deterministic")
+	}
+	f := Frame{ExitCode: 0, ArgsDigest: DigestOf([]byte(`{}`))}
+	msg, _, err := Encoder{Key: key}.Encode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, k := range map[string][]byte{
+		"other attempt": AttemptKey(master, "uid-1", 2),
+		"other call":    AttemptKey(master, "uid-2", 1),
+		"other master":  AttemptKey(other, "uid-1", 1),
+		// length-prefixed fields: "uid-1"+"1" never reads as "uid-"+"11"
+		"shifted fields": AttemptKey(master, "uid-", 11),
+		"the master":     master,
+	} {
+		if _, _, err := (Decoder{Key: k}).DecodeTermination(string(msg)); !errors.Is(err, ErrSignature) {
+			t.Errorf("%s: err = %v, want ErrSignature", name, err)
+		}
+	}
+	if _, _, err := (Decoder{Keys: [][]byte{AttemptKey(other, "uid-1", 1), key}}).DecodeTermination(string(msg)); err != nil {
+		t.Errorf("any of the decoder's keys verifies: %v", err)
+	}
+}
+
+// A Handover is taken only with an auth made from a master the runner holds, for its own
+// Pod and for exactly the call, attempt and digest it carries.
+func TestVerifyHandover(t *testing.T) {
+	master, previous, other := testMaster(t), testMaster(t), testMaster(t)
+	digest := DigestOf([]byte(`{"a":1}`))
+	signed := func(m []byte, mutate func(*Handover)) Handover {
+		h := Handover{CallUID: "uid-1", Attempt: 1, ArgumentsDigest: digest, Arguments: []byte(`{"a":1}`)}
+		h.Auth = []string{HandoverAuth(m, h.CallUID, h.Attempt, "pod-1", h.ArgumentsDigest)}
+		if mutate != nil {
+			mutate(&h)
+		}
+		return h
+	}
+	if m, ok := VerifyHandover([][]byte{master}, "pod-1", signed(master, nil)); !ok || !bytes.Equal(m, master) {
+		t.Fatal("a Handover authenticated with the Pod's master is refused")
+	}
+	// After a rotation the operator sends one auth per master; a Pod started before it
+	// holds the old master as its current one.
+	both := signed(master, func(h *Handover) {
+		h.Auth = append(h.Auth, HandoverAuth(previous, h.CallUID, h.Attempt, "pod-1", h.ArgumentsDigest))
+	})
+	if m, ok := VerifyHandover([][]byte{previous}, "pod-1", both); !ok || !bytes.Equal(m, previous) {
+		t.Fatal("an old Pod refuses the auth made with its master")
+	}
+	for name, tc := range map[string]struct {
+		h   Handover
+		pod string
+	}{
+		"no auth":            {signed(master, func(h *Handover) { h.Auth = nil }), "pod-1"},
+		"garbage auth":       {signed(master, func(h *Handover) { h.Auth = []string{"not-a-mac"} }), "pod-1"},
+		"another master":     {signed(other, nil), "pod-1"},
+		"another Pod":        {signed(master, nil), "pod-2"},
+		"no Pod uid":         {signed(master, nil), ""},
+		"another call":       {signed(master, func(h *Handover) { h.CallUID = "uid-2" }), "pod-1"},
+		"another attempt":    {signed(master, func(h *Handover) { h.Attempt = 2 }), "pod-1"},
+		"another digest":     {signed(master, func(h *Handover) { h.ArgumentsDigest = DigestOf([]byte(`{}`)) }), "pod-1"},
+		"no call":            {signed(master, func(h *Handover) { h.CallUID = "" }), "pod-1"},
+		"too many auths":     {signed(master, func(h *Handover) { h.Auth = []string{"a", "b", h.Auth[0]} }), "pod-1"},
+		"the frame key auth": {signed(master, func(h *Handover) { h.Auth = []string{macEncoding.EncodeToString(AttemptKey(master, "uid-1", 1))} }), "pod-1"},
+	} {
+		if _, ok := VerifyHandover([][]byte{master, previous}, tc.pod, tc.h); ok {
+			t.Errorf("%s: taken", name)
+		}
+	}
+	if _, ok := VerifyHandover(nil, "pod-1", signed(master, nil)); ok {
+		t.Error("a runner without a master takes a Handover")
 	}
 }

@@ -28,7 +28,7 @@ var macEncoding = base64.RawURLEncoding.Strict()
 // signatureLen is what signing adds to a termination message.
 var signatureLen = len(SignedPrefix) + macEncoding.EncodedLen(sha256.Size) + 1
 
-// NewKey returns a fresh random frame key, encoded for EnvFrameKey.
+// NewKey returns a fresh random key, encoded as the frame key Secret holds a master.
 func NewKey() (string, error) {
 	b := make([]byte, KeySize)
 	if _, err := rand.Read(b); err != nil {
@@ -37,7 +37,7 @@ func NewKey() (string, error) {
 	return macEncoding.EncodeToString(b), nil
 }
 
-// ParseKey decodes a key encoded by NewKey.
+// ParseKey decodes a key encoded by NewKey (a master from the frame key Secret).
 func ParseKey(s string) ([]byte, error) {
 	b, err := macEncoding.DecodeString(s)
 	if err != nil || len(b) != KeySize {
@@ -64,7 +64,18 @@ func sign(key, body []byte) []byte {
 // verify checks a signed termination message against key, in constant time,
 // and returns its body. Nothing of the body is looked at before the MAC matched.
 func verify(key []byte, msg string) (string, error) {
-	if len(key) == 0 {
+	return verifyAny([][]byte{key}, msg)
+}
+
+// verifyAny is verify for a message that any of keys (empty ones skipped) may have signed.
+func verifyAny(keys [][]byte, msg string) (string, error) {
+	var usable [][]byte
+	for _, k := range keys {
+		if len(k) > 0 {
+			usable = append(usable, k)
+		}
+	}
+	if len(usable) == 0 {
 		return "", ErrNoKey
 	}
 	rest, ok := strings.CutPrefix(msg, SignedPrefix)
@@ -80,8 +91,10 @@ func verify(key []byte, msg string) (string, error) {
 		return "", fmt.Errorf("%w: malformed signature", ErrSignature)
 	}
 	body := rest[n+1:]
-	if !hmac.Equal(got, mac(key, []byte(body))) {
-		return "", ErrSignature
+	for _, k := range usable {
+		if hmac.Equal(got, mac(k, []byte(body))) {
+			return body, nil
+		}
 	}
-	return body, nil
+	return "", ErrSignature
 }

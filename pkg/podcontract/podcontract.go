@@ -26,9 +26,20 @@ const (
 	EnvTerminationPath = "TOOLGATE_TERMINATION_PATH"
 	// EnvResultMarker overrides the marker of a frame block carried in the Pod log.
 	EnvResultMarker = "TOOLGATE_RESULT_MARKER"
-	// EnvFrameKey is the attempt's frame key; the runner signs its frame with it and never
-	// hands it to the body.
+	// EnvFrameKey is the namespace's frame master key, from FrameKeySecret by secretKeyRef
+	// (never a literal in a Pod spec). The runner derives its attempt's frame key from it
+	// (frame.AttemptKey), signs its frame with that, and never hands the master to the body.
 	EnvFrameKey = "TOOLGATE_FRAME_KEY"
+	// EnvFrameKeyPrevious is the master before the last rotation (FrameKeySecretPrevious,
+	// optional), on warm pool Pods: a Handover authenticated with either is taken.
+	EnvFrameKeyPrevious = "TOOLGATE_FRAME_KEY_PREVIOUS"
+	// EnvCallUID and EnvAttempt name the call and attempt a cold Pod serves: its frame key
+	// is derived for them. A warm Pod learns them from its authenticated Handover.
+	EnvCallUID = "TOOLGATE_CALL_UID"
+	EnvAttempt = "TOOLGATE_ATTEMPT"
+	// EnvPodUID is the warm pool Pod's own metadata.uid (downward API): a Handover is
+	// authenticated for one Pod, so it cannot be replayed to another.
+	EnvPodUID = "TOOLGATE_POD_UID"
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
 	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span.
@@ -72,6 +83,16 @@ const (
 	AnnotationCallName = "toolgate.dev/call-name"
 	// AnnotationClaimedBy on a warm Pod is the uid of the call that claimed it.
 	AnnotationClaimedBy = "toolgate.dev/claimed-by"
+)
+
+// The namespace's frame key Secret: the operator creates it (FrameKeySecretKey, 32 random
+// bytes as frame.NewKey encodes them) in each namespace where it runs tool Pods, before the
+// first; tool containers read it by secretKeyRef. A rotation moves the key to
+// FrameKeySecretPrevious and writes a new one (docs/operations.md).
+const (
+	FrameKeySecret         = "toolgate-frame-key"
+	FrameKeySecretKey      = "key"
+	FrameKeySecretPrevious = "previous"
 )
 
 // Network modes as LabelNetwork's values.

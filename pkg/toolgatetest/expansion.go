@@ -12,8 +12,9 @@ import (
 // applies the same rules, so that a test sees what a real body would receive.
 
 // expandEnv is the environment the kubelet gives a container: its env values in order,
-// each expanded against the variables declared before it. (Values from valueFrom and the
-// service variables are not modelled; toolgate's Pods use neither.)
+// each expanded against the variables declared before it. (Values from valueFrom are
+// resolved by Kubelet.containerEnv; service variables are not modelled, toolgate's Pods
+// have none.)
 func expandEnv(c *corev1.Container) map[string]string {
 	env := map[string]string{}
 	for _, e := range c.Env {

@@ -315,7 +315,7 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 	case o.DeadlineExceeded, o.Evicted, o.PodReason != "":
 		return k.failPod(ctx, job, pod, o)
 	default:
-		term, err := k.terminate(pod, o)
+		term, err := k.terminate(ctx, pod, o)
 		if err != nil {
 			return err
 		}

@@ -15,17 +15,58 @@ import (
 )
 
 // terminate plays the runner: it frames the tool's output exactly as cmd/runner does
-// (bounded stdout, digest check, termination message or log block, signed with the key the
-// operator put in the Pod), or plays what Outcome says a hostile body did instead.
-func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
-	// The environment as a kubelet hands it to the runner: $(…) references expanded.
-	env := expandEnv(&pod.Spec.Containers[0])
-	return k.terminateWith(pod, o, env, []byte(env[podcontract.EnvArgs]))
+// (bounded stdout, digest check, termination message or log block, signed with the key it
+// derives for the call and attempt the Pod names from the namespace's master, which the
+// kubelet resolves from the frame key Secret), or plays what Outcome says a hostile body
+// did instead.
+func (k *Kubelet) terminate(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
+	env, err := k.containerEnv(ctx, pod)
+	if err != nil {
+		return nil, err
+	}
+	var key []byte
+	attempt, aerr := strconv.Atoi(env[podcontract.EnvAttempt])
+	if master, err := frame.ParseKey(env[podcontract.EnvFrameKey]); err == nil && aerr == nil && env[podcontract.EnvCallUID] != "" {
+		key = frame.AttemptKey(master, env[podcontract.EnvCallUID], attempt)
+	}
+	return k.terminateWith(pod, o, env, []byte(env[podcontract.EnvArgs]), key)
+}
+
+// containerEnv is the tool container's environment as a kubelet hands it to the runner:
+// $(…) references expanded, the frame key Secret's values and the Pod's uid resolved (read
+// live: the operator's cache holds no Secret).
+func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	c := &pod.Spec.Containers[0]
+	env := expandEnv(c)
+	var secret *corev1.Secret
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.uid":
+			env[e.Name] = string(pod.UID)
+		case e.ValueFrom.SecretKeyRef != nil:
+			ref := e.ValueFrom.SecretKeyRef
+			if secret == nil || secret.Name != ref.Name {
+				secret = &corev1.Secret{}
+				if err := k.reader().Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, secret); err != nil {
+					return nil, fmt.Errorf("simulated kubelet: secret %s for %s: %w", ref.Name, e.Name, err)
+				}
+			}
+			v, ok := secret.Data[ref.Key]
+			if !ok && (ref.Optional == nil || !*ref.Optional) {
+				return nil, fmt.Errorf("simulated kubelet: secret %s has no %s for %s", ref.Name, ref.Key, e.Name)
+			}
+			if ok {
+				env[e.Name] = string(v)
+			}
+		}
+	}
+	return env, nil
 }
 
 // terminateWith is terminate for arguments that came another way (a warm Pod's Handover,
-// whose digest is in env's TOOLGATE_ARGS_DIGEST).
-func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]string, args []byte) (*corev1.ContainerStateTerminated, error) {
+// whose digest is in env's TOOLGATE_ARGS_DIGEST), signed with key (nil: unsigned).
+func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]string, args []byte, key []byte) (*corev1.ContainerStateTerminated, error) {
 	term := &corev1.ContainerStateTerminated{ExitCode: o.ExitCode, Reason: o.Reason, StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
 	if term.Reason == "" {
 		term.Reason = "Completed"
@@ -37,7 +78,7 @@ func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]strin
 		return term, nil
 	}
 	enc := frame.Encoder{}
-	if key, err := frame.ParseKey(env[podcontract.EnvFrameKey]); err == nil && !o.Forge {
+	if !o.Forge {
 		enc.Key = key
 	}
 	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env[podcontract.EnvArgsDigest], StderrTail: o.Stderr}

@@ -24,10 +24,13 @@ import (
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
 // its tool container started, Ready) — a Tool's and a ClusterTool's, in whatever namespace
 // it keeps it (any toolgate Pod no Job owns) — and it is the operator's WarmExecutor
-// (controllers.WarmExecutor, in place of pods/attach): a Handover plays the Pod's script as
-// a cold Pod's — the digest check against the Handover's digest, the frame signed with the
-// Pod's own key, the termination message, the result line on the "stream" — and is
-// recorded (Kubelet.Handovers). Outcome.After delays the body's end; Hold, LosePod and
+// (controllers.WarmExecutor, in place of pods/attach): a Handover is checked as the runner
+// checks it — its auth must verify with a master of the namespace's frame key Secret for
+// this Pod (frame.VerifyHandover), else the body does not run and the Pod ends with an
+// unsigned HandoverRefused frame — then plays the Pod's script as a cold Pod's — the digest
+// check against the Handover's digest, the frame signed with the key derived for the
+// Handover's call and attempt, the termination message, the result line on the "stream" —
+// and is recorded (Kubelet.Handovers). Outcome.After delays the body's end; Hold, LosePod and
 // Waiting are cold-only (a warm Pod already runs).
 
 // WarmHandover is one Handover a warm Pod received.
@@ -40,6 +43,8 @@ type WarmHandover struct {
 	At      time.Time
 	// Traceparent is the handover's (the execution span the runner hands the body), if any.
 	Traceparent string
+	// Refused: the Handover's auth did not verify; the body did not run.
+	Refused bool
 }
 
 // Handovers returns every Handover the Kubelet's warm Pods received, in order.
@@ -95,20 +100,29 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // Handover implements controllers.WarmExecutor for the Kubelet's pool Pods.
 func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line []byte) (controllers.WarmStream, error) {
 	pod := &corev1.Pod{}
-	if err := k.reader().Get(ctx, key, pod); err != nil { // whole: the key is in the spec
+	if err := k.reader().Get(ctx, key, pod); err != nil { // whole: the env is in the spec
 		return controllers.WarmStream{}, err
 	}
 	h, err := frame.ReadHandover(bytes.NewReader(line))
 	if err != nil {
 		return controllers.WarmStream{}, err
 	}
+	env, err := k.containerEnv(ctx, pod)
+	if err != nil {
+		return controllers.WarmStream{}, err
+	}
+	master, verified := frame.VerifyHandover(mastersOf(env), env[podcontract.EnvPodUID], h)
 	at := time.Now()
 	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[podcontract.AnnotationCallName],
-		CallUID: types.UID(pod.Annotations[podcontract.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent}
+		CallUID: types.UID(pod.Annotations[podcontract.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent, Refused: !verified}
 	rec.Attempt, _ = strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 	k.mu.Lock()
 	k.handovers = append(k.handovers, rec)
 	k.mu.Unlock()
+	if !verified {
+		term, err := k.refuseHandover(ctx, pod)
+		return controllers.WarmStream{HandedOver: at, StdoutTail: frame.ResultLine([]byte(term.Message))}, err
+	}
 	o := k.scriptForWarm(pod)
 	if o.After > 0 {
 		select {
@@ -117,7 +131,7 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 			return controllers.WarmStream{HandedOver: at}, ctx.Err()
 		}
 	}
-	term, err := k.playWarm(ctx, pod, o, h)
+	term, err := k.playWarm(ctx, pod, o, h, frame.AttemptKey(master, h.CallUID, h.Attempt))
 	stream := controllers.WarmStream{HandedOver: at}
 	if term != nil && term.Message != "" {
 		stream.StdoutTail = frame.ResultLine([]byte(term.Message))
@@ -141,7 +155,7 @@ func (k *Kubelet) scriptForWarm(pod *corev1.Pod) Outcome {
 
 // playWarm writes the warm Pod's end for o; it returns the tool container's terminated
 // state when the runner wrote one (nil: the kubelet failed the Pod).
-func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h frame.Handover) (*corev1.ContainerStateTerminated, error) {
+func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h frame.Handover, key []byte) (*corev1.ContainerStateTerminated, error) {
 	if o.DeadlineExceeded || o.Evicted || o.PodReason != "" {
 		pod.Status.Phase, pod.Status.Reason = corev1.PodFailed, "DeadlineExceeded"
 		if o.Evicted {
@@ -156,15 +170,45 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 	}
 	env := expandEnv(&pod.Spec.Containers[0])
 	env[podcontract.EnvArgsDigest] = h.ArgumentsDigest
-	term, err := k.terminateWith(pod, o, env, h.Arguments)
+	term, err := k.terminateWith(pod, o, env, h.Arguments, key)
 	if err != nil {
 		return nil, err
 	}
+	return term, k.endWarm(ctx, pod, term)
+}
+
+// refuseHandover plays the runner refusing a Handover it cannot authenticate: the body does
+// not run; the frame, unsigned, says HandoverRefused; the Pod (stdin closed) is spent.
+func (k *Kubelet) refuseHandover(ctx context.Context, pod *corev1.Pod) (*corev1.ContainerStateTerminated, error) {
+	f := frame.Frame{ExitCode: frame.ExitRunnerError, Reason: frame.ReasonHandoverRefused,
+		Error: "the handover is not authenticated by the operator for this Pod, so the tool was not run"}
+	msg, _, err := frame.Encoder{}.Encode(f)
+	if err != nil {
+		return nil, err
+	}
+	now := metav1.Now()
+	term := &corev1.ContainerStateTerminated{ExitCode: frame.ExitRunnerError, Reason: "Error", Message: string(msg), StartedAt: now, FinishedAt: now}
+	return term, k.endWarm(ctx, pod, term)
+}
+
+// endWarm writes the warm Pod's end: its tool container terminated as term says.
+func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.ContainerStateTerminated) error {
 	pod.Status.Phase = corev1.PodSucceeded
 	if term.ExitCode != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
 		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Terminated: term}}}
-	return term, k.Status().Update(ctx, pod)
+	return k.Status().Update(ctx, pod)
+}
+
+// mastersOf are the frame masters a warm runner got from its environment.
+func mastersOf(env map[string]string) [][]byte {
+	var masters [][]byte
+	for _, name := range []string{podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious} {
+		if m, err := frame.ParseKey(env[name]); err == nil {
+			masters = append(masters, m)
+		}
+	}
+	return masters
 }

@@ -1,0 +1,163 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,resourceNames=toolgate-frame-key
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+
+// frameKeyTTL is how long a namespace's masters are used from memory before they are read
+// again: a rotation or a Secret deleted and re-created is seen within it (and at once when
+// a frame does not verify). One GET per namespace per TTL, never one per call.
+const frameKeyTTL = 5 * time.Minute
+
+// errFrameKeySecret is a frame key Secret the operator cannot use (malformed, or forbidden).
+var errFrameKeySecret = errors.New("the namespace's frame key Secret " + podcontract.FrameKeySecret + " cannot be used")
+
+// frameKeys holds each namespace's frame masters (podcontract.FrameKeySecret), read with the
+// API reader (no Secret informer: the operator may get only that one Secret by name) and
+// created when missing. Tool containers read the Secret by secretKeyRef; no key ever
+// appears in a Job or Pod spec.
+type frameKeys struct {
+	client client.Client
+	reader client.Reader
+	clock  clock.PassiveClock
+
+	mu   sync.Mutex
+	byNS map[string]nsMasters
+}
+
+type nsMasters struct {
+	// masters are the current key, then the previous one if the Secret has one.
+	masters [][]byte
+	readAt  time.Time
+}
+
+func newFrameKeys(c client.Client, r client.Reader, clk clock.PassiveClock) *frameKeys {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &frameKeys{client: c, reader: r, clock: clk, byNS: map[string]nsMasters{}}
+}
+
+// ensure returns the namespace's masters (current first), from memory when read within
+// frameKeyTTL, else from the Secret, which it creates when it does not exist.
+func (k *frameKeys) ensure(ctx context.Context, namespace string) ([][]byte, error) {
+	k.mu.Lock()
+	cached, ok := k.byNS[namespace]
+	k.mu.Unlock()
+	if ok && k.clock.Since(cached.readAt) < frameKeyTTL {
+		return cached.masters, nil
+	}
+	return k.read(ctx, namespace)
+}
+
+// refresh reads the namespace's masters again (a frame that did not verify: the key may
+// have been rotated since it was cached).
+func (k *frameKeys) refresh(ctx context.Context, namespace string) ([][]byte, error) {
+	return k.read(ctx, namespace)
+}
+
+func (k *frameKeys) read(ctx context.Context, namespace string) ([][]byte, error) {
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: namespace, Name: podcontract.FrameKeySecret}
+	err := k.reader.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		secret, err = k.create(ctx, namespace)
+	}
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("%w: %w", errFrameKeySecret, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	masters, err := mastersOf(secret)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.byNS[namespace] = nsMasters{masters: masters, readAt: k.clock.Now()}
+	k.mu.Unlock()
+	return masters, nil
+}
+
+// create makes the namespace's Secret with a fresh key; one created meanwhile (another
+// replica, a restart) is read instead.
+func (k *frameKeys) create(ctx context.Context, namespace string) (*corev1.Secret, error) {
+	master, err := frame.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: podcontract.FrameKeySecret, Namespace: namespace,
+			Labels: map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)},
+	}
+	err = k.client.Create(ctx, secret)
+	if apierrors.IsAlreadyExists(err) {
+		err = k.reader.Get(ctx, client.ObjectKeyFromObject(secret), secret)
+	}
+	return secret, err
+}
+
+// mastersOf parses the Secret's key and, when present, previous.
+func mastersOf(secret *corev1.Secret) ([][]byte, error) {
+	var masters [][]byte
+	for _, name := range []string{podcontract.FrameKeySecretKey, podcontract.FrameKeySecretPrevious} {
+		v, ok := secret.Data[name]
+		if !ok && name == podcontract.FrameKeySecretPrevious {
+			continue
+		}
+		m, err := frame.ParseKey(string(v))
+		if err != nil {
+			return nil, fmt.Errorf("%w: data %q: %w", errFrameKeySecret, name, err)
+		}
+		masters = append(masters, m)
+	}
+	return masters, nil
+}
+
+// attemptKeys are the keys one attempt's frame may be signed with: the attempt's key
+// derived from each master.
+func attemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
+	keys := make([][]byte, 0, len(masters))
+	for _, m := range masters {
+		keys = append(keys, frame.AttemptKey(m, string(callUID), attempt))
+	}
+	return keys
+}
+
+// frameKeyEnv is the tool container's master, by reference to the namespace's Secret (the
+// kubelet resolves it): never a value in the spec. previous adds the master before the
+// last rotation (optional), which a warm Pod needs to take a Handover from an operator
+// that still holds only that one.
+func frameKeyEnv(previous bool) []corev1.EnvVar {
+	ref := func(name, key string, optional bool) corev1.EnvVar {
+		sel := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: key}
+		if optional {
+			sel.Optional = &optional
+		}
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: sel}}
+	}
+	env := []corev1.EnvVar{ref(podcontract.EnvFrameKey, podcontract.FrameKeySecretKey, false)}
+	if previous {
+		env = append(env, ref(podcontract.EnvFrameKeyPrevious, podcontract.FrameKeySecretPrevious, true))
+	}
+	return env
+}
