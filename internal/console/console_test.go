@@ -139,7 +139,7 @@ func TestCard(t *testing.T) {
 	got := newCard(call, "alice", deadline.Add(-90*time.Second))
 	want := card{Namespace: "ns", Name: "c", UID: "u1", Present: "$ ping x", Tool: "sh", Requester: "alice",
 		Phase: "AwaitingApproval", Asked: "a person must approve it", Digest: "sha256:d",
-		Arguments: "{\n  \"command\": \"ping x\"\n}", Deadline: "2026-12-02T07:00:00Z", Left: "1m30s", Awaiting: true, Self: true}
+		Arguments: `{"command":"ping x"}`, Deadline: "2026-12-02T07:00:00Z", Left: "1m30s", Awaiting: true, Self: true}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("card (-want +got):\n%s", d)
 	}
