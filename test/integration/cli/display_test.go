@@ -56,7 +56,7 @@ var _ = Describe("toolgate shows what callers and tools wrote escaped", Label("d
 		Expect(json.Unmarshal([]byte(r.Out), &got)).To(Succeed())
 		var content string
 		Expect(json.Unmarshal(got.Status.Result.Content.Raw, &content)).To(Succeed())
-		Expect(content).To(Equal("out: " + osc52 + "\r\nfake prompt \u202e\n"), "-o json carries the exact output")
+		Expect(content).To(Equal("out: "+osc52+"\r\nfake prompt \u202e\n"), "-o json carries the exact output")
 	})
 
 	It("describe and get show a hostile result and arguments escaped", func(ctx SpecContext) {

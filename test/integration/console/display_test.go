@@ -58,8 +58,8 @@ var _ = Describe("the approval console shows what callers and tools wrote escape
 		p = get(ctx, c, s.Base+"/calls/"+ns+"/bidi")
 		Expect(p.Status).To(Equal(http.StatusOK))
 		expectShown(p.Body)
-		Expect(p.Body).To(ContainSubstring(`<h3 class="present">echoed ` + shown + `</h3>`), "the Tool's present_result")
-		Expect(p.Body).To(ContainSubstring(`&#34;text&#34;: &#34;` + shown + `&#34;`), "the echoed content")
+		Expect(p.Body).To(ContainSubstring(`<h3 class="present">echoed `+shown+`</h3>`), "the Tool's present_result")
+		Expect(p.Body).To(ContainSubstring(`&#34;text&#34;: &#34;`+shown+`&#34;`), "the echoed content")
 	})
 })
 
