@@ -29,10 +29,10 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	data := p
 	if len(w.pending) > 0 {
-		data = append(w.pending, p...)
+		data = append(append(make([]byte, 0, len(w.pending)+len(p)), w.pending...), p...)
 	}
 	n, _ := w.st.process(string(data), false, w.collect)
-	w.pending = append([]byte(nil), data[n:]...)
+	w.pending = append(w.pending[:0], data[n:]...)
 	if err := w.flush(); err != nil {
 		return 0, err
 	}
