@@ -154,7 +154,11 @@ func (st *state) process(s string, atEOF bool, emit func(string, bool) bool) (in
 			start = i
 			continue
 		}
-		st.afterBase = !unicode.IsSpace(r) && !unicode.Is(unicode.Variation_Selector, r)
+		if r < utf8.RuneSelf {
+			st.afterBase = r > ' '
+		} else {
+			st.afterBase = !unicode.IsSpace(r) && !unicode.Is(unicode.Variation_Selector, r)
+		}
 		i += size
 	}
 	return i, flush(i)
@@ -185,7 +189,7 @@ func (st *state) escape(enc string, r rune, size int) string {
 	case r == '\t':
 		return `\t`
 	case r < 0x20 || r == 0x7f:
-		return fmt.Sprintf(`\x%02x`, r)
+		return asciiEscapes[r]
 	case r < 0x7f:
 		return ""
 	case unicode.Is(unicode.Variation_Selector, r):
@@ -198,6 +202,16 @@ func (st *state) escape(enc string, r rune, size int) string {
 	}
 	return ""
 }
+
+// asciiEscapes are \x00 … \x1f and \x7f, made once (a log may hold many).
+var asciiEscapes = func() (t [0x80]string) {
+	for c := range t {
+		if c < 0x20 || c == 0x7f {
+			t[c] = fmt.Sprintf(`\x%02x`, c)
+		}
+	}
+	return t
+}()
 
 // hiddenTables are the characters that are never shown as themselves: they control the
 // terminal or the layout, or show nothing at all.

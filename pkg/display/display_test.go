@@ -141,3 +141,20 @@ func TestWriterMatchesStringAcrossWrites(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkText: a 1 MiB log of ordinary text with an escape sequence per line.
+func BenchmarkText(b *testing.B) {
+	line := "2026-07-01T10:00:00Z INFO fetched https://example.com/a/b?c=d in 12ms \x1b[32mok\x1b[0m\n"
+	log := strings.Repeat(line, (1<<20)/len(line))
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		_ = Text(log)
+	}
+}
+
+// BenchmarkLinePlain: the common case, a short printable field.
+func BenchmarkLinePlain(b *testing.B) {
+	for b.Loop() {
+		_ = Line("review-42")
+	}
+}
