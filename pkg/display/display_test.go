@@ -158,3 +158,34 @@ func BenchmarkLinePlain(b *testing.B) {
 		_ = Line("review-42")
 	}
 }
+
+// FuzzShown: whatever the input, what is shown is valid UTF-8 without a control, format
+// or other hidden character (newline and tab kept by Text), and a Writer fed it in two
+// writes shows the same.
+func FuzzShown(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\x1b]52;c;x\x07\n\u202eb", "\xff\xe6\x97", "日本\ufe0f\ufe0f", strings.Repeat("x", 100)} {
+		f.Add(s, 3)
+	}
+	f.Fuzz(func(t *testing.T, s string, split int) {
+		o := Options{Multiline: true, MaxLine: 16}
+		for _, out := range []string{Line(s), Text(s), o.String(s)} {
+			if !utf8.ValidString(out) {
+				t.Fatalf("invalid UTF-8 shown for %q: %q", s, out)
+			}
+			for _, r := range out {
+				if r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || hidden(r)) {
+					t.Fatalf("%U shown for %q: %q", r, s, out)
+				}
+			}
+		}
+		split = min(max(split, 0), len(s))
+		var b bytes.Buffer
+		w := o.NewWriter(&b)
+		_, _ = w.Write([]byte(s[:split]))
+		_, _ = w.Write([]byte(s[split:]))
+		_ = w.Close()
+		if b.String() != o.String(s) {
+			t.Fatalf("Writer %q, String %q", b.String(), o.String(s))
+		}
+	})
+}
