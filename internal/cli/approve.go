@@ -127,7 +127,7 @@ func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call 
 	if o.decision == v1alpha1.DecisionDeny {
 		done = "Denied"
 	}
-	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, c.Identity, c.Namespace, call.Name)
+	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, display.Line(c.Identity), c.Namespace, call.Name)
 	return nil
 }
 

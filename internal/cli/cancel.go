@@ -57,7 +57,7 @@ func (o *cancelOptions) run(ctx context.Context, name string) error {
 	if _, err := c.Cancel(ctx, name); err != nil {
 		return explain(err, apiOp{verb: "cancel", resource: "toolcalls.toolgate.dev", namespace: c.Namespace})
 	}
-	fprintf(o.f.IO.Out, "Cancelled call %s as %s.\n", name, c.Identity)
+	fprintf(o.f.IO.Out, "Cancelled call %s as %s.\n", name, display.Line(c.Identity))
 	if !o.wait {
 		return nil
 	}
