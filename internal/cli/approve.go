@@ -44,10 +44,10 @@ func newDecideCommand(f *Factory, decision v1alpha1.ApprovalDecision, verb, shor
 
 Shows the arguments — the canonical JSON whose digest the answer carries, first and in
 full — then the call, tool, requester, session and why it asks (what the agent wrote is
-shown escaped: control, escape, bidi and zero-width characters are visible as \x1b, \u202e
-…), and asks for confirmation (unless --yes). The answer is a ToolCallApproval named after the call, bound to the call
-(its uid, with an owner reference) and to the arguments digest shown: one answer per call,
-and it cannot be changed.`,
+shown escaped: control, escape, bidi and zero-width characters are visible as \x1b,
+\u202e …), and asks for confirmation (unless --yes). The answer is a ToolCallApproval
+named after the call, bound to the call (its uid, with an owner reference) and to the
+arguments digest shown: one answer per call, and it cannot be changed.`,
 		Example: fmt.Sprintf("  toolgate %s deploy-x7k2p --reason 'change ticket 4711'", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -23,8 +23,9 @@ type card struct {
 	Asked  string
 	Digest string
 	// Arguments are the canonical JSON of the call's arguments, whose digest (Digest) an
-	// answer carries: the bytes the tool receives. ArgumentsError says why they are the
-	// arguments as written instead (they do not freeze: the call cannot await an answer).
+	// answer carries: the bytes the tool receives. ArgumentsError says what is wrong with
+	// them: they do not freeze (shown as written), or their digest is not Digest (an
+	// answer is refused).
 	Arguments, ArgumentsError string
 	// Deadline is the approval deadline (RFC 3339, "" without one); Left the time to it.
 	Deadline, Left string
@@ -41,9 +42,12 @@ func newCard(call *v1alpha1.ToolCall, identity string, now time.Time) card {
 		Awaiting: call.Status.Phase == v1alpha1.PhaseAwaitingApproval, Self: call.Spec.Requester == identity,
 	}
 	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
-	if err != nil {
-		c.Arguments, c.ArgumentsError = string(call.Spec.Arguments.Raw), err.Error()
-	} else {
+	switch {
+	case err != nil:
+		c.Arguments, c.ArgumentsError = string(call.Spec.Arguments.Raw), "not canonical JSON: "+err.Error()
+	case frozen.Digest() != c.Digest:
+		c.Arguments, c.ArgumentsError = frozen.String(), "canonical JSON whose digest is "+frozen.Digest()+", not the call's: an answer is refused"
+	default:
 		c.Arguments = frozen.String()
 	}
 	if cond := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); cond != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 )
 
 const (
@@ -25,12 +26,17 @@ const (
 // messages) wrote is hostile. Its tool presents the command as it is.
 func hostileCall() *v1alpha1.ToolCall {
 	deadline := metav1.NewTime(time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC))
+	args := fmt.Appendf(nil, `{"command": %q, "z": "\u001b[8m\u200b"}`, bidi)
+	frozen, err := pipeline.Freeze(args, pipeline.FreezeOptions{})
+	if err != nil {
+		panic(err)
+	}
 	return &v1alpha1.ToolCall{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u1"},
 		Spec: v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Session: "s1\nRequester: admin\u2066",
-			Arguments: runtime.RawExtension{Raw: fmt.Appendf(nil, `{"command": %q, "z": "\u001b[8m\u200b"}`, bidi)}},
+			Arguments: runtime.RawExtension{Raw: args}},
 		Status: v1alpha1.ToolCallStatus{
-			Phase: v1alpha1.PhaseAwaitingApproval, ArgumentsDigest: "sha256:d", ApprovalDeadline: &deadline,
+			Phase: v1alpha1.PhaseAwaitingApproval, ArgumentsDigest: frozen.Digest(), ApprovalDeadline: &deadline,
 			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionAdmitted, Message: "asks " + osc52}},
 			Tool: &v1alpha1.ToolSnapshot{Name: "sh", Spec: &v1alpha1.ToolSpec{
 				Presentation: &v1alpha1.Presentation{Call: `'$ ' + arguments.command`, Result: `'said ' + string(result.content)`}}},
@@ -117,15 +123,16 @@ func TestPagesShowHostileTextEscaped(t *testing.T) {
 // the digest before anything the agent chose: the presentation over its arguments, the
 // tool, the requester, the session.
 func TestCardShowsCanonicalArgumentsFirst(t *testing.T) {
+	call := hostileCall()
 	html := render(t, "pending", page{Title: "Awaiting approval", User: "carol",
-		Pending: &pendingView{Cards: []card{newCard(hostileCall(), "carol", time.Now())}}})
+		Pending: &pendingView{Cards: []card{newCard(call, "carol", time.Now())}}})
 	canonical := `<pre class="arguments canonical">{&#34;command&#34;:&#34;ls -l /tmp; <span class="esc">\u202e</span>exe.sh<span class="esc">\u202c</span>&#34;,` +
 		`&#34;z&#34;:&#34;\u001b[8m<span class="esc">\u200b</span>&#34;}</pre>`
 	at := strings.Index(html, canonical)
 	if at < 0 {
 		t.Fatalf("no canonical arguments in the card:\n%s", html)
 	}
-	digest := strings.Index(html, `<code class="digest">sha256:d</code>`)
+	digest := strings.Index(html, `Arguments (canonical JSON), digest <code class="digest">`+call.Status.ArgumentsDigest+`</code>`)
 	if digest < 0 || digest > at {
 		t.Errorf("the digest (at %d) does not come with the arguments (at %d)", digest, at)
 	}
