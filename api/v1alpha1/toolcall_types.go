@@ -59,6 +59,18 @@ const (
 	ToolKindClusterTool ToolKind = "ClusterTool"
 )
 
+// Patterns of the free-text fields of a ToolCall's spec. The markers spell them out (a
+// marker cannot name a constant); TestPatternsAreTheMarkers keeps the two the same.
+const (
+	// SessionPattern is spec.session's: an identifier, never text that could pose as
+	// something else where people read it.
+	SessionPattern = `^[A-Za-z0-9._:/@+=-]+$`
+	// NamePattern is spec.requester's and spec.requesterGroups' (user and group names as
+	// the API server authenticated them): anything but control, format (bidi, zero-width)
+	// and line or paragraph separator characters.
+	NamePattern = `^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$`
+)
+
 // ToolCallSpec is one request to run a tool. Immutable: the arguments are frozen as written.
 type ToolCallSpec struct {
 	// tool is the name of the tool as the model sees it (spec.name of a Tool or ClusterTool).
@@ -77,9 +89,12 @@ type ToolCallSpec struct {
 	Scope string `json:"scope,omitempty"`
 
 	// session groups calls that are ordered by creation (see ToolSpec.concurrencySafe).
-	// Empty: the call is on its own. At most 253 characters.
+	// Empty: the call is on its own. 1 to 253 letters, digits and . _ : / @ + = - (no
+	// spaces, control, escape, bidi or zero-width characters: the agent chooses it and
+	// people read it).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9._:/@+=-]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Session string `json:"session,omitempty"`
 
@@ -87,10 +102,12 @@ type ToolCallSpec struct {
 	// toolgate-requester admission policy sets it to the authenticated user who creates the
 	// call (request.userInfo.username) whatever the client sent, and the toolgate-identity
 	// policy checks it and keeps it unchanged afterwards. A client need not set it.
-	// Required after admission; at most 512 characters.
+	// Required after admission; at most 512 characters, none of them a control, format
+	// (bidi, zero-width) or line-separator character.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Requester string `json:"requester"`
 
@@ -98,11 +115,12 @@ type ToolCallSpec struct {
 	// (request.userInfo.groups), stamped on create by the toolgate-requester admission
 	// policy like requester, and immutable. Policies read them as call.requesterGroups.
 	// A client need not set it; any value it sends is replaced. At most 256 groups of at
-	// most 512 characters each.
+	// most 512 characters each, with requester's pattern.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	RequesterGroups []string `json:"requesterGroups,omitempty"`
 

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 type decideOptions struct {
@@ -41,10 +42,12 @@ func newDecideCommand(f *Factory, decision v1alpha1.ApprovalDecision, verb, shor
 		Short: short,
 		Long: short + `.
 
-Shows the tool, the requester, the arguments and their digest, and asks for confirmation
-(unless --yes). The answer is a ToolCallApproval named after the call, bound to the call
-(its uid, with an owner reference) and to the arguments digest shown: one answer per call,
-and it cannot be changed.`,
+Shows the arguments — the canonical JSON whose digest the answer carries, first and in
+full — then the call, tool, requester, session and why it asks (what the agent wrote is
+shown escaped: control, escape, bidi and zero-width characters are visible as \x1b,
+\u202e …), and asks for confirmation (unless --yes). The answer is a ToolCallApproval
+named after the call, bound to the call (its uid, with an owner reference) and to the
+arguments digest shown: one answer per call, and it cannot be changed.`,
 		Example: fmt.Sprintf("  toolgate %s deploy-x7k2p --reason 'change ticket 4711'", verb),
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,7 +127,7 @@ func (o *decideOptions) decide(ctx context.Context, c *agentclient.Client, call 
 	if o.decision == v1alpha1.DecisionDeny {
 		done = "Denied"
 	}
-	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, c.Identity, c.Namespace, call.Name)
+	fprintf(o.f.IO.Out, "%s call %s as %s (ToolCallApproval %s/%s).\n", done, call.Name, display.Line(c.Identity), c.Namespace, call.Name)
 	return nil
 }
 
@@ -156,7 +159,10 @@ func alreadyAnswered(ctx context.Context, c *agentclient.Client, call *v1alpha1.
 	return Exitf(ExitFailure, "call %s already has an answer (ToolCallApproval %s); an answer cannot be changed", call.Name, call.Name)
 }
 
-// formatApprovalRequest is what an approver is shown before answering.
+// formatApprovalRequest is what an approver is shown before answering: first the arguments
+// they answer for — the canonical bytes whose digest the approval carries, in full — and
+// only then what the agent chose (the call's name, the tool, the session), each value on
+// one line (display.Line), so that nothing the agent wrote can pose as the arguments.
 func formatApprovalRequest(call *v1alpha1.ToolCall, now time.Time) string {
 	tool := call.Spec.Tool
 	if t := call.Status.Tool; t != nil {
@@ -172,6 +178,19 @@ func formatApprovalRequest(call *v1alpha1.ToolCall, now time.Time) string {
 	if d := call.Status.ApprovalDeadline; d != nil {
 		rows = append(rows, []string{"Deadline:", fmt.Sprintf("%s (in %s)", d.UTC().Format(time.RFC3339), formatOffset(d.Sub(now)))})
 	}
-	rows = append(rows, []string{"Digest:", call.Status.ArgumentsDigest})
-	return fieldList(rows, "") + "Arguments:\n" + indent(prettyJSON(call.Spec.Arguments.Raw), "  ")
+	return canonicalArguments(call) + fieldList(rows, "")
+}
+
+// wholeLine shows text on one line, never cut: an approver sees all of what they answer for.
+var wholeLine = display.Options{}
+
+// canonicalArguments is the arguments section of the approval request: the canonical JSON
+// (check has made sure its digest is status.argumentsDigest) with the digest.
+func canonicalArguments(call *v1alpha1.ToolCall) string {
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
+	if err != nil {
+		return fmt.Sprintf("Arguments (not canonical JSON: %s; status digest %s):\n  %s\n",
+			display.Line(err.Error()), orNone(call.Status.ArgumentsDigest), wholeLine.String(string(call.Spec.Arguments.Raw)))
+	}
+	return "Arguments (canonical JSON, " + call.Status.ArgumentsDigest + "):\n  " + wholeLine.String(frozen.String()) + "\n"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -79,6 +80,9 @@ func (o *callOptions) run(ctx context.Context) error {
 	if o.timeout < 0 {
 		return Usagef("--timeout must not be negative")
 	}
+	if err := checkSession(o.session); err != nil {
+		return err
+	}
 	args, err := o.arguments()
 	if err != nil {
 		return err
@@ -105,6 +109,18 @@ func (o *callOptions) run(ctx context.Context) error {
 		return err
 	}
 	return o.printResult(done)
+}
+
+// sessionPattern is spec.session's pattern: the API server refuses anything else.
+var sessionPattern = regexp.MustCompile(v1alpha1.SessionPattern)
+
+// checkSession refuses, before anything is created, a session the API server would refuse.
+func checkSession(session string) error {
+	if session == "" || len(session) <= 253 && sessionPattern.MatchString(session) {
+		return nil
+	}
+	return Usagef("--session %q: a session is 1 to 253 letters, digits and . _ : / @ + = - (spec.session must match %s)",
+		session, v1alpha1.SessionPattern)
 }
 
 // arguments reads --args / --args-file and the key=value pairs into one JSON object.

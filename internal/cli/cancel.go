@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 type cancelOptions struct {
@@ -56,7 +57,7 @@ func (o *cancelOptions) run(ctx context.Context, name string) error {
 	if _, err := c.Cancel(ctx, name); err != nil {
 		return explain(err, apiOp{verb: "cancel", resource: "toolcalls.toolgate.dev", namespace: c.Namespace})
 	}
-	fprintf(o.f.IO.Out, "Cancelled call %s as %s.\n", name, c.Identity)
+	fprintf(o.f.IO.Out, "Cancelled call %s as %s.\n", name, display.Line(c.Identity))
 	if !o.wait {
 		return nil
 	}
@@ -75,5 +76,5 @@ func (o *cancelOptions) run(ctx context.Context, name string) error {
 
 // endedLine says how a call ended: "call c ended Failed (Cancelled)".
 func endedLine(name, phase, reason string) string {
-	return fmt.Sprintf("call %s ended %s (%s)", name, phase, reason)
+	return display.Line(fmt.Sprintf("call %s ended %s (%s)", name, phase, reason))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/internal/console"
 	"github.com/toolgate/toolgate/internal/tokenauth"
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 type consoleOptions struct {
@@ -102,7 +103,7 @@ func (o *consoleOptions) run(ctx context.Context) error {
 		scheme = "https"
 	}
 	base := scheme + "://" + l.Addr().String()
-	fprintf(o.f.IO.Out, "Serving the toolgate console at %s/ as %s (%s).\nSign in: %s\n", base, c.Identity, auth, srv.LoginURL(base))
+	fprintf(o.f.IO.Out, "Serving the toolgate console at %s/ as %s (%s).\nSign in: %s\n", base, display.Line(c.Identity), auth, srv.LoginURL(base))
 	return srv.Serve(ctx, l, tlsConfig)
 }
 

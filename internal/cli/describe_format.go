@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // describeView is everything `describe` shows about one call. Related objects the caller
@@ -32,7 +33,7 @@ func formatDescribe(v describeView, now time.Time) string {
 	b.WriteString(describeHeader(v.Call, now))
 	sections := []struct{ title, body string }{
 		{"Tool", describeTool(v.Call.Status.Tool)},
-		{argumentsTitle(v.Call), indent(prettyJSON(v.Call.Spec.Arguments.Raw), "  ")},
+		{argumentsTitle(v.Call), indent(showJSON(v.Call.Spec.Arguments.Raw), "  ")},
 		{"Timeline", indent(timeline(v.Call.CreationTimestamp.Time, v.Call.Status.Conditions), "  ")},
 		{"Approval", describeApproval(v.Call, v.Approval)},
 		{resultTitle(v.Call), describeResult(v.Call.Status.Result)},
@@ -67,7 +68,8 @@ func describeHeader(call *v1alpha1.ToolCall, now time.Time) string {
 	return fieldList(rows, "")
 }
 
-// fieldList lays out "Label: value" rows with aligned values, each line prefixed.
+// fieldList lays out "Label: value" rows with aligned values, each line prefixed; each
+// value is shown as one line (display.Line).
 func fieldList(rows [][]string, prefix string) string {
 	width := 0
 	for _, r := range rows {
@@ -75,7 +77,7 @@ func fieldList(rows [][]string, prefix string) string {
 	}
 	var b strings.Builder
 	for _, r := range rows {
-		fmt.Fprintf(&b, "%s%-*s %s\n", prefix, width, r[0], r[1])
+		fmt.Fprintf(&b, "%s%-*s %s\n", prefix, width, r[0], display.Line(r[1]))
 	}
 	return b.String()
 }
@@ -182,7 +184,7 @@ func describeResult(r *v1alpha1.ToolResult) string {
 	}
 	out := fieldList(rows, "  ")
 	if r.Content != nil && len(r.Content.Raw) > 0 {
-		out += "  Content:\n" + indent(prettyJSON(r.Content.Raw), "    ")
+		out += "  Content:\n" + indent(showJSON(r.Content.Raw), "    ")
 	}
 	return out
 }
@@ -316,5 +318,9 @@ func describeNotes(notes []string) string {
 	if len(notes) == 0 {
 		return ""
 	}
-	return indent(strings.Join(notes, "\n"), "  ")
+	shown := make([]string, len(notes))
+	for i, n := range notes {
+		shown[i] = display.Line(n)
+	}
+	return indent(strings.Join(shown, "\n"), "  ")
 }

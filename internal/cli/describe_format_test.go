@@ -155,18 +155,14 @@ func TestFormatApprovalRequest(t *testing.T) {
 	call.Status.ApprovalDeadline = atPtr(900)
 	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindClusterTool, Name: "deploy-v2"}
 	call.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionAdmitted, metav1.ConditionUnknown, "AwaitingApproval", "rule prod: production needs a human", 0)}
-	want := `Call:          deploy-x in namespace agents
+	want := `Arguments (canonical JSON, sha256:` + hex64('d') + `):
+  {"env":"prod","replicas":3}
+Call:          deploy-x in namespace agents
 Tool:          echo (ClusterTool deploy-v2, <cluster>)
 Requester:     alice
 Session:       s1
 Asked because: rule prod: production needs a human
 Deadline:      2026-07-01T10:15:00Z (in 10m0s)
-Digest:        sha256:` + hex64('d') + `
-Arguments:
-  {
-    "env": "prod",
-    "replicas": 3
-  }
 `
 	if diff := cmp.Diff(want, formatApprovalRequest(call, t0.Add(5*time.Minute))); diff != "" {
 		t.Errorf("formatApprovalRequest (-want +got):\n%s", diff)

@@ -11,12 +11,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 type logsOptions struct {
 	f       *Factory
 	attempt int
 	follow  bool
+	raw     bool
 }
 
 func newLogsCommand(f *Factory) *cobra.Command {
@@ -24,13 +26,20 @@ func newLogsCommand(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs CALL",
 		Short: "Print the logs of a call's tool Pod (the last attempt unless --attempt)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print the logs of a call's tool Pod (the last attempt unless --attempt).
+
+The tool body wrote the log: it is shown as text, with control characters, escape
+sequences, bidi and zero-width characters and invalid UTF-8 escaped (\x1b, \u202e, \xff)
+and lines over 4096 characters cut with a marker. --raw prints the log's bytes as they are
+(for a file or a pipe; a terminal would run the escape sequences in it).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0])
 		},
 	}
 	cmd.Flags().IntVar(&o.attempt, "attempt", 0, "the attempt whose Pod to read (default: the last)")
 	cmd.Flags().BoolVarP(&o.follow, "follow", "f", false, "stream the log while the Pod runs")
+	cmd.Flags().BoolVar(&o.raw, "raw", false, "print the log's bytes exactly, escape sequences included (not for a terminal)")
 	return cmd
 }
 
@@ -77,8 +86,21 @@ func (o *logsOptions) copyLog(ctx context.Context, kube kubernetes.Interface, ns
 		return fmt.Errorf("reading the log of Pod %s: %w", pod.Name, explain(err, apiOp{verb: "get", resource: "pods/log", namespace: ns}))
 	}
 	defer func() { _ = stream.Close() }()
-	_, err = io.Copy(o.f.IO.Out, stream)
-	return err
+	return writeLog(o.f.IO.Out, stream, o.raw)
+}
+
+// writeLog copies a log to out: shown as text (display.Text), or byte for byte when raw.
+func writeLog(out io.Writer, log io.Reader, raw bool) error {
+	if raw {
+		_, err := io.Copy(out, log)
+		return err
+	}
+	w := display.Options{Multiline: true, MaxLine: display.DefaultMaxLine}.NewWriter(out)
+	if _, err := io.Copy(w, log); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
 }
 
 // newestPod is the most recently created Pod (a Job may have replaced one).

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/toolgate/toolgate/internal/gateway"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 type mcpOptions struct {
@@ -92,15 +93,16 @@ func (o *mcpOptions) run(cmd *cobra.Command) error {
 	return gateway.ServeHTTP(cmd.Context(), base, o.http)
 }
 
-// logger writes to stderr: on stdio, stdout carries the protocol.
+// logger writes to stderr: on stdio, stdout carries the protocol. A log line may quote
+// what an MCP client sent: shown as one line (display.Line).
 func (o *mcpOptions) logger() logr.Logger {
 	errOut := o.f.IO.ErrOut
 	return funcr.New(func(prefix, args string) {
 		if prefix != "" {
-			fprintf(errOut, "%s %s: %s\n", time.Now().Format(time.RFC3339), prefix, args)
+			fprintf(errOut, "%s %s: %s\n", time.Now().Format(time.RFC3339), display.Line(prefix), display.Line(args))
 			return
 		}
-		fprintf(errOut, "%s %s\n", time.Now().Format(time.RFC3339), args)
+		fprintf(errOut, "%s %s\n", time.Now().Format(time.RFC3339), display.Line(args))
 	}, funcr.Options{Verbosity: o.verbosity})
 }
 

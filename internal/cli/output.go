@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // Output formats of -o.
@@ -80,6 +81,12 @@ func prettyJSON(raw []byte) string {
 		return string(raw)
 	}
 	return unescapeHTML(buf.String())
+}
+
+// showJSON is raw as prettyJSON lays it out, shown as text (display.Text): a JSON string
+// may hold U+202E, DEL or C1 characters as they are.
+func showJSON(raw []byte) string {
+	return display.Text(prettyJSON(raw))
 }
 
 // htmlEscapes are the escapes Go's JSON encoder writes for <, > and &.

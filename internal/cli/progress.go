@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/term"
 
@@ -30,6 +32,8 @@ type progress struct {
 	begun  time.Time
 	open   bool
 	hinted bool
+	// drawn is the width of the live line as last drawn.
+	drawn int
 }
 
 func newProgress(w io.Writer, live bool, hint string) *progress {
@@ -90,9 +94,15 @@ func (p *progress) finish() {
 	p.endLine(p.now())
 }
 
+// redraw rewrites the live line: a carriage return, the line, and blanks over what is left
+// of a longer line drawn before. No escape sequence: the CLI writes none of its own, so
+// a terminal that receives ESC from toolgate has a bug to report.
 func (p *progress) redraw(now time.Time) {
 	if p.live && p.open {
-		fprintf(p.w, "\r\033[K%s", liveLine(p.cur, p.begun.Sub(p.start), now.Sub(p.begun)))
+		line := liveLine(p.cur, p.begun.Sub(p.start), now.Sub(p.begun))
+		width := utf8.RuneCountInString(line)
+		fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", max(p.drawn-width, 0)))
+		p.drawn = width
 	}
 }
 
@@ -100,7 +110,7 @@ func (p *progress) endLine(now time.Time) {
 	if p.live && p.open {
 		p.redraw(now)
 		fprintf(p.w, "\n")
-		p.open = false
+		p.open, p.drawn = false, 0
 	}
 }
 

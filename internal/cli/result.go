@@ -2,17 +2,18 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // formatResult is what `call` prints for a result: the content — a JSON string as its
 // text, any other JSON indented — and for an isError result first a line
 // "error: <reason>: <message>" (then the content unless it only repeats the message).
-// A nil result prints nothing.
+// A nil result prints nothing. The tool wrote all of it: it is shown as text
+// (display.Text), never raw; -o json prints the exact value.
 func formatResult(r *v1alpha1.ToolResult) string {
 	if r == nil {
 		return ""
@@ -39,10 +40,10 @@ func sameText(content []byte, s string) bool {
 func errorLine(r *v1alpha1.ToolResult) string {
 	parts := []string{"error"}
 	if r.Reason != "" {
-		parts = append(parts, r.Reason)
+		parts = append(parts, display.Line(r.Reason))
 	}
 	if r.Error != "" {
-		parts = append(parts, r.Error)
+		parts = append(parts, display.Text(r.Error))
 	}
 	return strings.Join(parts, ": ") + "\n"
 }
@@ -55,12 +56,13 @@ func contentText(raw []byte) string {
 	case string(raw) == "null":
 		return ""
 	case json.Unmarshal(raw, &s) == nil:
+		s = display.Text(s)
 		if s == "" || strings.HasSuffix(s, "\n") {
 			return s
 		}
 		return s + "\n"
 	}
-	return prettyJSON(raw) + "\n"
+	return showJSON(raw) + "\n"
 }
 
 // formatMeta lists a result's meta (truncation, exit code …) as one line, keys sorted,
@@ -76,7 +78,7 @@ func formatMeta(meta map[string]string) string {
 	sort.Strings(keys)
 	pairs := make([]string, 0, len(keys))
 	for _, k := range keys {
-		pairs = append(pairs, fmt.Sprintf("%s=%s", k, meta[k]))
+		pairs = append(pairs, display.Line(k+"="+meta[k]))
 	}
 	return "result meta: " + strings.Join(pairs, ", ") + "\n"
 }

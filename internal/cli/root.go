@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // commands are toolgate's subcommands, in help order. A new command is one more entry: a
@@ -69,7 +71,8 @@ func Execute(ctx context.Context, args []string, streams genericiooptions.IOStre
 			return code
 		}
 	}
-	fprintf(streams.ErrOut, "error: %v\n", err)
+	// An error may quote what an agent, a tool or the API server wrote.
+	fprintf(streams.ErrOut, "error: %s\n", display.Text(err.Error()))
 	return code
 }
 

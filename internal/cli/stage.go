@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // stage is where a call is, as the progress display shows it: one line per stage.
@@ -67,9 +68,10 @@ func conditionMessage(call *v1alpha1.ToolCall, t, fallback string) string {
 	return fallback
 }
 
-// formatStage renders a stage line: the time since the wait began, the stage, its detail.
+// formatStage renders a stage line: the time since the wait began, the stage, its detail
+// (conditions' messages carry what policies and tool bodies wrote: shown as one line).
 func formatStage(s stage, since time.Duration) string {
-	return strings.TrimRight(fmt.Sprintf("%7s  %-16s %s", "+"+formatSeconds(since), s.Name, s.Detail), " ")
+	return strings.TrimRight(fmt.Sprintf("%7s  %-16s %s", "+"+formatSeconds(since), display.Line(s.Name), display.Line(s.Detail)), " ")
 }
 
 // formatSeconds renders a short duration with one decimal below a minute ("0.4s", "12.0s"),

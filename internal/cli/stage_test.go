@@ -118,7 +118,7 @@ func TestProgressLive(t *testing.T) {
 	p.observe(calls[3]) // t0+3: Pending's line ends, Running's begins
 	p.observe(calls[5]) // t0+4: Running's line ends; a terminal stage is a plain line
 	p.finish()
-	clear := "\r\033[K"
+	clear := "\r"
 	want := clear + "  +1.0s  Pending          waiting for the operator (0.0s)" +
 		clear + "  +1.0s  Pending          waiting for the operator (1.0s)" +
 		clear + "  +1.0s  Pending          waiting for the operator (2.0s)\n" +

@@ -12,18 +12,24 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/catalog"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // maxDescription bounds the DESCRIPTION column of `tools`.
 const maxDescription = 60
 
 // table lays out rows in columns as kubectl does (three spaces between columns), with no
-// trailing blanks.
+// trailing blanks. Every cell is shown as one line (display.Line): a tab, newline or escape
+// in a value can neither break the columns nor reach the terminal.
 func table(header []string, rows [][]string) string {
 	var buf bytes.Buffer
 	w := tabwriter.NewWriter(&buf, 0, 4, 3, ' ', 0)
 	for _, row := range append([][]string{header}, rows...) {
-		_, _ = w.Write([]byte(strings.Join(row, "\t") + "\n"))
+		cells := make([]string, len(row))
+		for i, c := range row {
+			cells[i] = display.Line(c)
+		}
+		_, _ = w.Write([]byte(strings.Join(cells, "\t") + "\n"))
 	}
 	_ = w.Flush()
 	// Empty last cells leave the padding of the cells before them.

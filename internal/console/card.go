@@ -22,8 +22,11 @@ type card struct {
 	// Asked is why a policy asks for approval.
 	Asked  string
 	Digest string
-	// Arguments are the call's arguments, indented.
-	Arguments string
+	// Arguments are the canonical JSON of the call's arguments, whose digest (Digest) an
+	// answer carries: the bytes the tool receives. ArgumentsError says what is wrong with
+	// them: they do not freeze (shown as written), or their digest is not Digest (an
+	// answer is refused).
+	Arguments, ArgumentsError string
 	// Deadline is the approval deadline (RFC 3339, "" without one); Left the time to it.
 	Deadline, Left string
 	// Awaiting: the call awaits an answer. Self: the signed-in user requested it, and so
@@ -35,8 +38,17 @@ func newCard(call *v1alpha1.ToolCall, identity string, now time.Time) card {
 	c := card{
 		Namespace: call.Namespace, Name: call.Name, UID: string(call.UID),
 		Tool: call.Spec.Tool, Requester: call.Spec.Requester, Session: call.Spec.Session,
-		Phase: phaseOf(call), Digest: call.Status.ArgumentsDigest, Arguments: indentJSON(call.Spec.Arguments.Raw),
+		Phase: phaseOf(call), Digest: call.Status.ArgumentsDigest,
 		Awaiting: call.Status.Phase == v1alpha1.PhaseAwaitingApproval, Self: call.Spec.Requester == identity,
+	}
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
+	switch {
+	case err != nil:
+		c.Arguments, c.ArgumentsError = string(call.Spec.Arguments.Raw), "not canonical JSON: "+err.Error()
+	case frozen.Digest() != c.Digest:
+		c.Arguments, c.ArgumentsError = frozen.String(), "canonical JSON whose digest is "+frozen.Digest()+", not the call's: an answer is refused"
+	default:
+		c.Arguments = frozen.String()
 	}
 	if cond := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); cond != nil {
 		c.Asked = cond.Message
@@ -46,8 +58,8 @@ func newCard(call *v1alpha1.ToolCall, identity string, now time.Time) card {
 		c.Left = left(d.Sub(now))
 	}
 	if p := presentation(call); p != nil && p.Call != "" {
-		if frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{}); err != nil {
-			c.PresentError = err.Error()
+		if frozen == nil {
+			c.PresentError = c.ArgumentsError
 		} else if c.Present, err = pipeline.DefaultCompiler().PresentCall(p.Call, catalog.CallInput(call, frozen)); err != nil {
 			c.PresentError = err.Error()
 		}

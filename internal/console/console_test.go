@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/agentclient"
 )
 
@@ -136,12 +137,22 @@ func TestCard(t *testing.T) {
 				Presentation: &v1alpha1.Presentation{Call: `'$ ' + arguments.command`}}},
 		},
 	}
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Status.ArgumentsDigest = frozen.Digest()
 	got := newCard(call, "alice", deadline.Add(-90*time.Second))
 	want := card{Namespace: "ns", Name: "c", UID: "u1", Present: "$ ping x", Tool: "sh", Requester: "alice",
-		Phase: "AwaitingApproval", Asked: "a person must approve it", Digest: "sha256:d",
-		Arguments: "{\n  \"command\": \"ping x\"\n}", Deadline: "2026-12-02T07:00:00Z", Left: "1m30s", Awaiting: true, Self: true}
+		Phase: "AwaitingApproval", Asked: "a person must approve it", Digest: frozen.Digest(),
+		Arguments: `{"command":"ping x"}`, Deadline: "2026-12-02T07:00:00Z", Left: "1m30s", Awaiting: true, Self: true}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("card (-want +got):\n%s", d)
+	}
+
+	call.Status.ArgumentsDigest = "sha256:" + strings.Repeat("0", 64)
+	if c := newCard(call, "alice", time.Now()); !strings.Contains(c.ArgumentsError, "digest is "+frozen.Digest()+", not the call's") {
+		t.Errorf("arguments whose digest is not the call's: %q", c.ArgumentsError)
 	}
 
 	call.Status.Tool.Spec.Presentation.Call = `arguments.missing`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/display"
 )
 
 // page is what every template sees.
@@ -45,8 +46,43 @@ type pendingView struct {
 	Where visible
 }
 
-// funcs are the templates' helpers: dict passes a part several values.
-var funcs = template.FuncMap{"dict": func(kv ...any) (map[string]any, error) {
+// funcs are the templates' helpers: dict passes a part several values; line, text and
+// whole show what a caller or tool wrote (shownHTML), in element content only.
+var funcs = template.FuncMap{
+	"dict":  dict,
+	"line":  func(s string) template.HTML { return shownHTML(lineOpts, s) },
+	"text":  func(s string) template.HTML { return shownHTML(textOpts, s) },
+	"whole": func(s string) template.HTML { return shownHTML(wholeOpts, s) },
+}
+
+var (
+	// lineOpts: a one-line field (a newline in it is escaped).
+	lineOpts = display.Options{MaxLine: display.DefaultMaxLine}
+	// textOpts: multi-line text in a <pre> (a result's content).
+	textOpts = display.Options{Multiline: true, MaxLine: display.DefaultMaxLine}
+	// wholeOpts: one line, never cut: the canonical arguments an approver answers for.
+	wholeOpts = display.Options{}
+)
+
+// shownHTML is s as display shows it, HTML-escaped, each escape (\x1b, \u202e, a cut
+// marker) in a <span class="esc"> that the style sheet makes stand out. html/template
+// escapes <, > and &, not what a browser draws invisibly or reorders (bidi controls,
+// zero-width characters): this does.
+func shownHTML(o display.Options, s string) template.HTML {
+	var b strings.Builder
+	for p := range o.Pieces(s) {
+		if p.Escape {
+			b.WriteString(`<span class="esc">`)
+			template.HTMLEscape(&b, []byte(p.Text))
+			b.WriteString(`</span>`)
+			continue
+		}
+		template.HTMLEscape(&b, []byte(p.Text))
+	}
+	return template.HTML(b.String()) //nolint:gosec // every piece of s is HTML-escaped above
+}
+
+func dict(kv ...any) (map[string]any, error) {
 	if len(kv)%2 != 0 {
 		return nil, errors.New("dict: an odd number of arguments")
 	}
@@ -59,7 +95,7 @@ var funcs = template.FuncMap{"dict": func(kv ...any) (map[string]any, error) {
 		m[k] = kv[i+1]
 	}
 	return m, nil
-}}
+}
 
 // parsePages parses each page with the layout and the shared parts.
 func parsePages() (map[string]*template.Template, error) {

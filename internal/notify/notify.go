@@ -26,7 +26,9 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/approvalevents"
+	"github.com/toolgate/toolgate/pkg/display"
 	"github.com/toolgate/toolgate/pkg/notifyconfig"
 )
 
@@ -132,6 +134,9 @@ func (n *Notifier) Forget(key types.NamespacedName) { n.requested.Delete(key) }
 // on a sink: it reads ToolScopes from the cache and adds to the in-memory queue.
 func (n *Notifier) Notify(ctx context.Context, ev Event) {
 	d := &ev.Data
+	// Receivers show these to people as they are (a chat message, a page): what the agent
+	// wrote into them leaves escaped.
+	d.Card, d.Message, d.Requester = shownCard(d.Card), display.Line(d.Message), display.Line(d.Requester)
 	d.ApproveCommand = "toolgate approve " + d.Name + " -n " + d.Namespace
 	d.DenyCommand = "toolgate deny " + d.Name + " -n " + d.Namespace
 	if n.opts.ConsoleURL != "" {
@@ -158,6 +163,18 @@ func (n *Notifier) Notify(ctx context.Context, ev Event) {
 		}
 		n.queue.Add(s)
 	}
+}
+
+// shownCard is a card as display.Line shows it, within the card's bound
+// (pipeline.MaxPresentBytes): escapes make it longer than the text it shows.
+func shownCard(card string) string {
+	s := display.Line(card)
+	if len(s) <= pipeline.MaxPresentBytes {
+		return s
+	}
+	// The note's count is never longer than len(s): room for it is room enough.
+	kept := pipeline.UTF8Prefix(s, pipeline.MaxPresentBytes-len(fmt.Sprintf("… [card cut: %d more bytes]", len(s))))
+	return kept + fmt.Sprintf("… [card cut: %d more bytes]", len(s)-len(kept))
 }
 
 // sinks lists the deliveries of ev: the default sink, then the scope's and its ancestors'.

@@ -40,7 +40,9 @@ type Data struct {
 	Requester string `json:"requester"`
 	// Card is the call as the tool presents it to people: its presentation.call expression
 	// rendered over the frozen arguments, else the tool's name and its canonical arguments,
-	// at most 4 KiB.
+	// at most 4 KiB. Like Message and Requester it is one line as pkg/display shows it:
+	// control, escape, bidi and zero-width characters arrive as visible escapes (\x1b,
+	// \u202e, \n), so a receiver may show it as it is.
 	Card string `json:"card"`
 	// ArgumentsDigest is the sha256 of the canonical arguments, which an approval must carry.
 	ArgumentsDigest string `json:"argumentsDigest"`

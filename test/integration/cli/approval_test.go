@@ -36,9 +36,10 @@ var _ = Describe("toolgate approve and deny", Label("approval"), func() {
 		call, out, _, code := parked(ctx)
 		r := toolgate(ctx, "bob", ns, "y\n", "approve", call.Name, "--reason", "ticket 4711")
 		Expect(r.Code).To(Equal(cli.ExitOK), r.ErrOut)
+		Expect(r.Out).To(HavePrefix("Arguments (canonical JSON, " + call.Status.ArgumentsDigest + "):\n  {\"text\":\"deploy\"}\n"))
 		Expect(r.Out).To(ContainSubstring("Requester:     alice\n"))
-		Expect(r.Out).To(ContainSubstring("Digest:        " + call.Status.ArgumentsDigest + "\n"))
-		Expect(r.Out).To(ContainSubstring("Arguments:\n  {\n    \"text\": \"deploy\"\n  }\nApprove? [y/N] "))
+		Expect(r.Out).To(ContainSubstring("Asked because: deploying needs a human\nDeadline:      "))
+		Expect(r.Out).To(ContainSubstring(")\nApprove? [y/N] "))
 		Expect(r.Out).To(HaveSuffix("Approved call " + call.Name + " as bob (ToolCallApproval " + ns + "/" + call.Name + ").\n"))
 
 		Eventually(code).WithContext(ctx).WithTimeout(LongTimeout).Should(Receive(Equal(cli.ExitOK))) // the approved call runs its Job

@@ -103,7 +103,7 @@ var _ = Describe("the approval console over HTTP", Label("console"), func() {
 		Expect(p.Body).To(ContainSubstring(call.Status.ArgumentsDigest))
 		Expect(p.Body).To(ContainSubstring("deploying needs a human"))
 		Expect(p.Body).To(MatchRegexp(`data-deadline="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ">in \d+m\d+s</time>`))
-		Expect(p.Body).To(ContainSubstring("&#34;text&#34;: &#34;deploy&#34;"), "the arguments, indented and escaped")
+		Expect(p.Body).To(ContainSubstring(`<pre class="arguments canonical">{&#34;text&#34;:&#34;deploy&#34;}</pre>`), "the canonical arguments, escaped")
 		Expect(p.Body).To(ContainSubstring(`signed in as <b id="user">carol</b>`))
 		Expect(p.Header.Get("Access-Control-Allow-Origin")).To(BeEmpty())
 		Expect(p.Header.Get("Content-Security-Policy")).To(ContainSubstring("script-src 'self'"))
