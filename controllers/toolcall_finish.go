@@ -225,6 +225,9 @@ func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pi
 // message or a generic sentence.
 func refusal(d pipeline.Decision) pipeline.Result {
 	msg := d.Message
+	if d.Feedback != "" {
+		msg = d.Feedback // Message names host configuration (DESIGN rule 4)
+	}
 	switch d.Reason {
 	case pipeline.ReasonPolicyDenied, pipeline.ReasonGuardDenied:
 		if msg == "" {
