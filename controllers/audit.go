@@ -19,8 +19,14 @@ import (
 // the operator's JSON log), so that a log pipeline can keep them apart.
 const AuditLoggerName = "audit"
 
-// AuditMessage is the message of every audit record.
+// AuditMessage is the message of the audit record written with a call's terminal status:
+// at most once (lost only if the process dies between the write's answer and the log line).
 const AuditMessage = "toolcall finished"
+
+// AuditReleasedMessage is the message of the record written when the operator lets a
+// deleted call go (FinalizerRecord): at least once, so every call's end is in the audit log
+// by the time the call is gone, whatever happened to its "toolcall finished" record.
+const AuditReleasedMessage = "toolcall released"
 
 // auditStage is one pipeline condition of the record: its status and reason.
 type auditStage struct {
@@ -130,6 +136,11 @@ func (r *ToolCallReconciler) auditLogger() logr.Logger {
 // recovered, found written after a write whose answer was lost).
 func (r *ToolCallReconciler) emitAudit(_ context.Context, call *v1alpha1.ToolCall, recovered bool) {
 	r.auditLogger().Info(AuditMessage, auditValues(call, r.Options.Retention.AuditIncludeContent, recovered)...)
+}
+
+// emitReleased logs the record of a terminal call the operator is about to let go.
+func (r *ToolCallReconciler) emitReleased(call *v1alpha1.ToolCall) {
+	r.auditLogger().Info(AuditReleasedMessage, auditValues(call, false, false)...)
 }
 
 // auditRecovered emits the record of a terminal call whose terminal write this process

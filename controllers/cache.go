@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // TransformToolCall trims a ToolCall before the informer caches it, keeping what the
@@ -78,12 +78,12 @@ func TransformJob(obj any) (any, error) {
 	job.ManagedFields = nil
 	var kept []corev1.Container
 	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name != ToolContainerName {
+		if c.Name != podcontract.ToolContainerName {
 			continue
 		}
 		trimmed := corev1.Container{Name: c.Name}
 		for _, e := range c.Env {
-			if e.Name == frame.EnvFrameKey {
+			if e.Name == podcontract.EnvFrameKey {
 				trimmed.Env = []corev1.EnvVar{e}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // toolName is the pattern of a model-facing tool name (Tool and ToolCall spec.tool).
@@ -76,7 +77,7 @@ func FuzzJobNames(f *testing.F) {
 // copy of its code, expandEnv) gives the container exactly the value toolgate set,
 // whatever variables are defined.
 func FuzzLiteralEnv(f *testing.F) {
-	for _, s := range []string{"", "$", "$$", "$(HOME)", "$$(HOME)", "a$(b", "$(", "x$", "\xff$\xfe", "$(TOOLGATE_ARGS)$(", `{"cmd":"echo $(id)"}`} {
+	for _, s := range []string{"", "$", "$$", "$(HOME)", "$$(HOME)", "a$(b", "$(", "x$", "\xff$\xfe", "$(" + podcontract.EnvArgs + ")$(", `{"cmd":"echo $(id)"}`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, value string) {

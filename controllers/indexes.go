@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/catalog"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 const (
@@ -21,13 +22,11 @@ const (
 	indexActivePhase = "status.activePhase"
 	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
 	// reconcile finds a call's children without scanning the namespace.
-	indexCallName = "toolgate.dev/call-name"
+	indexCallName = "index.callName"
 	// indexToolName indexes Tools by their resolved (model-facing) name, so that the Tool
 	// controller compares a Tool with its namesakes only, not with every Tool of the
 	// namespace (which made registering thousands of Tools quadratic).
 	indexToolName = "toolgate.dev/tool-name"
-	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
-	AnnotationCallName = v1alpha1.AnnotationCallName
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
@@ -55,7 +54,7 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		return err
 	}
 	byCall := func(o client.Object) []string {
-		if name := o.GetAnnotations()[AnnotationCallName]; name != "" {
+		if name := o.GetAnnotations()[podcontract.AnnotationCallName]; name != "" {
 			return []string{name}
 		}
 		return nil
@@ -67,12 +66,12 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 }
 
 func isToolgateObject(o client.Object) bool {
-	return o.GetLabels()[LabelManagedBy] == ManagedByValue
+	return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
 }
 
 // podToCall maps a tool Pod to the call it runs for.
 func podToCall(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetAnnotations()[AnnotationCallName]
+	name := o.GetAnnotations()[podcontract.AnnotationCallName]
 	if name == "" {
 		return nil
 	}

@@ -16,40 +16,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// Labels and annotations toolgate puts on the Jobs and Pods it creates (defined in the API
-// package, where clients read them).
 const (
-	LabelManagedBy      = toolgatev1alpha1.LabelManagedBy
-	ManagedByValue      = toolgatev1alpha1.ManagedByValue
-	LabelCall           = toolgatev1alpha1.LabelCall
-	LabelAttempt        = toolgatev1alpha1.LabelAttempt
-	LabelTool           = toolgatev1alpha1.LabelTool
-	LabelNetwork        = toolgatev1alpha1.LabelNetwork
-	AnnotationArgDigest = toolgatev1alpha1.AnnotationArgDigest
-	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
-	AnnotationTool = toolgatev1alpha1.AnnotationTool
 	// JobFinalizer holds a tool Job until the operator has seen its end: a Job deleted while
 	// its call runs is then observed (JobDeleted), never mistaken for one not yet created.
 	JobFinalizer = "toolgate.dev/outcome"
-
-	// ToolContainerName is the container that runs the runner and, under it, the tool body.
-	ToolContainerName = toolgatev1alpha1.ToolContainerName
-	// RunnerInitContainerName copies the runner into the shared volume for arbitrary images.
-	RunnerInitContainerName = "toolgate-runner"
-
-	runVolume    = "toolgate-run"
-	runMountPath = "/var/run/toolgate"
-	tmpVolume    = "tmp"
-	// copiedRunner is where the init container puts the runner for images that lack it.
-	copiedRunner = runMountPath + "/bin/runner"
-	argsFile     = runMountPath + "/args.json"
-	// noArgsFile tells the runner to write no arguments file (frame.NoArgsFile).
-	noArgsFile = "-"
-	// imageRunner is the runner's path in the operator image (the init container's source).
-	imageRunner = "/toolgate/runner"
 
 	maxJobName = 63
 )
@@ -131,13 +104,13 @@ func shortHash(s string, n int) string {
 	return hex.EncodeToString(sum[:])[:n]
 }
 
-// CallLabelValue is the value of LabelCall for a call: its name when that fits a label.
+// CallLabelValue is the value of podcontract.LabelCall for a call: its name when that fits a label.
 func CallLabelValue(callName string) string { return toolgatev1alpha1.CallLabelValue(callName) }
 
-// ToolLabelValue is the value of LabelTool for a tool name. Tool names ([a-zA-Z0-9_-], up to
+// ToolLabelValue is the value of podcontract.LabelTool for a tool name. Tool names ([a-zA-Z0-9_-], up to
 // 64) are not all label values ("_probe", 64 characters): those get a readable prefix and a
 // hash joined by '.', which no tool name contains, so a hashed value never equals a real
-// name. AnnotationTool carries the exact name.
+// name. podcontract.AnnotationTool carries the exact name.
 func ToolLabelValue(tool string) string {
 	if len(validation.IsValidLabelValue(tool)) == 0 {
 		return tool
@@ -158,13 +131,13 @@ func ToolLabelValue(tool string) string {
 func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 	deadline := timeoutSeconds(in.Tool)
 	labels := map[string]string{
-		LabelManagedBy: ManagedByValue,
-		LabelCall:      CallLabelValue(in.Call.Name),
-		LabelAttempt:   strconv.Itoa(int(in.Attempt)),
-		LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
-		LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
+		podcontract.LabelManagedBy: podcontract.ManagedByValue,
+		podcontract.LabelCall:      CallLabelValue(in.Call.Name),
+		podcontract.LabelAttempt:   strconv.Itoa(int(in.Attempt)),
+		podcontract.LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
+		podcontract.LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
 	}
-	annotations := map[string]string{AnnotationArgDigest: in.Digest, AnnotationCallName: in.Call.Name, AnnotationTool: in.Call.Spec.Tool}
+	annotations := map[string]string{podcontract.AnnotationArgDigest: in.Digest, podcontract.AnnotationCallName: in.Call.Name, podcontract.AnnotationTool: in.Call.Spec.Tool}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        JobName(in.Call.Name, in.Attempt),
@@ -189,12 +162,12 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 
 func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 	body := in.Tool.Body
-	runner := copiedRunner
+	runner := podcontract.CopiedRunner
 	var initContainers []corev1.Container
 	if body.RunnerInImage {
 		runner = body.RunnerPath
 		if runner == "" {
-			runner = toolgatev1alpha1.DefaultRunnerPath
+			runner = podcontract.ImageRunner
 		}
 	} else {
 		initContainers = []corev1.Container{runnerInitContainer(opts)}
@@ -202,7 +175,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 	command := append([]string{runner, "--"}, body.Command...)
 	command = append(command, body.Args...)
 	tool := corev1.Container{
-		Name:                     ToolContainerName,
+		Name:                     podcontract.ToolContainerName,
 		Image:                    body.Image,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
@@ -248,15 +221,15 @@ func volumes(sandbox toolgatev1alpha1.Sandbox, defaultLimit resource.Quantity) [
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(limit.DeepCopy())}}}
 	}
-	return []corev1.Volume{emptyDir(runVolume), emptyDir(tmpVolume)}
+	return []corev1.Volume{emptyDir(podcontract.RunVolume), emptyDir(podcontract.TmpVolume)}
 }
 
 func runnerInitContainer(opts JobOptions) corev1.Container {
 	return corev1.Container{
-		Name:            RunnerInitContainerName,
+		Name:            podcontract.RunnerInitContainerName,
 		Image:           opts.RunnerImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{imageRunner, "--copy-self", copiedRunner},
+		Command:         []string{podcontract.ImageRunner, podcontract.CopySelfFlag, podcontract.CopiedRunner},
 		Resources:       opts.DefaultResources,
 		SecurityContext: containerSecurityContext(),
 		VolumeMounts:    volumeMounts(toolgatev1alpha1.ScratchEmptyDir),
@@ -273,22 +246,16 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	if in.Traceparent != "" {
-		env = append(env, literalEnv(toolgatev1alpha1.EnvTraceparent, in.Traceparent))
+		env = append(env, literalEnv(podcontract.EnvTraceparent, in.Traceparent))
 	}
 	return append(env,
-		literalEnv("TOOLGATE_ARGS", string(in.Arguments)),
-		literalEnv("TOOLGATE_ARGS_DIGEST", in.Digest),
-		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(in.Tool.Sandbox.Scratch)),
-		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(in.Tool), 10)),
-		literalEnv(frame.EnvFrameKey, in.FrameKey),
+		literalEnv(podcontract.EnvArgs, string(in.Arguments)),
+		literalEnv(podcontract.EnvArgsDigest, in.Digest),
+		literalEnv(podcontract.EnvArgsFile, argsFileFor(in.Tool.Sandbox.Scratch)),
+		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(in.Tool), 10)),
+		literalEnv(podcontract.EnvFrameKey, in.FrameKey),
 	)
 }
-
-// The standard OpenTelemetry exporter variables a tool body's SDK reads.
-const (
-	EnvOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	EnvOTLPProtocol = "OTEL_EXPORTER_OTLP_PROTOCOL"
-)
 
 // toolOTLPEnv points a body's OpenTelemetry SDK at the collector the operator names
 // (opts.ToolOTLPEndpoint): OTEL_EXPORTER_OTLP_ENDPOINT, the base URL the SDK appends
@@ -301,7 +268,7 @@ func toolOTLPEnv(bodyEnv []toolgatev1alpha1.EnvVar, opts JobOptions) []corev1.En
 		return nil
 	}
 	var env []corev1.EnvVar
-	for _, e := range []corev1.EnvVar{literalEnv(EnvOTLPEndpoint, opts.ToolOTLPEndpoint), literalEnv(EnvOTLPProtocol, "http/protobuf")} {
+	for _, e := range []corev1.EnvVar{literalEnv(podcontract.EnvOTLPEndpoint, opts.ToolOTLPEndpoint), literalEnv(podcontract.EnvOTLPProtocol, podcontract.OTLPProtocolHTTP)} {
 		if !slices.ContainsFunc(bodyEnv, func(b toolgatev1alpha1.EnvVar) bool { return b.Name == e.Name }) {
 			env = append(env, e)
 		}
@@ -318,9 +285,9 @@ func literalEnv(name, value string) corev1.EnvVar {
 // argsFileFor is where the runner writes the arguments; "-" (scratch None) means no file.
 func argsFileFor(scratch toolgatev1alpha1.ScratchMode) string {
 	if scratch == toolgatev1alpha1.ScratchNone {
-		return noArgsFile
+		return podcontract.NoArgsFile
 	}
-	return argsFile
+	return podcontract.ArgsFile
 }
 
 func containerSecurityContext() *corev1.SecurityContext {
@@ -339,8 +306,8 @@ func volumeMounts(scratch toolgatev1alpha1.ScratchMode) []corev1.VolumeMount {
 		return nil
 	}
 	return []corev1.VolumeMount{
-		{Name: runVolume, MountPath: runMountPath},
-		{Name: tmpVolume, MountPath: "/tmp"},
+		{Name: podcontract.RunVolume, MountPath: podcontract.RunMountPath},
+		{Name: podcontract.TmpVolume, MountPath: "/tmp"},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 const testOTLPEndpoint = "http://198.51.100.1:4318"
@@ -34,30 +35,30 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 	}
 	for name, env := range paths {
 		got := envValues(env(testJobInput(nil), with))
-		if v := got[EnvOTLPEndpoint]; len(v) != 1 || v[0] != testOTLPEndpoint {
-			t.Errorf("%s: %s = %q, want [%s]", name, EnvOTLPEndpoint, v, testOTLPEndpoint)
+		if v := got[podcontract.EnvOTLPEndpoint]; len(v) != 1 || v[0] != testOTLPEndpoint {
+			t.Errorf("%s: %s = %q, want [%s]", name, podcontract.EnvOTLPEndpoint, v, testOTLPEndpoint)
 		}
-		if v := got[EnvOTLPProtocol]; len(v) != 1 || v[0] != "http/protobuf" {
-			t.Errorf("%s: %s = %q, want [http/protobuf]", name, EnvOTLPProtocol, v)
+		if v := got[podcontract.EnvOTLPProtocol]; len(v) != 1 || v[0] != "http/protobuf" {
+			t.Errorf("%s: %s = %q, want [http/protobuf]", name, podcontract.EnvOTLPProtocol, v)
 		}
 		if got["MODE"] == nil {
 			t.Errorf("%s: the Tool's own env is gone: %v", name, got)
 		}
 
 		off := envValues(env(testJobInput(nil), DefaultJobOptions()))
-		if off[EnvOTLPEndpoint] != nil || off[EnvOTLPProtocol] != nil {
+		if off[podcontract.EnvOTLPEndpoint] != nil || off[podcontract.EnvOTLPProtocol] != nil {
 			t.Errorf("%s: no tool endpoint, yet %v", name, off)
 		}
 
 		own := testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
-			s.Body.Env = append(s.Body.Env, toolgatev1alpha1.EnvVar{Name: EnvOTLPEndpoint, Value: "https://mine.example:4318"})
+			s.Body.Env = append(s.Body.Env, toolgatev1alpha1.EnvVar{Name: podcontract.EnvOTLPEndpoint, Value: "https://mine.example:4318"})
 		})
 		got = envValues(env(own, with))
-		if v := got[EnvOTLPEndpoint]; len(v) != 1 || v[0] != "https://mine.example:4318" {
-			t.Errorf("%s: a Tool's own %s must stay the only one: %q", name, EnvOTLPEndpoint, v)
+		if v := got[podcontract.EnvOTLPEndpoint]; len(v) != 1 || v[0] != "https://mine.example:4318" {
+			t.Errorf("%s: a Tool's own %s must stay the only one: %q", name, podcontract.EnvOTLPEndpoint, v)
 		}
-		if v := got[EnvOTLPProtocol]; len(v) != 1 {
-			t.Errorf("%s: %s = %q", name, EnvOTLPProtocol, v)
+		if v := got[podcontract.EnvOTLPProtocol]; len(v) != 1 {
+			t.Errorf("%s: %s = %q", name, podcontract.EnvOTLPProtocol, v)
 		}
 	}
 }
@@ -66,9 +67,9 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 func TestToolOTLPEnvIsLiteral(t *testing.T) {
 	o := DefaultJobOptions()
 	o.ToolOTLPEndpoint = "http://collector:4318/$(HOME)"
-	v := envValues(BuildJob(testJobInput(nil), o).Spec.Template.Spec.Containers[0].Env)[EnvOTLPEndpoint]
+	v := envValues(BuildJob(testJobInput(nil), o).Spec.Template.Spec.Containers[0].Env)[podcontract.EnvOTLPEndpoint]
 	if len(v) != 1 || v[0] != "http://collector:4318/$$(HOME)" {
-		t.Fatalf("%s = %q", EnvOTLPEndpoint, v)
+		t.Fatalf("%s = %q", podcontract.EnvOTLPEndpoint, v)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
@@ -96,7 +97,7 @@ func TestBuildJobSandbox(t *testing.T) {
 			t.Errorf("container %s has no requests or limits", c.Name)
 		}
 	}
-	if got := job.Spec.Template.Labels[LabelNetwork]; got != "none" {
+	if got := job.Spec.Template.Labels[podcontract.LabelNetwork]; got != "none" {
 		t.Errorf("network label = %q", got)
 	}
 }
@@ -107,7 +108,7 @@ func TestBuildJobRunnerPaths(t *testing.T) {
 	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Image != DefaultJobOptions().RunnerImage {
 		t.Fatalf("init container: %+v", pod.InitContainers)
 	}
-	if d := diff(pod.Containers[0].Command, []string{copiedRunner, "--", "/echo", "-v"}); d != "" {
+	if d := diff(pod.Containers[0].Command, []string{podcontract.CopiedRunner, "--", "/echo", "-v"}); d != "" {
 		t.Errorf("command (-got +want):\n%s", d)
 	}
 	inImage := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }), DefaultJobOptions())
@@ -115,7 +116,7 @@ func TestBuildJobRunnerPaths(t *testing.T) {
 	if len(pod.InitContainers) != 0 {
 		t.Fatal("runnerInImage must not add an init container")
 	}
-	if pod.Containers[0].Command[0] != toolgatev1alpha1.DefaultRunnerPath {
+	if pod.Containers[0].Command[0] != podcontract.ImageRunner {
 		t.Errorf("runner path = %s", pod.Containers[0].Command[0])
 	}
 }
@@ -127,8 +128,8 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	want := map[string]string{
-		"MODE": "fast", "TOOLGATE_ARGS": `{"text":"hi"}`, "TOOLGATE_ARGS_DIGEST": "sha256:abc",
-		"TOOLGATE_ARGS_FILE": argsFile, "TOOLGATE_MAX_OUTPUT": "1048576", "TOOLGATE_FRAME_KEY": "k3y",
+		"MODE": "fast", podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
+		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvFrameKey: "k3y",
 	}
 	if d := diff(env, want); d != "" {
 		t.Errorf("env (-got +want):\n%s", d)
@@ -154,8 +155,8 @@ func TestBuildJobScratch(t *testing.T) {
 		t.Error("scratch None must keep the root filesystem read-only")
 	}
 	for _, e := range pod.Containers[0].Env {
-		if e.Name == "TOOLGATE_ARGS_FILE" && e.Value != noArgsFile {
-			t.Errorf("TOOLGATE_ARGS_FILE = %q, want %q", e.Value, noArgsFile)
+		if e.Name == podcontract.EnvArgsFile && e.Value != podcontract.NoArgsFile {
+			t.Errorf("%s = %q, want %q", podcontract.EnvArgsFile, e.Value, podcontract.NoArgsFile)
 		}
 	}
 }
@@ -187,8 +188,8 @@ func TestBuildJobRuntimeClassAndEgress(t *testing.T) {
 	if rc := job.Spec.Template.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
 		t.Errorf("runtimeClassName = %v", rc)
 	}
-	if job.Labels[LabelNetwork] != "egress" {
-		t.Errorf("network label = %q", job.Labels[LabelNetwork])
+	if job.Labels[podcontract.LabelNetwork] != "egress" {
+		t.Errorf("network label = %q", job.Labels[podcontract.LabelNetwork])
 	}
 }
 
@@ -247,7 +248,7 @@ func TestBuildJobLabelsValidForEveryName(t *testing.T) {
 						}
 					}
 				}
-				if job.Annotations[AnnotationTool] != tc.tool || job.Annotations[AnnotationCallName] != tc.call {
+				if job.Annotations[podcontract.AnnotationTool] != tc.tool || job.Annotations[podcontract.AnnotationCallName] != tc.call {
 					t.Errorf("annotations %v do not carry the exact names", job.Annotations)
 				}
 			}
@@ -286,8 +287,8 @@ func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
 	for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	if got, want := env["TOOLGATE_ARGS"], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
-		t.Errorf("TOOLGATE_ARGS = %s, want %s", got, want)
+	if got, want := env[podcontract.EnvArgs], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
+		t.Errorf("%s = %s, want %s", podcontract.EnvArgs, got, want)
 	}
 	if got := env["GREETING"]; got != "$(MODE) $$" {
 		t.Errorf("the Tool's env is the operator's, as written: got %q", got)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // TestBuildJobTraceparent: the execution span's context is the tool container's
@@ -14,7 +15,7 @@ func TestBuildJobTraceparent(t *testing.T) {
 		var last string
 		n := 0
 		for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
-			if e.Name == toolgatev1alpha1.EnvTraceparent {
+			if e.Name == podcontract.EnvTraceparent {
 				last, n = e.Value, n+1
 			}
 		}
@@ -24,7 +25,7 @@ func TestBuildJobTraceparent(t *testing.T) {
 		t.Fatalf("no tracer: %d TRACEPARENT entries", n)
 	}
 	in := testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
-		s.Body.Env = append(s.Body.Env, toolgatev1alpha1.EnvVar{Name: toolgatev1alpha1.EnvTraceparent, Value: "pinned"})
+		s.Body.Env = append(s.Body.Env, toolgatev1alpha1.EnvVar{Name: podcontract.EnvTraceparent, Value: "pinned"})
 	})
 	in.Traceparent = tp
 	if got, _ := env(in); got != tp {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // NetworkPolicyMode is what the operator does about the NetworkPolicies that make a tool's
@@ -90,7 +91,7 @@ func ParseEgressExcept(s string) ([]string, error) {
 
 // toolPodSelector selects the tool Pods of one network mode.
 func toolPodSelector(network string) metav1.LabelSelector {
-	return metav1.LabelSelector{MatchLabels: map[string]string{LabelManagedBy: ManagedByValue, LabelNetwork: network}}
+	return metav1.LabelSelector{MatchLabels: map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelNetwork: network}}
 }
 
 // ToolNetworkPolicies are the two policies of a namespace: Pods labelled network=none get
@@ -171,11 +172,11 @@ func isolationGap(network toolgatev1alpha1.NetworkMode, podLabels map[string]str
 	}
 	switch {
 	case !ingressIsolated || !egressIsolated:
-		return fmt.Sprintf("no NetworkPolicy in the namespace isolates %s Pods for ingress and egress", podLabels[LabelNetwork])
+		return fmt.Sprintf("no NetworkPolicy in the namespace isolates %s Pods for ingress and egress", podLabels[podcontract.LabelNetwork])
 	case len(ingressFrom) > 0:
-		return fmt.Sprintf("NetworkPolicy %s allows ingress to %s Pods", strings.Join(ingressFrom, ", "), podLabels[LabelNetwork])
+		return fmt.Sprintf("NetworkPolicy %s allows ingress to %s Pods", strings.Join(ingressFrom, ", "), podLabels[podcontract.LabelNetwork])
 	case len(egressFrom) > 0:
-		return fmt.Sprintf("NetworkPolicy %s allows egress from %s Pods", strings.Join(egressFrom, ", "), podLabels[LabelNetwork])
+		return fmt.Sprintf("NetworkPolicy %s allows egress from %s Pods", strings.Join(egressFrom, ", "), podLabels[podcontract.LabelNetwork])
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;create;update
@@ -101,7 +102,7 @@ func (r *ToolCallReconciler) ensurePolicy(ctx context.Context, list *networkingv
 	i := indexOfPolicy(list.Items, want.Name)
 	switch {
 	case i < 0:
-		want.Labels = map[string]string{LabelManagedBy: ManagedByValue}
+		want.Labels = map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue}
 		if err = r.Create(ctx, want); err == nil {
 			list.Items = append(list.Items, *want)
 			ctrl.LoggerFrom(ctx).Info("created NetworkPolicy", "networkPolicy", want.Name)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The operator writes the policies the chart and config/default/networkpolicy ship (make
@@ -88,7 +89,7 @@ func netpol(name string, network string, types []networkingv1.PolicyType, ingres
 func TestIsolationGap(t *testing.T) {
 	none, egress := toolgatev1alpha1.NetworkNone, toolgatev1alpha1.NetworkEgress
 	podOf := func(n string) map[string]string {
-		return map[string]string{LabelManagedBy: ManagedByValue, LabelNetwork: n, LabelCall: "c"}
+		return map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelNetwork: n, podcontract.LabelCall: "c"}
 	}
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
 	ingressOnly := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}

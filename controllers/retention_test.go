@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // finishedCall is a Succeeded call with every field the cache transform is about.
@@ -326,15 +327,15 @@ func TestTransformJobAndPod(t *testing.T) {
 	if strings.Contains(string(raw), "aaaa") || len(trimmed.Spec.Template.Spec.InitContainers) != 0 || len(raw) > 512 {
 		t.Errorf("the cached template keeps more than the frame key (%d bytes): %s", len(raw), raw)
 	}
-	if trimmed.Annotations[AnnotationCallName] != "c" || trimmed.Labels[LabelManagedBy] != ManagedByValue {
+	if trimmed.Annotations[podcontract.AnnotationCallName] != "c" || trimmed.Labels[podcontract.LabelManagedBy] != podcontract.ManagedByValue {
 		t.Errorf("the Job's metadata was trimmed: %v %v", trimmed.Labels, trimmed.Annotations)
 	}
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{AnnotationCallName: "c"}},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{podcontract.AnnotationCallName: "c"}},
 		Spec:   job.Spec.Template.Spec,
-		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: ToolContainerName}}}}
+		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.ToolContainerName}}}}
 	out, _ = TransformPod(pod)
-	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || toolContainerStatus(p) == nil || p.Annotations[AnnotationCallName] != "c" {
+	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || toolContainerStatus(p) == nil || p.Annotations[podcontract.AnnotationCallName] != "c" {
 		t.Errorf("cached Pod: spec %d containers, status %v, annotations %v", len(p.Spec.Containers), p.Status, p.Annotations)
 	}
 }

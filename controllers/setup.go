@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Options configure the reconcilers as a whole.
@@ -45,7 +46,7 @@ type Options struct {
 // object; and trims ToolCalls, Jobs and Pods to what the reconcilers read
 // (TransformToolCall, TransformJob, TransformPod).
 func CacheOptions() cache.Options {
-	selector := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedByValue})
+	selector := labels.SelectorFromSet(labels.Set{podcontract.LabelManagedBy: podcontract.ManagedByValue})
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

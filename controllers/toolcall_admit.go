@@ -52,7 +52,7 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	metrics.Verdicts.WithLabelValues(metricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()
 	switch call.Status.Phase {
 	case v1alpha1.PhaseRunning:
-		return r.createJob(ctx, call)
+		return r.execute(ctx, call)
 	case v1alpha1.PhaseAwaitingApproval:
 		return ctrl.Result{RequeueAfter: call.Status.ApprovalDeadline.Sub(r.Clock.Now())}, nil
 	}

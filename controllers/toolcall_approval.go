@@ -83,7 +83,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 	r.afterStatusWrite(call, events)
 	r.notifyDecided(ctx, call)
 	if call.Status.Phase == v1alpha1.PhaseRunning {
-		return r.createJob(ctx, call)
+		return r.execute(ctx, call)
 	}
 	return ctrl.Result{}, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // unitReconciler is a ToolCallReconciler over one fake client (cache and live reader
@@ -50,7 +51,7 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 }
 
 func byCallAnnotation(o client.Object) []string {
-	return []string{o.GetAnnotations()[AnnotationCallName]}
+	return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 }
 
 // unitEcho is the Tool echo in namespace ns.
@@ -121,7 +122,7 @@ func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
 	r, c := unitReconciler(t, conflictOnce, call, job)
 	outcome := pipeline.Outcome{Attempt: 1, TerminationReason: "ImagePullBackOff"}
 
-	if _, err := r.finishAttempt(context.Background(), call.DeepCopy(), job.DeepCopy(), outcome); !apierrors.IsConflict(err) {
+	if _, err := r.finishAttempt(context.Background(), call.DeepCopy(), outcome); !apierrors.IsConflict(err) {
 		t.Fatalf("first pass: %v, want the conflict", err)
 	}
 	got := &batchv1.Job{}
@@ -132,7 +133,7 @@ func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.finishAttempt(context.Background(), fresh, got, outcome); err != nil {
+	if _, err := r.finishAttempt(context.Background(), fresh, outcome); err != nil {
 		t.Fatalf("second pass: %v", err)
 	}
 	if err := c.Get(context.Background(), client.ObjectKeyFromObject(call), fresh); err != nil {

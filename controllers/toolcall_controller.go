@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -75,21 +75,22 @@ type ToolCallReconciler struct {
 	Audit logr.Logger
 	// Notifier sends approval CloudEvents to the sinks of parked calls; nil: none.
 	Notifier *notify.Notifier
-	// Warm hands warm pool Pods their arguments (warmpool_run.go); nil: every call runs cold.
+	// Warm hands warm pool Pods their arguments (exec_warm.go); nil: every call runs cold.
 	Warm WarmExecutor
 	// Tracer exports a trace of each call (internal/tracing); nil: no tracing.
 	Tracer *tracing.Tracer
 
-	written  written
-	refusals refusals
-	audits   pendingAudits
+	written written
+	audits  pendingAudits
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
 	registries coalescer[*registry]
 	isolation  coalescer[isolationRead]
-	warm       warmRuns
+	// execs are the stage-5 backends (execute.go), built once from the fields above.
+	execOnce sync.Once
+	execs    []executor
 }
 
-// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals/status,verbs=get;update;patch
@@ -104,10 +105,9 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	call := &v1alpha1.ToolCall{}
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.refusals.forget(req.NamespacedName)
 			r.audits.forget(req.NamespacedName)
 			r.forgetNotified(req.NamespacedName)
-			_, err := r.tidyJobs(ctx, req.Namespace, req.Name, nil)
+			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
@@ -117,20 +117,20 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("toolCall", klog.KObj(call)))
-	retained, err := r.tidyJobs(ctx, call.Namespace, call.Name, call)
+	retained, err := r.tidyExecutions(ctx, req.NamespacedName, call)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.tidyWarmPods(ctx, call); err != nil {
-		return ctrl.Result{}, err
-	}
 	if !call.DeletionTimestamp.IsZero() {
-		return ctrl.Result{RequeueAfter: retained}, nil
+		return r.finishDeleted(ctx, call, retained) // toolcall_record.go
 	}
 	if call.Status.Phase.IsTerminal() {
 		// The cached terminal call is trimmed (cache.go): it is only read here, never written.
 		r.auditRecovered(ctx, call)
 		return r.expire(ctx, call, retained)
+	}
+	if err := r.ensureRecordFinalizer(ctx, call); err != nil {
+		return ctrl.Result{}, err
 	}
 	res, err := r.reconcile(r.Tracer.Begin(ctx, call), call)
 	if retained > 0 && (res.RequeueAfter <= 0 || retained < res.RequeueAfter) {
@@ -189,17 +189,20 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	r.warm.events = make(chan ctrlevent.GenericEvent, 1024)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolCall{}).
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCall),
 			builder.WithPredicates(predicate.NewPredicateFuncs(isToolgateObject))).
 		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
-		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{}).
-		WatchesRawSource(source.Channel(r.warm.events, &handler.EnqueueRequestForObject{})).
-		Named("toolcall").
+		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{})
+	for _, e := range r.executors() {
+		if w, ok := e.(wakeSource); ok {
+			b = b.WatchesRawSource(source.Channel(w.wakeups(), &handler.EnqueueRequestForObject{}))
+		}
+	}
+	return b.Named("toolcall").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.Workers, 1)}).
 		Complete(r)
 }

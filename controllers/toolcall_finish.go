@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -29,7 +27,7 @@ var errNoLogReader = errors.New("no log reader configured for results carried in
 // finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
 // policy) or runs post-execute and freezes the result: one status write either way (two
 // when the PostExecute policies cannot be read at first, see policiesUnavailable).
-func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job, o pipeline.Outcome) (ctrl.Result, error) {
+func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (ctrl.Result, error) {
 	start := r.Clock.Now()
 	spec := call.Status.Tool.Spec
 	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(maxOutput(spec))})
@@ -43,15 +41,17 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if res.IsError {
 		call.Status.Attempts[n].Reason = string(res.Reason)
 	}
-	// The Job is stopped only once the outcome is written: stopped first, a write that lost
-	// a race would be retried against a deleting Job and record JobDeleted instead.
+	// The attempt is released (its Job stopped, its warm Pod deleted) only once the outcome is
+	// written: stopped first, a write that lost a race would be retried against a deleting
+	// Job and record JobDeleted instead.
+	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
 	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
-		r.startAttempt(call, int32(retry.NextAttempt))
+		r.startAttempt(ctx, call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.stopJob(ctx, job, o)
-		return r.createJob(ctx, call)
+		exec.release(ctx, call, ended, o)
+		return r.execute(ctx, call)
 	}
 	executed := metav1.ConditionTrue
 	if res.IsError {
@@ -76,7 +76,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.stopJob(ctx, job, o)
+	exec.release(ctx, call, ended, o)
 	return ctrl.Result{}, nil
 }
 
@@ -145,7 +145,11 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 // refreeze reproduces the arguments admission froze: the same canonical bytes under the
 // digest recorded in status.
 func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
+	return refreeze(call, r.Options.MaxArgumentBytes)
+}
+
+func refreeze(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: maxBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -207,17 +211,6 @@ func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.
 	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: ReasonOperatorError,
 		Error: "the call could not be run", Content: "the call could not be run"}, r.Clock.Now())
 	return ctrl.Result{}, r.writeTerminal(ctx, call)
-}
-
-// stopJob deletes a Job whose Pod will not end by itself (an image that is never pulled,
-// the operator's own deadline). Jobs that ended are kept for the retention (tidyJobs).
-func (r *ToolCallReconciler) stopJob(ctx context.Context, job *batchv1.Job, o pipeline.Outcome) {
-	if job == nil || !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) || o.Started && o.TerminationReason != "DeadlineExceeded" {
-		return
-	}
-	if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "could not delete a stopped Job", "job", job.Name)
-	}
 }
 
 // refusal is the model-facing result of a call refused before running. Policy internals

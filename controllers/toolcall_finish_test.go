@@ -114,7 +114,7 @@ func (f *finishFixture) finish(t *testing.T) (*v1alpha1.ToolCall, error) {
 		t.Fatal(err)
 	}
 	o := pipeline.Outcome{Started: true, Report: &pipeline.Report{Stdout: []byte(finishSecret)}, Attempt: 1}
-	_, err := f.r.finishAttempt(ctx, call, f.job, o)
+	_, err := f.r.finishAttempt(ctx, call, o)
 	stored := &v1alpha1.ToolCall{}
 	if gerr := f.cache.Get(ctx, client.ObjectKeyFromObject(call), stored); gerr != nil {
 		t.Fatal(gerr)

@@ -2,21 +2,14 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
-	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/internal/metrics"
-	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
-	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 // scheduleOrQueue sets an admitted call Running with its first attempt when its session's
@@ -32,23 +25,20 @@ func (r *ToolCallReconciler) scheduleOrQueue(ctx context.Context, call *v1alpha1
 			"waiting for earlier calls of session "+call.Spec.Session)
 		return nil
 	}
-	r.startAttempt(call, int32(len(call.Status.Attempts))+1)
-	r.claimWarm(ctx, call)
+	r.startAttempt(ctx, call, int32(len(call.Status.Attempts))+1)
 	return nil
 }
 
-// startAttempt records a new attempt and its deterministic Job name (in memory).
-func (r *ToolCallReconciler) startAttempt(call *v1alpha1.ToolCall, attempt int32) {
+// startAttempt records a new attempt and the executor that runs it (in memory but for what
+// the executor's claim does; the caller writes the status, then calls execute).
+func (r *ToolCallReconciler) startAttempt(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) {
 	now := ptrTime(r.Clock.Now())
-	name := JobName(call.Name, attempt)
 	call.Status.Phase = v1alpha1.PhaseRunning
-	call.Status.Job = &v1alpha1.JobReference{Name: name}
-	call.Status.Attempts = append(call.Status.Attempts, v1alpha1.Attempt{Attempt: attempt, JobName: name, StartTime: now})
+	call.Status.Attempts = append(call.Status.Attempts, v1alpha1.Attempt{Attempt: attempt, StartTime: now})
 	if call.Status.StartTime == nil {
 		call.Status.StartTime = now
 	}
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
-		fmt.Sprintf("attempt %d runs in Job %s", attempt, name))
+	r.chooseExecutor(ctx, call)
 }
 
 // startWhenRunnable starts a queued call once its session lets it.
@@ -62,7 +52,7 @@ func (r *ToolCallReconciler) startWhenRunnable(ctx context.Context, call *v1alph
 	if err := r.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.createJob(ctx, call)
+	return r.execute(ctx, call)
 }
 
 // runnable applies the session's concurrency rule: calls of a session in creation order;
@@ -107,64 +97,4 @@ func (r *ToolCallReconciler) runnable(ctx context.Context, call *v1alpha1.ToolCa
 		}
 	}
 	return false, nil
-}
-
-// createJob creates the current attempt's Job, or adopts it when it already exists (a
-// restart between the status write and the create): one Job per attempt, whatever happens.
-func (r *ToolCallReconciler) createJob(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
-	if warmAttempt(call) != nil {
-		return r.startWarm(ctx, call)
-	}
-	attempt := currentAttempt(call)
-	frozen, err := r.refreeze(call)
-	if err != nil {
-		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
-	}
-	if !r.Clock.Now().Before(r.attemptDeadline(call)) {
-		return r.createTooLate(ctx, call, attempt)
-	}
-	key, err := frame.NewKey()
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key,
-		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, r.Options.Job)
-	if err := controllerutil.SetControllerReference(call, job, r.Scheme); err != nil {
-		return ctrl.Result{}, err
-	}
-	if why, err := r.ensureIsolation(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.refuseUnisolated(ctx, call, why)
-	}
-	start := r.Clock.Now()
-	err = r.Create(ctx, job)
-	metrics.StageDuration.WithLabelValues("job_create").Observe(r.Clock.Since(start).Seconds())
-	switch {
-	case err == nil:
-		r.refusals.forget(client.ObjectKeyFromObject(call))
-		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
-		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
-	case apierrors.IsAlreadyExists(err):
-		existing := &batchv1.Job{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.refusals.forget(client.ObjectKeyFromObject(call))
-		if !metav1.IsControlledBy(existing, call) {
-			return r.finishInternal(ctx, call, "a Job named "+job.Name+" exists and belongs to something else")
-		}
-	default:
-		return r.createRefused(ctx, call, job.Name, err)
-	}
-	return ctrl.Result{RequeueAfter: r.attemptDeadline(call).Sub(r.Clock.Now())}, nil
-}
-
-func currentAttempt(call *v1alpha1.ToolCall) int32 {
-	if n := len(call.Status.Attempts); n > 0 {
-		return call.Status.Attempts[n-1].Attempt
-	}
-	return 1
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
@@ -90,20 +88,12 @@ func traceFinal(ctx context.Context, post pipeline.Decision, final pipeline.Resu
 // containerStartKey carries the tool container's start (observe) to traceAttempt.
 type containerStartKey struct{}
 
-// withContainerStart notes when pod's tool container started, for traceAttempt.
-func withContainerStart(ctx context.Context, pod *corev1.Pod) context.Context {
-	if !tracing.Enabled(ctx) || pod == nil {
+// withContainerStart notes when the tool container started (zero: unknown), for traceAttempt.
+func withContainerStart(ctx context.Context, started time.Time) context.Context {
+	if !tracing.Enabled(ctx) || started.IsZero() {
 		return ctx
 	}
-	cs := toolContainerStatus(pod)
-	switch {
-	case cs == nil:
-	case cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero():
-		return context.WithValue(ctx, containerStartKey{}, cs.State.Terminated.StartedAt.Time)
-	case cs.State.Running != nil && !cs.State.Running.StartedAt.IsZero():
-		return context.WithValue(ctx, containerStartKey{}, cs.State.Running.StartedAt.Time)
-	}
-	return ctx
+	return context.WithValue(ctx, containerStartKey{}, started)
 }
 
 func reasonIf(cond bool, r pipeline.Reason) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // poolRef is one warm pool: the Pods its owner (a Tool, or a ClusterTool) keeps in one
@@ -51,7 +52,7 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 	maxIdle := warmMaxIdle(p.spec)
 	var keep []*corev1.Pod
 	for _, pod := range pods {
-		if len(keep) < p.size && pod.Labels[LabelTemplate] == digest && !poolPodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
+		if len(keep) < p.size && pod.Labels[podcontract.LabelTemplate] == digest && !poolPodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
 			keep = append(keep, pod)
 			continue
 		}
@@ -81,7 +82,7 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 func (r *WarmPoolReconciler) poolPods(ctx context.Context, p poolRef) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(p.namespace),
-		client.MatchingLabels{LabelManagedBy: ManagedByValue, LabelPool: ToolLabelValue(p.owner.GetName())}); err != nil {
+		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: ToolLabelValue(p.owner.GetName())}); err != nil {
 		return nil, err
 	}
 	return unclaimedOf(list.Items, p.owner), nil
@@ -92,7 +93,7 @@ func unclaimedOf(pods []corev1.Pod, owner client.Object) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if metav1.IsControlledBy(p, owner) && p.DeletionTimestamp.IsZero() && p.Annotations[AnnotationClaimedBy] == "" {
+		if metav1.IsControlledBy(p, owner) && p.DeletionTimestamp.IsZero() && p.Annotations[podcontract.AnnotationClaimedBy] == "" {
 			out = append(out, p)
 		}
 	}

@@ -13,19 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// Labels and annotations of warm pool Pods.
 const (
-	// LabelPool on an unclaimed pool Pod is ToolLabelValue of its Tool's metadata.name; a
-	// claim removes it, so the pool no longer counts the Pod.
-	LabelPool = "toolgate.dev/pool"
-	// LabelTemplate is warmTemplateDigest of the Pod: a call only claims a Pod built from
-	// exactly its admitted tool snapshot (and the operator's current Pod settings).
-	LabelTemplate = "toolgate.dev/template"
-	// AnnotationClaimedBy is the uid of the call that claimed the Pod.
-	AnnotationClaimedBy = "toolgate.dev/claimed-by"
 	// defaultMaxIdle is warmPool.maxIdle's default (the CRD's).
 	defaultMaxIdle = 10 * time.Minute
 )
@@ -61,10 +52,10 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions, key string) c
 	}
 	env = append(env, toolOTLPEnv(spec.Body.Env, opts)...)
 	env = append(env,
-		literalEnv(frame.EnvWarm, "1"),
-		literalEnv("TOOLGATE_ARGS_FILE", argsFileFor(spec.Sandbox.Scratch)),
-		literalEnv("TOOLGATE_MAX_OUTPUT", strconv.FormatInt(maxOutput(spec), 10)),
-		literalEnv(frame.EnvFrameKey, key),
+		literalEnv(podcontract.EnvWarm, podcontract.WarmOn),
+		literalEnv(podcontract.EnvArgsFile, argsFileFor(spec.Sandbox.Scratch)),
+		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(spec), 10)),
+		literalEnv(podcontract.EnvFrameKey, key),
 	)
 	tool.Env = env
 	return ps
@@ -93,13 +84,13 @@ func buildWarmPod(p poolRef, opts JobOptions, key string) *corev1.Pod {
 			GenerateName: prefix,
 			Namespace:    p.namespace,
 			Labels: map[string]string{
-				LabelManagedBy: ManagedByValue,
-				LabelPool:      ToolLabelValue(p.owner.GetName()),
-				LabelTemplate:  warmTemplateDigest(p.spec, opts),
-				LabelTool:      ToolLabelValue(name),
-				LabelNetwork:   networkLabel(p.spec.Sandbox.Network),
+				podcontract.LabelManagedBy: podcontract.ManagedByValue,
+				podcontract.LabelPool:      ToolLabelValue(p.owner.GetName()),
+				podcontract.LabelTemplate:  warmTemplateDigest(p.spec, opts),
+				podcontract.LabelTool:      ToolLabelValue(name),
+				podcontract.LabelNetwork:   networkLabel(p.spec.Sandbox.Network),
 			},
-			Annotations: map[string]string{AnnotationTool: name},
+			Annotations: map[string]string{podcontract.AnnotationTool: name},
 		},
 		Spec: warmPodSpec(p.spec, opts, key),
 	}

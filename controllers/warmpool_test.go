@@ -11,6 +11,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func warmTestTool(mut func(*toolgatev1alpha1.ToolSpec)) *toolgatev1alpha1.Tool {
@@ -49,12 +50,12 @@ func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
 	for _, e := range warm.Containers[0].Env {
 		env[e.Name] = e.Value
 	}
-	for _, name := range []string{"TOOLGATE_ARGS", "TOOLGATE_ARGS_DIGEST"} {
+	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest} {
 		if _, ok := env[name]; ok {
 			t.Errorf("warm Pod env has %s", name)
 		}
 	}
-	if env["TOOLGATE_WARM"] != "1" || env["TOOLGATE_FRAME_KEY"] != "k3y" || env["MODE"] != "fast" {
+	if env[podcontract.EnvWarm] != "1" || env[podcontract.EnvFrameKey] != "k3y" || env["MODE"] != "fast" {
 		t.Errorf("warm env %v", env)
 	}
 	if !warm.Containers[0].Stdin || !warm.Containers[0].StdinOnce || warm.ActiveDeadlineSeconds != nil {
@@ -85,7 +86,7 @@ func TestWarmTemplateDigest(t *testing.T) {
 	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
-	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[LabelTemplate]); got != 32 {
+	if got := len(buildWarmPod(toolPool(a, 1), opts, "k1").Labels[podcontract.LabelTemplate]); got != 32 {
 		t.Errorf("template label length %d", got)
 	}
 }

@@ -43,3 +43,16 @@ func Cancelled(stage string, attempt int) Result {
 	}
 	return failed(ReasonCancelled, msg, meta)
 }
+
+// Deleted is the result of a call deleted before it ended (by an admin, a namespace
+// deletion): isError, reason Deleted, whether the body had started, and for a running call
+// the attempt in meta. It is recorded before the call goes, so its audit record says so.
+func Deleted(stage string, attempt int) Result {
+	meta := map[string]string{MetaCancelled: stage}
+	msg := "the call was deleted before it ran"
+	if stage == CancelledWhileRunning {
+		msg = "the call was deleted while it ran; its execution was stopped"
+		meta[MetaAttempt] = strconv.Itoa(max(attempt, 1))
+	}
+	return failed(ReasonDeleted, msg, meta)
+}

@@ -30,6 +30,8 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // CEL variable names.
@@ -132,7 +134,7 @@ func stringMapBound(m map[string]string) int {
 // treeBound is sizeBound for a JSON tree as Result.Content holds it; unknown types (and
 // trees too deep to walk) give the largest bound, so that evaluation stays tracked.
 func treeBound(v any, depth int) uint64 {
-	if depth > maxEncodeDepth {
+	if depth > canonjson.MaxEncodeDepth {
 		return math.MaxUint64
 	}
 	switch t := v.(type) {
@@ -382,8 +384,8 @@ func (a jsonAdapter) NativeToValue(v any) ref.Val {
 // celToJSON converts a CEL value into a fresh JSON tree (json.Number numbers). It fails
 // on values JSON cannot hold (NaN, ±Inf, bytes, non-string map keys, invalid UTF-8).
 func celToJSON(v ref.Val, depth int) (any, error) {
-	if depth > maxEncodeDepth {
-		return nil, fmt.Errorf("value nested deeper than %d levels", maxEncodeDepth)
+	if depth > canonjson.MaxEncodeDepth {
+		return nil, fmt.Errorf("value nested deeper than %d levels", canonjson.MaxEncodeDepth)
 	}
 	switch t := v.(type) {
 	case types.Null:
@@ -404,7 +406,7 @@ func celToJSON(v ref.Val, depth int) (any, error) {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("number %v is not representable in JSON", f)
 		}
-		return json.Number(normNumber(strconv.FormatFloat(f, 'g', -1, 64))), nil
+		return json.Number(canonjson.NormalizeNumber(strconv.FormatFloat(f, 'g', -1, 64))), nil
 	case traits.Mapper:
 		return celMapToJSON(t, depth)
 	case traits.Lister:

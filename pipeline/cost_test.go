@@ -25,6 +25,8 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // costExpressions cover the functions of the admission and result environments, cheap
@@ -129,7 +131,7 @@ func TestUntrackedEvaluationStaysUnderTheLimit(t *testing.T) {
 			}
 			for i := range 40 {
 				n := []int{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}[i%10]
-				args, err := encodeCanonical(nil, randomCostArgs(r, n), 0)
+				args, err := canonjson.AppendValue(nil, randomCostArgs(r, n), 0)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -28,4 +28,6 @@ limitations under the License.
 //
 // Index resolves tools through scopes, Runnable schedules a session, and
 // Compiler.PresentCall/PresentResult render calls for UIs. Every stage fails closed.
+// The strict JSON parser and canonical encoder behind Freeze, FreezeResult and Normalize
+// are package pipeline/internal/canonjson; its refusals reach callers as *FreezeError.
 package pipeline

@@ -18,10 +18,12 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // Default limits of Freeze.
@@ -81,7 +83,7 @@ type Frozen struct {
 // newFrozen wraps canonical bytes. value is their decoded tree, or nil to decode the
 // bytes on first use.
 func newFrozen(canonical []byte, value any) *Frozen {
-	return newFrozenString(string(canonical), digestOf(canonical), value)
+	return newFrozenString(string(canonical), canonjson.Digest(canonical), value)
 }
 
 func newFrozenString(canonical, digest string, value any) *Frozen {
@@ -94,7 +96,7 @@ func (f *Frozen) tree() any {
 		return f.value
 	}
 	f.once.Do(func() {
-		f.value, _ = decodeJSON(f.canonical, FreezeOptions{MaxBytes: len(f.canonical), MaxDepth: maxEncodeDepth})
+		f.value, _ = decodeJSON(f.canonical, FreezeOptions{MaxBytes: len(f.canonical), MaxDepth: canonjson.MaxEncodeDepth})
 	})
 	return f.value
 }
@@ -140,18 +142,26 @@ func Freeze(raw []byte, opts FreezeOptions) (*Frozen, error) {
 // freezeDocument parses data and freezes it; with object, anything but a JSON object is
 // refused.
 func freezeDocument(data []byte, opts FreezeOptions, object bool) (*Frozen, error) {
-	doc, err := parseDocument(data, "", opts, true)
+	doc, err := parseJSON(data, opts, true)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := doc.value.(map[string]any); object && !ok {
-		return nil, invalid("arguments must be a JSON object, not %s", kindOf(doc.value))
+	if _, ok := doc.Value.(map[string]any); object && !ok {
+		return nil, invalid("arguments must be a JSON object, not %s", kindOf(doc.Value))
 	}
-	if doc.deepest > maxEncodeDepth {
-		// What encodeCanonical refuses, for options allowing more than it.
-		return nil, invalid("value nested deeper than %d levels", maxEncodeDepth)
+	if doc.Deepest > canonjson.MaxEncodeDepth {
+		// What canonjson.AppendValue refuses, for options allowing more than it.
+		return nil, invalid("value nested deeper than %d levels", canonjson.MaxEncodeDepth)
 	}
-	return newFrozenString(doc.canonical, doc.digest, doc.value), nil
+	return newFrozenString(doc.Canonical, doc.Digest, doc.Value), nil
+}
+
+// parseJSON parses one JSON value of any kind under opts (defaults applied), computing
+// the canonical text's digest when asked, and reports a refusal as a *FreezeError.
+func parseJSON(data []byte, opts FreezeOptions, digest bool) (canonjson.Document, error) {
+	opts = opts.withDefaults()
+	doc, err := canonjson.Parse(data, canonjson.Options{MaxBytes: opts.MaxBytes, MaxDepth: opts.MaxDepth, Digest: digest})
+	return doc, freezeError(err)
 }
 
 // encodeBuffers recycles the scratch buffers canonical bytes are encoded into: newFrozen
@@ -176,19 +186,26 @@ func putEncodeBuffer(buf *[]byte) {
 // decodeJSON decodes exactly one JSON value of any kind under the given limits. Strings
 // of the tree are substrings of raw when raw is canonical, else of its canonical form.
 func decodeJSON(raw string, opts FreezeOptions) (any, error) {
-	doc, err := parseDocument(raw, raw, opts, false)
-	return doc.value, err
+	opts = opts.withDefaults()
+	doc, err := canonjson.ParseString(raw, canonjson.Options{MaxBytes: opts.MaxBytes, MaxDepth: opts.MaxDepth})
+	return doc.Value, freezeError(err)
 }
 
-func firstInvalidUTF8(b string) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRuneInString(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
+// freezeError turns the engine's refusal into a *FreezeError: over the size limit is
+// ReasonArgumentsTooLarge, anything else ReasonArgumentsNotObject.
+func freezeError(err error) error {
+	if err == nil {
+		return nil // before e, which errors.As moves to the heap
 	}
-	return -1
+	var e *canonjson.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	reason := ReasonArgumentsNotObject
+	if e.TooLarge {
+		reason = ReasonArgumentsTooLarge
+	}
+	return &FreezeError{Reason: reason, Pointer: e.Pointer, Msg: e.Msg}
 }
 
 // invalid reports a whole-document problem (no member to point at).

@@ -25,6 +25,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 func TestFreezeCanonical(t *testing.T) {
@@ -63,7 +65,7 @@ func TestFreezeCanonical(t *testing.T) {
 			}
 			checkEncoding(t, f)
 			checkAgainstStdlib(t, []byte(tc.in), f)
-			if diff := cmp.Diff(digestOf([]byte(tc.want)), f.Digest()); diff != "" {
+			if diff := cmp.Diff(canonjson.Digest([]byte(tc.want)), f.Digest()); diff != "" {
 				t.Errorf("digest (-want +got):\n%s", diff)
 			}
 		})
@@ -231,22 +233,22 @@ func TestFreezeProperties(t *testing.T) {
 }
 
 // checkEncoding asserts that the canonical form Freeze writes while parsing is what
-// encodeCanonical (used for results) writes for the decoded value.
+// canonjson.AppendValue (used for results) writes for the decoded value.
 func checkEncoding(t *testing.T, f *Frozen) {
 	t.Helper()
-	enc, err := encodeCanonical(nil, f.tree(), 0)
+	enc, err := canonjson.AppendValue(nil, f.tree(), 0)
 	if err != nil {
-		t.Fatalf("encodeCanonical(%s): %v", f, err)
+		t.Fatalf("AppendValue(%s): %v", f, err)
 	}
 	if string(enc) != f.String() {
-		t.Fatalf("canonical form differs from encodeCanonical:\nfreeze %s\nencode %s", f, enc)
+		t.Fatalf("canonical form differs from canonjson.AppendValue:\nfreeze %s\nencode %s", f, enc)
 	}
 }
 
 // TestFreezeDeeperThanEncoder: options may allow more nesting than the encoder supports;
 // such input is refused as before the parser wrote the canonical form itself.
 func TestFreezeDeeperThanEncoder(t *testing.T) {
-	const n = maxEncodeDepth + 1
+	const n = canonjson.MaxEncodeDepth + 1
 	in := `{"a":` + strings.Repeat("[", n) + strings.Repeat("]", n) + "}"
 	_, err := Freeze([]byte(in), FreezeOptions{MaxDepth: 2 * n})
 	var fe *FreezeError
@@ -275,11 +277,11 @@ func checkAgainstStdlib(t *testing.T, in []byte, f *Frozen) {
 	}
 }
 
-// normNumbers applies normNumber to every json.Number of a decoded tree, in place.
+// normNumbers applies canonjson.NormalizeNumber to every json.Number of a decoded tree, in place.
 func normNumbers(v any) any {
 	switch t := v.(type) {
 	case json.Number:
-		return json.Number(normNumber(string(t)))
+		return json.Number(canonjson.NormalizeNumber(string(t)))
 	case map[string]any:
 		for k, e := range t {
 			t[k] = normNumbers(e)
@@ -290,38 +292,4 @@ func normNumbers(v any) any {
 		}
 	}
 	return v
-}
-
-func TestCompareKeys(t *testing.T) {
-	keys := []string{"\uffff", "\U00010000", "b", "a", "ab", "", "é", "\ue000", "\U0010ffff"}
-	want := []string{"", "a", "ab", "b", "é", "\U00010000", "\U0010ffff", "\ue000", "\uffff"}
-	got := append([]string(nil), keys...)
-	sortKeys(got)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("order (-want +got):\n%s", diff)
-	}
-}
-
-// TestSkipPlain compares the word-at-a-time scan with the table, byte by byte.
-func TestSkipPlain(t *testing.T) {
-	r := rand.New(rand.NewPCG(3, 4))
-	for range 20000 {
-		b := make([]byte, r.IntN(40))
-		for i := range b {
-			if r.IntN(8) == 0 {
-				b[i] = byte(r.IntN(256))
-			} else {
-				b[i] = "abc é\x7f\x80\xff"[r.IntN(9)]
-			}
-		}
-		s := string(b)
-		start := r.IntN(len(s) + 1)
-		want := start
-		for want < len(s) && plainByte[s[want]] {
-			want++
-		}
-		if got := skipPlain(s, start); got != want {
-			t.Fatalf("skipPlain(%q, %d) = %d, want %d", s, start, got, want)
-		}
-	}
 }

@@ -17,85 +17,11 @@ limitations under the License.
 package pipeline
 
 import (
-	"bytes"
-	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-// FuzzEncodeCanonical checks the canonical encoder of results (encodeCanonical, over
-// trees built in Go) against the parser's canonical writer (Freeze, for arguments): the
-// same JSON gives the same bytes and digest by both paths; the encoding of a tree with
-// float64 numbers (as Go code builds them) freezes to itself; and decoding the canonical
-// bytes gives the tree back.
-func FuzzEncodeCanonical(f *testing.F) {
-	for _, s := range []string{`{"a":1}`, `{"b":[1,2.5,-0,1E+05,"x\u0000y"],"a":{"\ue000":null,"\ud83d\ude00":true}}`,
-		`{"n":18446744073709551617,"f":1e400,"g":0.1,"h":1e-7}`, `{"s":"\"\\\/\b\f\n\r\t\u001f\u007f\u2028"}`, `{}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		fr, err := Freeze(in, FreezeOptions{MaxBytes: 1 << 16, MaxDepth: 32})
-		if err != nil {
-			return
-		}
-		var tree any
-		dec := json.NewDecoder(bytes.NewReader(in))
-		dec.UseNumber()
-		if err := dec.Decode(&tree); err != nil {
-			t.Fatalf("encoding/json refuses what Freeze accepts: %v", err)
-		}
-		enc, err := encodeCanonical(nil, tree, 0)
-		if err != nil || string(enc) != fr.String() || digestOf(enc) != fr.Digest() {
-			t.Fatalf("encodeCanonical %q (%v), Freeze %q", enc, err, fr.String())
-		}
-		var back any
-		dec = json.NewDecoder(bytes.NewReader(enc))
-		dec.UseNumber()
-		if err := dec.Decode(&back); err != nil {
-			t.Fatalf("canonical bytes do not decode: %v", err)
-		}
-		if diff := cmp.Diff(canonicalNumbers(tree), back); diff != "" {
-			t.Fatalf("decoded canonical bytes differ from the tree:\n%s", diff)
-		}
-		var floats any
-		if json.Unmarshal(in, &floats) != nil {
-			return // a number beyond float64
-		}
-		fenc, err := encodeCanonical(nil, floats, 0)
-		if err != nil {
-			t.Fatalf("encodeCanonical of float64 numbers: %v", err)
-		}
-		again, err := freezeDocument(fenc, FreezeOptions{MaxBytes: len(fenc), MaxDepth: maxEncodeDepth}, false)
-		if err != nil || again.String() != string(fenc) {
-			t.Fatalf("encoding %q of float64 numbers is not canonical: %v", fenc, err)
-		}
-	})
-}
-
-// canonicalNumbers applies the exponent normalisation to every number of a tree.
-func canonicalNumbers(v any) any {
-	switch t := v.(type) {
-	case json.Number:
-		return json.Number(normNumber(string(t)))
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = canonicalNumbers(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = canonicalNumbers(e)
-		}
-		return out
-	}
-	return v
-}
 
 // FuzzPostExecute runs stage 6 over random results, rules and output schemas: nothing
 // panics; the result is always freezable (a Redact's CEL value included) and consistent

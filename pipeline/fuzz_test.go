@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // Seed corpora live in testdata/fuzz/<FuzzName>/.
@@ -29,7 +31,7 @@ import (
 // FuzzFreeze checks the parser against encoding/json: whatever Freeze accepts, the
 // standard library accepts with the same value; whatever it rejects that the standard
 // library accepts is one of the documented refusals; freezing is idempotent; the
-// canonical form written while parsing is encodeCanonical's.
+// canonical form written while parsing is canonjson.AppendValue's.
 func FuzzFreeze(f *testing.F) {
 	f.Add([]byte(`{"a":1}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -53,7 +55,7 @@ func FuzzFreeze(f *testing.F) {
 		if err != nil || again.String() != fr.String() || again.Digest() != fr.Digest() {
 			t.Fatalf("not idempotent for %q: %v", in, err)
 		}
-		if fr.Digest() != digestOf(fr.Canonical()) {
+		if fr.Digest() != canonjson.Digest(fr.Canonical()) {
 			t.Fatalf("digest does not match canonical bytes")
 		}
 	})

@@ -266,8 +266,8 @@ func output(o Report, opts NormalizeOptions, meta map[string]string) Result {
 func parseBody(body []byte, opts NormalizeOptions) any {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		if doc, err := parseDocument(body, "", FreezeOptions{MaxBytes: opts.MaxOutputBytes}, false); err == nil {
-			return doc.value
+		if doc, err := parseJSON(body, FreezeOptions{MaxBytes: opts.MaxOutputBytes}, false); err == nil {
+			return doc.Value
 		}
 	}
 	return string(body)

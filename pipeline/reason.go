@@ -109,6 +109,8 @@ const (
 	ReasonJobDeleted Reason = "JobDeleted"
 	// ReasonCancelled: the call was cancelled before it ended (see Cancelled).
 	ReasonCancelled Reason = "Cancelled"
+	// ReasonDeleted: the call was deleted before it ended (see Deleted).
+	ReasonDeleted Reason = "Deleted"
 	// ReasonExecutionRejected: Kubernetes refused to create the tool's Job (an invalid
 	// object, a quota, an admission policy or webhook, an API server that kept failing);
 	// the body never ran.

@@ -19,6 +19,8 @@ package pipeline
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // Keys of Result.Meta set outside normalisation (see also MetaAttempt and its siblings).
@@ -49,23 +51,23 @@ func FreezeResult(r Result) (*Frozen, error) {
 func encodeResult(dst []byte, r Result) ([]byte, error) {
 	var err error
 	dst = append(dst, `{"content":`...)
-	if dst, err = encodeCanonical(dst, r.Content, 1); err != nil {
+	if dst, err = canonjson.AppendValue(dst, r.Content, 1); err != nil {
 		return nil, err
 	}
 	dst = append(dst, `,"error":`...)
-	if dst, err = appendString(dst, r.Error); err != nil {
+	if dst, err = canonjson.AppendString(dst, r.Error); err != nil {
 		return nil, err
 	}
 	dst = append(dst, `,"isError":`...)
 	dst = strconv.AppendBool(dst, r.IsError)
 	dst = append(dst, `,"meta":`...)
-	if dst, err = encodeCanonical(dst, r.Meta, 1); err != nil {
+	if dst, err = canonjson.AppendValue(dst, r.Meta, 1); err != nil {
 		return nil, err
 	}
 	dst = append(dst, `,"ok":`...)
 	dst = strconv.AppendBool(dst, r.OK)
 	dst = append(dst, `,"reason":`...)
-	if dst, err = appendString(dst, string(r.Reason)); err != nil {
+	if dst, err = canonjson.AppendString(dst, string(r.Reason)); err != nil {
 		return nil, err
 	}
 	return append(dst, '}'), nil

@@ -23,6 +23,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 func TestFreezeResult(t *testing.T) {
@@ -36,7 +38,7 @@ func TestFreezeResult(t *testing.T) {
 	if diff := cmp.Diff(want, f.String()); diff != "" {
 		t.Errorf("canonical (-want +got):\n%s", diff)
 	}
-	if f.Digest() != digestOf([]byte(want)) {
+	if f.Digest() != canonjson.Digest([]byte(want)) {
 		t.Errorf("digest mismatch")
 	}
 	// Stable: the same result freezes to the same digest; Value decodes the bytes.

@@ -24,6 +24,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 // Limits of schema handling.
@@ -196,7 +198,7 @@ func leafViolations(e *jsonschema.ValidationError, out []Violation) []Violation 
 			return out
 		}
 		return append(out, Violation{
-			Pointer: jsonPointer(e.InstanceLocation),
+			Pointer: canonjson.Pointer(e.InstanceLocation),
 			Message: violationMessage(e.ErrorKind),
 		})
 	}

@@ -27,6 +27,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/toolgate/toolgate/pipeline/internal/canonjson"
 )
 
 var printer = message.NewPrinter(language.English)
@@ -114,7 +116,7 @@ func ratText(r *big.Rat) string {
 	if r.IsInt() && r.Num().BitLen() <= 100 {
 		return r.Num().String()
 	}
-	return normNumber(new(big.Float).SetPrec(128).SetRat(r).Text('g', 20))
+	return canonjson.NormalizeNumber(new(big.Float).SetPrec(128).SetRat(r).Text('g', 20))
 }
 
 // quoteValue quotes s as the validator does ('…'), cutting it to maxQuotedValue bytes and

@@ -16,7 +16,7 @@ limitations under the License.
 
 package v1alpha1
 
-// Condition types. Each ToolCall stage records one condition (DESIGN.md, "The pipeline");
+// Condition types. Each ToolCall stage records one condition (docs/architecture.md, "The pipeline");
 // registration kinds record Registered or Ready; a ToolCallApproval records Consumed.
 // The values are plain strings so they go straight into metav1.Condition.
 const (
@@ -155,6 +155,10 @@ const (
 	// ReasonCancelled: the call was cancelled (spec.cancel) before it ended; its Job, if
 	// any, was stopped and the result is an isError saying so.
 	ReasonCancelled = "Cancelled"
+	// ReasonDeleted: the call was deleted (by anyone: an admin, a namespace deletion) before
+	// it ended; the operator stopped its body, if it ran, and recorded this result before it
+	// let the call go.
+	ReasonDeleted = "Deleted"
 	// ReasonExecutionRejected: Kubernetes refused to create the attempt's Job (invalid, over a
 	// quota, denied by an admission policy or webhook, or failing until the attempt's
 	// deadline); the body never ran. The Executed condition carries the API server's message.

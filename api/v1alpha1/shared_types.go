@@ -21,11 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // DefaultRunnerPath is where the runner lives in a tool image that carries it
 // (spec.body.runnerInImage) when spec.body.runnerPath is empty.
-const DefaultRunnerPath = "/toolgate/runner"
+const DefaultRunnerPath = podcontract.ImageRunner
 
 // Verdict is the outcome of the policy stages for a call: permission only decreases,
 // Allow → Ask → Deny.

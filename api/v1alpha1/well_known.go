@@ -20,30 +20,32 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Well-known labels and annotations toolgate puts on the objects it creates, and the name
-// of the tool container. They live here, not in the operator's packages, so that clients
-// (pkg/agentclient, the CLI, the MCP gateway) read them without importing the operator.
+// of the tool container, for clients (pkg/agentclient, the CLI, the MCP gateway). Those of
+// Jobs and Pods are the Pod contract's (pkg/podcontract, their one home), re-exported here.
 const (
 	// LabelManagedBy is app.kubernetes.io/managed-by, ManagedByValue on toolgate's Jobs and Pods.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = podcontract.LabelManagedBy
 	// ManagedByValue is the value of LabelManagedBy.
-	ManagedByValue = "toolgate"
+	ManagedByValue = podcontract.ManagedByValue
 	// LabelCall on a Job or Pod is CallLabelValue of the call it runs for.
-	LabelCall = "toolgate.dev/call"
+	LabelCall = podcontract.LabelCall
 	// LabelAttempt on a Job or Pod is the attempt number.
-	LabelAttempt = "toolgate.dev/attempt"
+	LabelAttempt = podcontract.LabelAttempt
 	// LabelTool on a Job or Pod is the tool name, hashed when it is no label value.
-	LabelTool = "toolgate.dev/tool"
+	LabelTool = podcontract.LabelTool
 	// LabelNetwork on a tool Pod is its sandbox network mode.
-	LabelNetwork = "toolgate.dev/network"
+	LabelNetwork = podcontract.LabelNetwork
 	// AnnotationArgDigest on a Job or Pod is the call's status.argumentsDigest.
-	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	AnnotationArgDigest = podcontract.AnnotationArgDigest
 	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
-	AnnotationTool = "toolgate.dev/tool"
+	AnnotationTool = podcontract.AnnotationTool
 	// AnnotationCallName carries the full call name on Jobs and Pods (labels are limited to 63).
-	AnnotationCallName = "toolgate.dev/call-name"
+	AnnotationCallName = podcontract.AnnotationCallName
 	// LabelCreatedBy on a ToolCall names the client that made it ("toolgate-cli", "toolgate-mcp").
 	LabelCreatedBy = "toolgate.dev/created-by"
 	// AnnotationTraceparent on a ToolCall is the caller's W3C trace context (a traceparent
@@ -52,9 +54,13 @@ const (
 	AnnotationTraceparent = "toolgate.dev/traceparent"
 	// EnvTraceparent is the tool body's environment variable holding the execution span's
 	// traceparent, when the operator traces.
-	EnvTraceparent = "TRACEPARENT"
+	EnvTraceparent = podcontract.EnvTraceparent
+	// FinalizerRecord on a ToolCall holds it until the operator has recorded its end: a call
+	// deleted before it finished has its body stopped and a terminal result and audit record
+	// written first. Only the operator adds or removes it.
+	FinalizerRecord = "toolgate.dev/record"
 	// ToolContainerName is the container that runs the runner and, under it, the tool body.
-	ToolContainerName = "tool"
+	ToolContainerName = podcontract.ToolContainerName
 )
 
 // labelValueMax is the longest label value (validation.LabelValueMaxLength).

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics/serving"
 	"github.com/toolgate/toolgate/internal/tracing"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func main() {
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics endpoint (off: the HTTP/2 Rapid Reset and Stream Cancellation CVEs)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 	leader := bindLeader(flag.CommandLine)
-	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at /toolgate/runner (the operator's own image)")
+	flag.StringVar(&opts.Job.RunnerImage, "runner-image", opts.Job.RunnerImage, "image holding the runner at "+podcontract.ImageRunner+" (the operator's own image)")
 	retention := bindRetention(flag.CommandLine, opts.JobRetention)
 	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
 	flag.IntVar(&opts.Workers, "toolcall-workers", opts.Workers, "ToolCalls reconciled at once")

@@ -6,20 +6,22 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Environment variables read by the runner (see the package documentation).
 const (
-	envArgs            = "TOOLGATE_ARGS"
-	envArgsDigest      = "TOOLGATE_ARGS_DIGEST"
-	envArgsFile        = "TOOLGATE_ARGS_FILE"
-	envMaxOutput       = "TOOLGATE_MAX_OUTPUT"
-	envStderrTail      = "TOOLGATE_STDERR_TAIL"
-	envTerminationPath = "TOOLGATE_TERMINATION_PATH"
-	envResultMarker    = "TOOLGATE_RESULT_MARKER"
+	envArgs            = podcontract.EnvArgs
+	envArgsDigest      = podcontract.EnvArgsDigest
+	envArgsFile        = podcontract.EnvArgsFile
+	envMaxOutput       = podcontract.EnvMaxOutput
+	envStderrTail      = podcontract.EnvStderrTail
+	envTerminationPath = podcontract.EnvTerminationPath
+	envResultMarker    = podcontract.EnvResultMarker
 )
 
 // Defaults and bounds.
@@ -27,10 +29,10 @@ const (
 	defaultArgsFile = "/toolgate/args.json"
 	// noArgsFile as the arguments file means: write none (the Pod has no writable volume);
 	// the body reads its arguments from stdin and sees an empty $TOOLGATE_ARGS_FILE.
-	noArgsFile             = "-"
+	noArgsFile             = podcontract.NoArgsFile
 	defaultMaxOutput       = 1 << 20
 	defaultStderrTail      = 4096
-	defaultTerminationPath = "/dev/termination-log"
+	defaultTerminationPath = podcontract.TerminationPath
 	defaultIOGrace         = 2 * time.Second
 	// maxMaxOutput keeps the worst-case log block (about 1.6 times the kept
 	// stdout) well below the kubelet's default log rotation size (10 MiB).
@@ -72,9 +74,9 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
 	var err3 error
-	if k := getenv(frame.EnvFrameKey); k != "" {
+	if k := getenv(podcontract.EnvFrameKey); k != "" {
 		if cfg.frameKey, err3 = frame.ParseKey(k); err3 != nil {
-			err3 = fmt.Errorf("%s: %w", frame.EnvFrameKey, err3)
+			err3 = fmt.Errorf("%s: %w", podcontract.EnvFrameKey, err3)
 		}
 	}
 
@@ -91,7 +93,7 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+envTerminationPath+")")
 	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+envResultMarker+")")
 	fs.DurationVar(&cfg.ioGrace, "io-grace", cfg.ioGrace, "how long to keep reading output after the tool exits")
-	fs.StringVar(&cfg.copySelf, "copy-self", "", "copy the runner executable to this path and exit")
+	fs.StringVar(&cfg.copySelf, strings.TrimPrefix(podcontract.CopySelfFlag, "--"), "", "copy the runner executable to this path and exit")
 	err := fs.Parse(argv)
 	cfg.command = fs.Args()
 	if errors.Is(err, flag.ErrHelp) {

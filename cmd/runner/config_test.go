@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func getenvFrom(m map[string]string) func(string) string {
@@ -54,7 +56,7 @@ func TestParseConfigErrors(t *testing.T) {
 	if _, err := parseConfig([]string{"-h"}, getenvFrom(nil), io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	cfg, err := parseConfig([]string{"--copy-self", "/x/runner", "--io-grace=1s"}, getenvFrom(nil), io.Discard)
+	cfg, err := parseConfig([]string{podcontract.CopySelfFlag, "/x/runner", "--io-grace=1s"}, getenvFrom(nil), io.Discard)
 	if err != nil || cfg.copySelf != "/x/runner" || cfg.ioGrace != time.Second {
 		t.Fatalf("copy-self: %+v %v", cfg, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func TestCopySelf(t *testing.T) {
@@ -17,7 +18,7 @@ func TestCopySelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, argv := range [][]string{{"copy"}, {"--copy-self"}} {
+	for _, argv := range [][]string{{"copy"}, {podcontract.CopySelfFlag}} {
 		in := newInvocation(t)
 		dest := filepath.Join(in.dir, "shared", "bin", "runner")
 		in.argv = append(slices.Clone(argv), dest)

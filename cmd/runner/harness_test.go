@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The test binary doubles as the runner: run with reexecEnv=1 it is the runner
@@ -49,11 +50,11 @@ func newInvocation(t *testing.T, argv ...string) *invocation {
 	t.Helper()
 	dir := t.TempDir()
 	return &invocation{t: t, dir: dir, argv: argv, env: map[string]string{
-		envArgs:            testArgs,
-		envArgsDigest:      frame.DigestOf([]byte(testArgs)),
-		envArgsFile:        filepath.Join(dir, "toolgate", "args.json"),
-		envTerminationPath: filepath.Join(dir, "termination-log"),
-		frame.EnvFrameKey:  encodedTestKey(),
+		envArgs:                 testArgs,
+		envArgsDigest:           frame.DigestOf([]byte(testArgs)),
+		envArgsFile:             filepath.Join(dir, "toolgate", "args.json"),
+		envTerminationPath:      filepath.Join(dir, "termination-log"),
+		podcontract.EnvFrameKey: encodedTestKey(),
 	}}
 }
 

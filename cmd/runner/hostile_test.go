@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The tool body is hostile: it runs as the runner's user, may signal it, may
@@ -137,7 +138,7 @@ while [ ! -e "$READY" ]; do sleep 0.01; done; head -c 300000 /dev/urandom`)...)
 // runner still signs with it.
 func TestFrameKeyHiddenFromTool(t *testing.T) {
 	o := newInvocation(t, sh(`env`)...).run() // run decodes with testKey: the frame is signed
-	if strings.Contains(o.frame.Stdout, frame.EnvFrameKey) || strings.Contains(o.frame.Stdout, encodedTestKey()) {
+	if strings.Contains(o.frame.Stdout, podcontract.EnvFrameKey) || strings.Contains(o.frame.Stdout, encodedTestKey()) {
 		t.Fatalf("the tool sees the frame key:\n%s", o.frame.Stdout)
 	}
 	if !strings.Contains(o.frame.Stdout, envArgsDigest+"=") {
@@ -189,7 +190,7 @@ func copyFile(src, dst string) error {
 // says so; a decoder refuses the frame.
 func TestUnsignedWithoutKey(t *testing.T) {
 	in := newInvocation(t, sh(`echo hi`)...)
-	delete(in.env, frame.EnvFrameKey)
+	delete(in.env, podcontract.EnvFrameKey)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := in.command(ctx).CombinedOutput()
@@ -207,7 +208,7 @@ func TestUnsignedWithoutKey(t *testing.T) {
 
 func TestBadKeyIsInvalidConfiguration(t *testing.T) {
 	in := newInvocation(t, sh(`echo ran`)...)
-	in.env[frame.EnvFrameKey] = "short"
+	in.env[podcontract.EnvFrameKey] = "short"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)

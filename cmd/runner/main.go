@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // stdin is where a warm runner reads its Handover (a variable for tests).
@@ -39,7 +40,7 @@ func realMain(argv []string, getenv func(string) string, stdout, stderr io.Write
 	case cfg.copySelf != "":
 		return copyCommand(cfg.copySelf, stderr)
 	}
-	if getenv(frame.EnvWarm) == "1" {
+	if getenv(podcontract.EnvWarm) == podcontract.WarmOn {
 		var ok bool
 		if cfg, ok = awaitHandover(cfg, stdin, sigs, stderr); !ok {
 			return 0 // stopped while idle: a pool Pod nobody claimed, nothing to report
@@ -62,7 +63,7 @@ func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
 		logf(stderr, "%s: %s", f.Reason, f.Error)
 	}
 	if len(cfg.frameKey) == 0 {
-		logf(stderr, "no %s: the frame is not signed, and the operator will not trust it", frame.EnvFrameKey)
+		logf(stderr, "no %s: the frame is not signed, and the operator will not trust it", podcontract.EnvFrameKey)
 	}
 	killOthers()
 	term, block, err := frame.Encoder{Key: cfg.frameKey, Marker: cfg.marker}.Encode(f)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // errArgumentsAltered is the digest check's failure as the model reads it.
@@ -72,7 +73,7 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
 	cmd.Env = append(bodyEnviron(os.Environ()), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	if cfg.traceparent != "" {
-		cmd.Env = append(cmd.Env, "TRACEPARENT="+cfg.traceparent)
+		cmd.Env = append(cmd.Env, envTraceparent+"="+cfg.traceparent)
 	}
 	pipes, err := newStdio(cmd)
 	if err != nil {
@@ -102,7 +103,7 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 func bodyEnviron(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, frame.EnvFrameKey+"=") {
+		if !strings.HasPrefix(kv, podcontract.EnvFrameKey+"=") {
 			out = append(out, kv)
 		}
 	}

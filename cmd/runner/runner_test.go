@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func TestArgsOnStdinAndInFile(t *testing.T) {
-	in := newInvocation(t, sh(`cat; printf '|'; cat "$TOOLGATE_ARGS_FILE"`)...)
+	in := newInvocation(t, sh(`cat; printf '|'; cat "$`+podcontract.EnvArgsFile+`"`)...)
 	o := in.run()
 	if o.code != 0 || o.frame.Reason != "" || o.frame.Signal != "" {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
@@ -35,7 +36,7 @@ func TestArgsOnStdinAndInFile(t *testing.T) {
 // With "-" as the arguments file (a Pod without scratch volumes) the runner writes no
 // file and the body sees an empty $TOOLGATE_ARGS_FILE but still gets stdin.
 func TestNoArgsFile(t *testing.T) {
-	in := newInvocation(t, sh(`cat; printf '|%s|' "$TOOLGATE_ARGS_FILE"; [ ! -e ./- ] && echo nofile`)...)
+	in := newInvocation(t, sh(`cat; printf '|%s|' "$`+podcontract.EnvArgsFile+`"; [ ! -e ./- ] && echo nofile`)...)
 	in.env[envArgsFile] = noArgsFile
 	o := in.run()
 	if o.code != 0 || o.frame.Reason != "" {

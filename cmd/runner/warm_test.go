@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // runWarm runs the runner in warm mode with stdin as its standard input and returns the
@@ -20,7 +21,7 @@ func runWarm(t *testing.T, in *invocation, stdin []byte) (outcome, string) {
 	t.Helper()
 	delete(in.env, envArgs)
 	delete(in.env, envArgsDigest)
-	in.env[frame.EnvWarm] = "1"
+	in.env[podcontract.EnvWarm] = "1"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)
@@ -97,7 +98,7 @@ func TestWarmStoppedWhileIdle(t *testing.T) {
 	in.env["MARK"] = mark
 	delete(in.env, envArgs)
 	delete(in.env, envArgsDigest)
-	in.env[frame.EnvWarm] = "1"
+	in.env[podcontract.EnvWarm] = "1"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // tarEntry is what a test checks about one tar header.
@@ -54,7 +56,7 @@ func TestLayerContainsFilesWithModes(t *testing.T) {
 	exe := writeTemp(t, "runner", 0o700, "#!binary")
 	data := writeTemp(t, "data", 0o600, "hello")
 	var entries []entry
-	for _, arg := range []string{exe + "=/toolgate/runner", data + "=/etc/data", data + "=/etc/secret:0400"} {
+	for _, arg := range []string{exe + "=" + podcontract.ImageRunner, data + "=/etc/data", data + "=/etc/secret:0400"} {
 		e, err := parseFile(arg)
 		if err != nil {
 			t.Fatal(err)

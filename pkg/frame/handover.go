@@ -19,8 +19,6 @@ import (
 // The termination message stays the durable record; the line is only believed when it
 // verifies with the Pod's frame key, like the termination message itself.
 const (
-	// EnvWarm set to "1" makes the runner wait for a Handover on stdin.
-	EnvWarm = "TOOLGATE_WARM"
 	// MaxHandoverBytes bounds a Handover line (arguments are at most 256 KiB, base64 4/3).
 	MaxHandoverBytes = 512 << 10
 	// resultLinePrefix starts the line that carries the signed termination message.

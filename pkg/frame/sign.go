@@ -9,11 +9,6 @@ import (
 	"strings"
 )
 
-// EnvFrameKey is the environment variable that carries an attempt's frame key
-// to the runner (base64url, no padding). The runner removes it from the tool's
-// environment.
-const EnvFrameKey = "TOOLGATE_FRAME_KEY"
-
 // KeySize is the length of a frame key in bytes.
 const KeySize = 32
 

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // garbageCollector plays the garbage collector's background deletion (envtest runs none)
@@ -49,7 +49,7 @@ func setupGarbageCollector(mgr ctrl.Manager) error {
 }
 
 func isToolgate(o client.Object) bool {
-	return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
+	return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
 }
 
 // Reconcile sweeps one namespace, or every namespace for a cluster-scoped owner's

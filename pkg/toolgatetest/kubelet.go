@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Outcome scripts what the simulated kubelet makes of one tool Pod.
@@ -160,7 +160,7 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
+			return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
 		}))).
 		Named("simulated-kubelet").
 		// A kubelet reports again within a second whatever failed before (an API server
@@ -256,9 +256,9 @@ func (k *Kubelet) scriptFor(job *batchv1.Job) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// The annotation holds the exact tool name; the label may be a hash of it.
-	tool := job.Annotations[controllers.AnnotationTool]
+	tool := job.Annotations[podcontract.AnnotationTool]
 	if list := k.attempts[tool]; len(list) > 0 {
-		attempt, _ := strconv.Atoi(job.Labels[controllers.LabelAttempt])
+		attempt, _ := strconv.Atoi(job.Labels[podcontract.LabelAttempt])
 		return list[min(max(attempt, 1), len(list))-1]
 	}
 	if o, ok := k.scripts[tool]; ok {
@@ -286,8 +286,8 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 	}
 	if err == nil {
 		start := PodStart{Namespace: pod.Namespace, Pod: pod.Name, Job: job.Name, JobUID: job.UID,
-			Call: job.Annotations[controllers.AnnotationCallName], At: time.Now()}
-		start.Attempt, _ = strconv.Atoi(job.Labels[controllers.LabelAttempt])
+			Call: job.Annotations[podcontract.AnnotationCallName], At: time.Now()}
+		start.Attempt, _ = strconv.Atoi(job.Labels[podcontract.LabelAttempt])
 		if owner := metav1.GetControllerOf(job); owner != nil {
 			start.CallUID = owner.UID
 		}
@@ -301,7 +301,7 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 
 // play writes the Pod's status (and the Job's, as the Job controller would) for o.
 func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o Outcome) error {
-	cs := corev1.ContainerStatus{Name: controllers.ToolContainerName, Image: pod.Spec.Containers[0].Image}
+	cs := corev1.ContainerStatus{Name: podcontract.ToolContainerName, Image: pod.Spec.Containers[0].Image}
 	switch {
 	case o.Waiting != "":
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: "simulated: " + o.Waiting}
@@ -347,7 +347,7 @@ func (k *Kubelet) failPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 	pod.Status.Reason = reason
 	// The kubelet kills the container (exit 137, no frame) and fails the Pod with a reason.
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: controllers.ToolContainerName, Started: ptr.To(false),
+		Name: podcontract.ToolContainerName, Started: ptr.To(false),
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}},
 	}}
 	if err := k.Status().Update(ctx, pod); err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // terminate plays the runner: it frames the tool's output exactly as cmd/runner does
@@ -19,7 +20,7 @@ import (
 func (k *Kubelet) terminate(pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
 	// The environment as a kubelet hands it to the runner: $(…) references expanded.
 	env := expandEnv(&pod.Spec.Containers[0])
-	return k.terminateWith(pod, o, env, []byte(env["TOOLGATE_ARGS"]))
+	return k.terminateWith(pod, o, env, []byte(env[podcontract.EnvArgs]))
 }
 
 // terminateWith is terminate for arguments that came another way (a warm Pod's Handover,
@@ -36,11 +37,11 @@ func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]strin
 		return term, nil
 	}
 	enc := frame.Encoder{}
-	if key, err := frame.ParseKey(env[frame.EnvFrameKey]); err == nil && !o.Forge {
+	if key, err := frame.ParseKey(env[podcontract.EnvFrameKey]); err == nil && !o.Forge {
 		enc.Key = key
 	}
-	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env["TOOLGATE_ARGS_DIGEST"], StderrTail: o.Stderr}
-	if frame.DigestOf(args) != env["TOOLGATE_ARGS_DIGEST"] {
+	f := frame.Frame{ExitCode: int(o.ExitCode), Signal: o.Signal, ArgsDigest: env[podcontract.EnvArgsDigest], StderrTail: o.Stderr}
+	if frame.DigestOf(args) != env[podcontract.EnvArgsDigest] {
 		f.ExitCode, f.Reason, f.Error = frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch, "the arguments that reached the tool differ from the frozen arguments, so the tool was not run"
 		term.ExitCode, term.Reason = frame.ExitRunnerError, "Error"
 	} else {
@@ -48,7 +49,7 @@ func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]strin
 		if o.Echo {
 			stdout = args
 		}
-		limit, err := strconv.Atoi(env["TOOLGATE_MAX_OUTPUT"])
+		limit, err := strconv.Atoi(env[podcontract.EnvMaxOutput])
 		if err != nil || limit <= 0 {
 			limit = 1 << 20
 		}

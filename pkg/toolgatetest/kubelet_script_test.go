@@ -6,7 +6,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func TestScriptAttemptsPlaysEachAttemptThenTheLast(t *testing.T) {
@@ -16,8 +16,8 @@ func TestScriptAttemptsPlaysEachAttemptThenTheLast(t *testing.T) {
 	k.Script("plain", Outcome{ExitCode: 3})
 	job := func(tool, attempt string) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
-			Labels:      map[string]string{controllers.LabelAttempt: attempt},
-			Annotations: map[string]string{controllers.AnnotationTool: tool}}}
+			Labels:      map[string]string{podcontract.LabelAttempt: attempt},
+			Annotations: map[string]string{podcontract.AnnotationTool: tool}}}
 	}
 	for _, tc := range []struct {
 		tool, attempt string

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // ttlController plays two controllers envtest does not run, for toolgate's Jobs:
@@ -36,7 +36,7 @@ func (k *Kubelet) setupTTL(mgr ctrl.Manager) error {
 	k.mu.Unlock()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue
+			return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
 		}))).
 		Owns(&corev1.Pod{}).
 		Named("simulated-ttl-after-finished").
@@ -78,7 +78,7 @@ func (t *ttlController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 func (k *Kubelet) ExpireFinishedJobs(ctx context.Context, namespace string, now time.Time) error {
 	jobs := &batchv1.JobList{}
 	if err := k.reader().List(ctx, jobs, client.InNamespace(namespace),
-		client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}); err != nil {
+		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue}); err != nil {
 		return err
 	}
 	var errs []error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
@@ -51,7 +52,7 @@ func (k *Kubelet) Handovers() []WarmHandover {
 func (k *Kubelet) setupWarm(mgr ctrl.Manager) error {
 	pool := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		owner := metav1.GetControllerOf(o)
-		return o.GetLabels()[controllers.LabelManagedBy] == controllers.ManagedByValue && (owner == nil || owner.Kind != "Job")
+		return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue && (owner == nil || owner.Kind != "Job")
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, builder.WithPredicates(pool)).
@@ -86,7 +87,7 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.StartTime = &now
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Ready: true, Started: ptr.To(true),
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Ready: true, Started: ptr.To(true),
 		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 	return ctrl.Result{}, client.IgnoreNotFound(k.Status().Update(ctx, pod))
 }
@@ -102,9 +103,9 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 		return controllers.WarmStream{}, err
 	}
 	at := time.Now()
-	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[controllers.AnnotationCallName],
-		CallUID: types.UID(pod.Annotations[controllers.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent}
-	rec.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[podcontract.AnnotationCallName],
+		CallUID: types.UID(pod.Annotations[podcontract.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent}
+	rec.Attempt, _ = strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 	k.mu.Lock()
 	k.handovers = append(k.handovers, rec)
 	k.mu.Unlock()
@@ -127,9 +128,9 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 func (k *Kubelet) scriptForWarm(pod *corev1.Pod) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	tool := pod.Annotations[controllers.AnnotationTool]
+	tool := pod.Annotations[podcontract.AnnotationTool]
 	if list := k.attempts[tool]; len(list) > 0 {
-		attempt, _ := strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+		attempt, _ := strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 		return list[min(max(attempt, 1), len(list))-1]
 	}
 	if o, ok := k.scripts[tool]; ok {
@@ -148,13 +149,13 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 		} else if o.PodReason != "" {
 			pod.Status.Reason = o.PodReason
 		}
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Started: ptr.To(false),
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
 			ContainerID: "simulated://" + string(pod.UID),
 			State:       corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}
 		return nil, k.Status().Update(ctx, pod)
 	}
 	env := expandEnv(&pod.Spec.Containers[0])
-	env["TOOLGATE_ARGS_DIGEST"] = h.ArgumentsDigest
+	env[podcontract.EnvArgsDigest] = h.ArgumentsDigest
 	term, err := k.terminateWith(pod, o, env, h.Arguments)
 	if err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 	if term.ExitCode != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: controllers.ToolContainerName, Started: ptr.To(false),
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
 		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Terminated: term}}}
 	return term, k.Status().Update(ctx, pod)
 }

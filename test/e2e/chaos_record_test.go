@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/test/chaos/check"
 )
 
@@ -151,7 +151,7 @@ func (r *recorder) onPod(obj any) {
 	if !ok {
 		return
 	}
-	call := pod.Annotations[controllers.AnnotationCallName]
+	call := pod.Annotations[podcontract.AnnotationCallName]
 	if !r.ours(call) {
 		return
 	}
@@ -160,14 +160,14 @@ func (r *recorder) onPod(obj any) {
 	p := r.pods[pod.UID]
 	if p == nil {
 		p = &seenPod{UID: pod.UID, Name: pod.Name, Call: call}
-		p.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+		p.Attempt, _ = strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 		if owner := metav1.GetControllerOf(pod); owner != nil {
 			p.Job, p.JobUID = owner.Name, owner.UID
 		}
 		r.pods[pod.UID] = p
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != controllers.ToolContainerName {
+		if cs.Name != podcontract.ToolContainerName {
 			continue
 		}
 		p.Restarts = max(p.Restarts, cs.RestartCount)
@@ -274,7 +274,7 @@ func (r *recorder) terminalCount() int {
 func (r *recorder) history(ctx context.Context, c client.Client) (check.History, error) {
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(demoNS),
-		client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}); err != nil {
+		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue}); err != nil {
 		return check.History{}, err
 	}
 	for i := range pods.Items {

@@ -44,6 +44,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -222,7 +223,7 @@ func jobsOf(ctx context.Context, call *toolgatev1alpha1.ToolCall) []batchv1.Job 
 	GinkgoHelper()
 	var jobs batchv1.JobList
 	Expect(admin.List(ctx, &jobs, client.InNamespace(demoNS),
-		client.MatchingLabels{"toolgate.dev/call": call.Name})).To(Succeed())
+		client.MatchingLabels{podcontract.LabelCall: call.Name})).To(Succeed())
 	return jobs.Items
 }
 
@@ -231,7 +232,7 @@ func podsOf(ctx context.Context, call *toolgatev1alpha1.ToolCall) []corev1.Pod {
 	GinkgoHelper()
 	var pods corev1.PodList
 	Expect(admin.List(ctx, &pods, client.InNamespace(demoNS),
-		client.MatchingLabels{"toolgate.dev/call": call.Name})).To(Succeed())
+		client.MatchingLabels{podcontract.LabelCall: call.Name})).To(Succeed())
 	return pods.Items
 }
 

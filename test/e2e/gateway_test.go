@@ -20,6 +20,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/agentclient"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -155,7 +156,7 @@ func expectCancelledOnCluster(ctx context.Context, call *toolgatev1alpha1.ToolCa
 func runningPod(ctx context.Context, g Gomega, call *toolgatev1alpha1.ToolCall) bool {
 	var pods corev1.PodList
 	g.Expect(admin.List(ctx, &pods, client.InNamespace(demoNS),
-		client.MatchingLabels{"toolgate.dev/call": call.Name})).To(Succeed())
+		client.MatchingLabels{podcontract.LabelCall: call.Name})).To(Succeed())
 	return len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodRunning
 }
 

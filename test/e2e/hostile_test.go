@@ -35,6 +35,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The tool body is hostile. Through the example sh tool it forges its own result frame,
@@ -223,10 +224,10 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got.Status.Result).NotTo(BeNil())
 		raw := string(got.Status.Result.Content.Raw)
-		Expect(raw).NotTo(ContainSubstring(frame.EnvFrameKey))
+		Expect(raw).NotTo(ContainSubstring(podcontract.EnvFrameKey))
 		for _, job := range jobsOf(ctx, got) {
 			for _, e := range job.Spec.Template.Spec.Containers[0].Env {
-				if e.Name == frame.EnvFrameKey {
+				if e.Name == podcontract.EnvFrameKey {
 					Expect(e.Value).NotTo(BeEmpty())
 					Expect(raw).NotTo(ContainSubstring(e.Value), "the key leaked to the body")
 				}

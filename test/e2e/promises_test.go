@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -198,12 +199,12 @@ var _ = Describe("tool Pod NetworkPolicies", Label("networkpolicy"), func() {
 		// Existence here; enforcement: containment_test.go.
 		var deny, egress networkingv1.NetworkPolicy
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "toolgate-tools-deny-all"}, &deny)).To(Succeed())
-		Expect(deny.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("toolgate.dev/network", "none"))
+		Expect(deny.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
 		Expect(deny.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
 		Expect(deny.Spec.Ingress).To(BeEmpty())
 		Expect(deny.Spec.Egress).To(BeEmpty())
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "toolgate-tools-egress-only"}, &egress)).To(Succeed())
-		Expect(egress.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("toolgate.dev/network", "egress"))
+		Expect(egress.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, "egress"))
 		Expect(egress.Spec.Ingress).To(BeEmpty())
 		Expect(egress.Spec.Egress).NotTo(BeEmpty())
 	})
@@ -284,7 +285,7 @@ var _ = Describe("operator restart mid-call", Label("restart", "disruptive"), Se
 
 		jobs := jobsOf(ctx, call)
 		Expect(jobs).To(HaveLen(1))
-		Expect(jobs[0].Labels).To(HaveKeyWithValue("toolgate.dev/attempt", "1"))
+		Expect(jobs[0].Labels).To(HaveKeyWithValue(podcontract.LabelAttempt, "1"))
 
 		By("the result is frozen once (one ResultFrozen event) and nothing more happens")
 		frozen := func() int {

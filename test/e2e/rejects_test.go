@@ -16,6 +16,7 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -36,7 +37,7 @@ var _ = Describe("a tool name that is not a label value", Label("rejects", "labe
 		Expect(string(got.Status.Result.Content.Raw)).To(MatchJSON(canonicalJSON(args)))
 		jobs := jobsOf(ctx, call)
 		Expect(jobs).To(HaveLen(1))
-		Expect(jobs[0].Annotations).To(HaveKeyWithValue(controllers.AnnotationTool, "_probe"))
+		Expect(jobs[0].Annotations).To(HaveKeyWithValue(podcontract.AnnotationTool, "_probe"))
 		for k, v := range jobs[0].Spec.Template.Labels {
 			Expect(validation.IsValidLabelValue(v)).To(BeEmpty(), "label %s=%q", k, v)
 		}
@@ -45,7 +46,7 @@ var _ = Describe("a tool name that is not a label value", Label("rejects", "labe
 
 var _ = Describe("arguments with $ in them", Label("rejects", "frozen-args"), func() {
 	It("reach the echo body exactly: $$, $(HOME) and $$(X) are not expanded by the kubelet", func(ctx SpecContext) {
-		args := map[string]any{"message": "echo $$ $(HOME) $$(X) $(TOOLGATE_ARGS_DIGEST) $"}
+		args := map[string]any{"message": "echo $$ $(HOME) $$(X) $(" + podcontract.EnvArgsDigest + ") $"}
 		call := createCall(ctx, "echo", demoScope, args)
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
@@ -77,7 +78,7 @@ func refuseToolJobs(ctx SpecContext, tool, message string) {
 	GinkgoHelper()
 	name := "toolgate-" + tool
 	reason := metav1.StatusReasonInvalid
-	selector := map[string]string{controllers.LabelTool: controllers.ToolLabelValue(tool)}
+	selector := map[string]string{podcontract.LabelTool: controllers.ToolLabelValue(tool)}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{e2eLabel: "true"}},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -20,7 +21,7 @@ import (
 // run in a claimed pool Pod. Each spec makes a namespace-layer copy of an example Tool with
 // a warm pool, waits for the pool, and checks the call went warm.
 
-const poolLabel = "toolgate.dev/pool"
+const poolLabel = podcontract.LabelPool
 
 // warmTool copies the example Tool example as name with a pool of size, edits it, creates
 // it and waits until size pool Pods are Ready.

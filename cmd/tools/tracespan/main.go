@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/cmd/tools/internal/toolio"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 type args struct {
@@ -65,7 +66,7 @@ func run(raw []byte) (any, error) {
 	if a.Millis > 10000 {
 		return nil, errors.New("millis must be at most 10000")
 	}
-	r := report{Traceparent: os.Getenv("TRACEPARENT")}
+	r := report{Traceparent: os.Getenv(podcontract.EnvTraceparent)}
 	m := traceparentRE.FindStringSubmatch(r.Traceparent)
 	if m == nil {
 		r.ExportError = "no valid TRACEPARENT in the environment: the operator does not trace"

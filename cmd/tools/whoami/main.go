@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/toolgate/toolgate/cmd/tools/internal/toolio"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount/token"
@@ -55,7 +56,7 @@ func run(raw []byte) (any, error) {
 }
 
 func inspect() report {
-	r := report{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid(), ArgsFile: os.Getenv("TOOLGATE_ARGS_FILE")}
+	r := report{UID: os.Getuid(), GID: os.Getgid(), EUID: os.Geteuid(), ArgsFile: os.Getenv(podcontract.EnvArgsFile)}
 	r.Groups, _ = os.Getgroups()
 	if r.Groups == nil {
 		r.Groups = []int{}

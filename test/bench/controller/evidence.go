@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // timeline renders what the harness's watches saw of a call, relative to its creation.
@@ -41,7 +42,7 @@ func explain(ctx context.Context, c client.Client, ns, name string) string {
 			}
 		}
 	}
-	byCall := client.MatchingLabels{controllers.LabelCall: controllers.CallLabelValue(name)}
+	byCall := client.MatchingLabels{podcontract.LabelCall: controllers.CallLabelValue(name)}
 	jobs := &batchv1.JobList{}
 	if err := c.List(ctx, jobs, client.InNamespace(ns), byCall); err == nil {
 		for _, j := range jobs.Items {
@@ -58,7 +59,7 @@ func explain(ctx context.Context, c client.Client, ns, name string) string {
 		for _, p := range pods.Items {
 			state := "no tool container status"
 			for _, cs := range p.Status.ContainerStatuses {
-				if t := cs.State.Terminated; cs.Name == controllers.ToolContainerName && t != nil {
+				if t := cs.State.Terminated; cs.Name == podcontract.ToolContainerName && t != nil {
 					state = fmt.Sprintf("tool container terminated exit=%d reason=%s", t.ExitCode, t.Reason)
 				}
 			}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // callTimes is what the harness saw of one call, in its own clock.
@@ -78,7 +78,7 @@ func (r *Recorder) markTerminal() {
 // Start opens the watches (ToolCalls, toolgate's Jobs and Pods) in ns; it returns once all
 // three are established, and keeps them open (resuming on a closed stream) until ctx ends.
 func (r *Recorder) Start(ctx context.Context, c client.WithWatch, ns string) error {
-	managed := client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}
+	managed := client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue}
 	specs := []struct {
 		list   client.ObjectList
 		opts   []client.ListOption
@@ -160,7 +160,7 @@ func (r *Recorder) onJob(ev watch.Event, at time.Time) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.call(job.Annotations[controllers.AnnotationCallName])
+	c := r.call(job.Annotations[podcontract.AnnotationCallName])
 	c.jobs[job.Name] = true
 	if c.jobAdded.IsZero() && ev.Type == watch.Added {
 		c.jobAdded = at
@@ -178,11 +178,11 @@ func (r *Recorder) onPod(ev watch.Event, at time.Time) {
 		return
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != controllers.ToolContainerName || cs.State.Terminated == nil {
+		if cs.Name != podcontract.ToolContainerName || cs.State.Terminated == nil {
 			continue
 		}
 		r.mu.Lock()
-		c := r.call(pod.Annotations[controllers.AnnotationCallName])
+		c := r.call(pod.Annotations[podcontract.AnnotationCallName])
 		if c.podDone.IsZero() {
 			c.podDone = at
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -115,11 +116,11 @@ func (b *bench) pod(ctx context.Context, volumes bool) sample {
 		// The two emptyDirs toolgate's tool Pods mount (controllers/job.go).
 		p.GenerateName = "bench-e-"
 		p.Spec.Volumes = []corev1.Volume{
-			{Name: "toolgate-run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: podcontract.RunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		}
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{
-			{Name: "toolgate-run", MountPath: "/var/run/toolgate"}, {Name: "tmp", MountPath: "/tmp"},
+			{Name: podcontract.RunVolume, MountPath: podcontract.RunMountPath}, {Name: "tmp", MountPath: "/tmp"},
 		}
 	}
 	t0 := time.Now()

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Series W (issue 14): a warm ToolCall — the example echo Tool copied into the namespace
@@ -23,7 +24,7 @@ import (
 
 const (
 	warmTool  = "bench-echo-warm"
-	poolLabel = "toolgate.dev/pool"
+	poolLabel = podcontract.LabelPool
 )
 
 // warmState is what the Pod watch saw of the bench pool's Pods.

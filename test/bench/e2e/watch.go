@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func terminatedContainer(p *corev1.Pod) (string, bool) {
@@ -45,7 +45,7 @@ func handle(r *recorder, obj client.Object, now time.Time) {
 			r.mark("tc/"+o.Name+"/terminal", now, note)
 		}
 	case *batchv1.Job:
-		if call := o.Labels[controllers.LabelCall]; call != "" {
+		if call := o.Labels[podcontract.LabelCall]; call != "" {
 			r.mark("tc/"+call+"/job", now, o.Name)
 			if jobCond(o, batchv1.JobComplete) {
 				r.mark("tc/"+call+"/job-complete", now, "")
@@ -64,7 +64,7 @@ func handle(r *recorder, obj client.Object, now time.Time) {
 	case *corev1.Pod:
 		poolPodEvent(o, now)
 		note, term := terminatedContainer(o)
-		if call := o.Labels[controllers.LabelCall]; call != "" {
+		if call := o.Labels[podcontract.LabelCall]; call != "" {
 			r.mark("tc/"+call+"/pod", now, o.Name)
 			if term {
 				r.mark("tc/"+call+"/pod-term", now, note)

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Recorder keeps the watch history a Check needs, against any cluster: every ToolCall
@@ -73,7 +73,7 @@ func Scheme() *runtime.Scheme {
 // Start lists and starts watching ToolCalls, tool Jobs and tool Pods; it returns once
 // the three first lists are recorded, and keeps the watches until ctx ends.
 func (r *Recorder) Start(ctx context.Context) error {
-	managed := client.MatchingLabels{controllers.LabelManagedBy: controllers.ManagedByValue}
+	managed := client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue}
 	specs := []struct {
 		list   client.ObjectList
 		opts   []client.ListOption
@@ -226,9 +226,9 @@ func (r *Recorder) onPod(_ string, obj runtime.Object, _ time.Time) {
 
 // JobRecordOf describes a tool Job.
 func JobRecordOf(job *batchv1.Job) JobRecord {
-	rec := JobRecord{Namespace: job.Namespace, Name: job.Name, UID: job.UID, Call: job.Annotations[controllers.AnnotationCallName],
+	rec := JobRecord{Namespace: job.Namespace, Name: job.Name, UID: job.UID, Call: job.Annotations[podcontract.AnnotationCallName],
 		Created: job.CreationTimestamp.Time}
-	rec.Attempt, _ = strconv.Atoi(job.Labels[controllers.LabelAttempt])
+	rec.Attempt, _ = strconv.Atoi(job.Labels[podcontract.LabelAttempt])
 	if owner := metav1.GetControllerOf(job); owner != nil {
 		rec.CallUID = owner.UID
 	}
@@ -239,9 +239,9 @@ func JobRecordOf(job *batchv1.Job) JobRecord {
 // Pod; Check matches by the call's name when CallUID is empty, and History fills it from
 // the Pod's Job when that Job was seen.
 func PodStartOf(pod *corev1.Pod) PodStart {
-	p := PodStart{Namespace: pod.Namespace, Pod: pod.Name, PodUID: pod.UID, Call: pod.Annotations[controllers.AnnotationCallName],
+	p := PodStart{Namespace: pod.Namespace, Pod: pod.Name, PodUID: pod.UID, Call: pod.Annotations[podcontract.AnnotationCallName],
 		At: pod.CreationTimestamp.Time}
-	p.Attempt, _ = strconv.Atoi(pod.Labels[controllers.LabelAttempt])
+	p.Attempt, _ = strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 	if owner := metav1.GetControllerOf(pod); owner != nil {
 		p.Job, p.JobUID = owner.Name, owner.UID
 	}

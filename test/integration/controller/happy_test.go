@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -52,7 +53,7 @@ var _ = Describe("A call that succeeds", Label("happy"), func() {
 		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
-		Expect(env).To(HaveKeyWithValue("TOOLGATE_ARGS", canonical))
-		Expect(env).To(HaveKeyWithValue("TOOLGATE_ARGS_DIGEST", call.Status.ArgumentsDigest))
+		Expect(env).To(HaveKeyWithValue(podcontract.EnvArgs, canonical))
+		Expect(env).To(HaveKeyWithValue(podcontract.EnvArgsDigest, call.Status.ArgumentsDigest))
 	})
 })

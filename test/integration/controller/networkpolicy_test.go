@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -59,7 +60,7 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=ensure, the default
 		for _, want := range controllers.ToolNetworkPolicies(ns, controllers.DefaultEgressExcept()) {
 			got := getPolicy(ctx, ns, want.Name)
 			Expect(got.Spec).To(Equal(want.Spec), want.Name)
-			Expect(got.Labels).To(HaveKeyWithValue(controllers.LabelManagedBy, controllers.ManagedByValue))
+			Expect(got.Labels).To(HaveKeyWithValue(podcontract.LabelManagedBy, podcontract.ManagedByValue))
 			Expect(revision(got)).To(BeNumerically("<", jobCreated), "%s written before the Job", want.Name)
 			Expect(got.Generation).To(BeNumerically("==", 1), "written once")
 		}

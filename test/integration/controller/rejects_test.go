@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -123,8 +124,8 @@ var _ = Describe("Tool names that are not label values", Label("rejects"), func(
 			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 			job := &batchv1.Job{}
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
-			Expect(job.Annotations).To(HaveKeyWithValue(controllers.AnnotationTool, name))
-			Expect(job.Labels).To(HaveKeyWithValue(controllers.LabelTool, controllers.ToolLabelValue(name)))
+			Expect(job.Annotations).To(HaveKeyWithValue(podcontract.AnnotationTool, name))
+			Expect(job.Labels).To(HaveKeyWithValue(podcontract.LabelTool, controllers.ToolLabelValue(name)))
 		})
 	}
 })
@@ -132,7 +133,7 @@ var _ = Describe("Tool names that are not label values", Label("rejects"), func(
 var _ = Describe("Arguments with $ in them", Label("rejects"), func() {
 	It("reach the body exactly as frozen, though the kubelet expands $(…) in env values", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		args := map[string]any{"cmd": "echo $$ $(HOME) $$(X) $(TOOLGATE_ARGS_DIGEST) $"}
+		args := map[string]any{"cmd": "echo $$ $(HOME) $$(X) $(" + podcontract.EnvArgsDigest + ") $"}
 		create(ctx, MakeTool("sh", ns).Image("example/sh:1").Command("/sh").Obj(),
 			MakeToolCall("c", ns).Tool("sh").Requester(AdminUser).Args(args).Obj())
 		call := waitTerminal(ctx, ns, "c")

@@ -37,8 +37,13 @@ func (a *auditLog) Write(p []byte) (int, error) {
 	return a.buf.Write(p)
 }
 
-// records returns the audit records of the call with uid.
+// records returns the "toolcall finished" audit records of the call with uid.
 func (a *auditLog) records(uid string) []map[string]any {
+	return a.recordsWith(uid, controllers.AuditMessage)
+}
+
+// recordsWith returns the audit records of the call with uid whose message is msg.
+func (a *auditLog) recordsWith(uid, msg string) []map[string]any {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []map[string]any
@@ -46,7 +51,7 @@ func (a *auditLog) records(uid string) []map[string]any {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var rec map[string]any
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["uid"] == uid {
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["uid"] == uid && rec["msg"] == msg {
 			out = append(out, rec)
 		}
 	}
@@ -161,6 +166,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Expect(audit.records(string(done.UID))).To(HaveLen(1), "audited when it finished, not again after the restart")
+		Expect(audit.recordsWith(string(done.UID), controllers.AuditReleasedMessage)).To(HaveLen(1), "and released once when deleted")
 	})
 
 	It("keeps a call that asked for ttlSecondsAfterFinished 0 until the platform's floor, then deletes it", func(ctx SpecContext) {

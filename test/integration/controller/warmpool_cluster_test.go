@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -92,7 +93,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 				Expect(metav1.IsControlledBy(&p, ct)).To(BeTrue(), "pool Pods go with their ClusterTool")
 				Expect(p.Spec.ActiveDeadlineSeconds).To(BeNil())
 				Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
-				Expect(p.Labels).To(HaveKeyWithValue(controllers.LabelNetwork, "none"))
+				Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
 			}
 		}
 		Consistently(func(g Gomega) { g.Expect(poolPods(ctx, g, elsewhere)).To(BeEmpty()) }).WithContext(ctx).Should(Succeed())
@@ -125,7 +126,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 	It("replaces its Pods in every namespace when its spec changes", func(ctx SpecContext) {
 		a, b := newNamespace(ctx), newNamespace(ctx)
 		ct := pooledClusterTool(ctx, "wp-"+a, 1, a, b)
-		old := readyPool(ctx, a, 1)[0].Labels[controllers.LabelTemplate]
+		old := readyPool(ctx, a, 1)[0].Labels[podcontract.LabelTemplate]
 		readyPool(ctx, b, 1)
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ct), ct)).To(Succeed())
 		ct.Spec.Body.Command = []string{"/echo", "--v2"}
@@ -134,7 +135,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 			Eventually(func(g Gomega) {
 				pods := poolPods(ctx, g, ns)
 				g.Expect(pods).To(HaveLen(1))
-				g.Expect(pods[0].Labels[controllers.LabelTemplate]).NotTo(Equal(old))
+				g.Expect(pods[0].Labels[podcontract.LabelTemplate]).NotTo(Equal(old))
 				g.Expect(pods[0].Spec.Containers[0].Command).To(ContainElement("--v2"))
 			}).WithContext(ctx).Should(Succeed())
 		}

@@ -15,13 +15,14 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
 // poolPods are the namespace's unclaimed, live pool Pods.
 func poolPods(ctx SpecContext, g Gomega, ns string) []corev1.Pod {
 	list := &corev1.PodList{}
-	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.HasLabels{controllers.LabelPool})).To(Succeed())
+	g.Expect(k8sClient.List(ctx, list, client.InNamespace(ns), client.HasLabels{podcontract.LabelPool})).To(Succeed())
 	var out []corev1.Pod
 	for _, p := range list.Items {
 		if p.DeletionTimestamp.IsZero() {
@@ -64,9 +65,9 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			Expect(c.Stdin && c.StdinOnce).To(BeTrue())
 			Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 			Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
-			Expect(p.Labels).To(HaveKeyWithValue(controllers.LabelNetwork, "none"))
+			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
 			for _, e := range c.Env {
-				Expect(e.Name).NotTo(BeElementOf("TOOLGATE_ARGS", "TOOLGATE_ARGS_DIGEST"), "a pool Pod knows no call")
+				Expect(e.Name).NotTo(BeElementOf(podcontract.EnvArgs, podcontract.EnvArgsDigest), "a pool Pod knows no call")
 			}
 		}
 		calls := &v1alpha1.ToolCallList{}
@@ -121,7 +122,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			p := &corev1.Pod{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: call.Status.Attempts[0].PodName}, p)).To(Succeed())
 			g.Expect(p.Spec.ActiveDeadlineSeconds).To(HaveValue(BeNumerically(">=", 2)))
-			g.Expect(p.Labels).NotTo(HaveKey(controllers.LabelPool))
+			g.Expect(p.Labels).NotTo(HaveKey(podcontract.LabelPool))
 		}).WithContext(ctx).Should(Succeed())
 		call := waitTerminal(ctx, ns, "s1")
 		Expect(call).To(HavePhase(v1alpha1.PhaseFailed))
@@ -183,7 +184,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 		pod := readyPool(ctx, ns, 1)[0]
 		claim := func(uid string) error {
 			p := pod.DeepCopy()
-			p.Annotations[controllers.AnnotationClaimedBy] = uid
+			p.Annotations[podcontract.AnnotationClaimedBy] = uid
 			return k8sClient.Patch(ctx, p, client.MergeFromWithOptions(&pod, client.MergeFromWithOptimisticLock{}))
 		}
 		Expect(claim("first")).To(Succeed())
@@ -202,7 +203,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			pods := poolPods(ctx, g, ns)
 			g.Expect(pods).To(HaveLen(2))
 			for _, p := range pods {
-				g.Expect(p.Labels[controllers.LabelTemplate]).NotTo(Equal(old[0].Labels[controllers.LabelTemplate]))
+				g.Expect(p.Labels[podcontract.LabelTemplate]).NotTo(Equal(old[0].Labels[podcontract.LabelTemplate]))
 				g.Expect(p.Spec.Containers[0].Command).To(ContainElement("--v2"))
 			}
 		}).WithContext(ctx).Should(Succeed())

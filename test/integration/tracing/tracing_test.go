@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/tracing"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -166,7 +167,7 @@ var _ = Describe("A traced call", Label("tracing"), func() {
 		create(ctx, echoTool(ns).WarmPool(1, 0).Obj())
 		Eventually(func(g Gomega) {
 			pods := &corev1.PodList{}
-			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.HasLabels{controllers.LabelPool})).To(Succeed())
+			g.Expect(env.Client.List(ctx, pods, client.InNamespace(ns), client.HasLabels{podcontract.LabelPool})).To(Succeed())
 			g.Expect(pods.Items).To(ContainElement(HaveField("Status.Conditions", ContainElement(HaveField("Type", corev1.PodReady)))))
 		}).WithContext(ctx).Should(Succeed())
 		create(ctx, tracedCall("warm", ns, "echo", AdminUser))

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // maxArgs bounds what a body reads as arguments (the operator caps them at 120 KiB).
@@ -18,7 +20,7 @@ const maxArgs = 1 << 20
 // ($TOOLGATE_ARGS_FILE) when set, else stdin. Empty input reads as {}.
 func ReadArgsBytes(stdin io.Reader) ([]byte, error) {
 	r := stdin
-	if path := os.Getenv("TOOLGATE_ARGS_FILE"); path != "" {
+	if path := os.Getenv(podcontract.EnvArgsFile); path != "" {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, fmt.Errorf("reading the arguments: %w", err)

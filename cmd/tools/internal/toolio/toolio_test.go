@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 func TestReadArgsPrefersTheFile(t *testing.T) {
@@ -14,7 +16,7 @@ func TestReadArgsPrefersTheFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"from":"file"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("TOOLGATE_ARGS_FILE", path)
+	t.Setenv(podcontract.EnvArgsFile, path)
 	got, err := ReadArgsBytes(strings.NewReader(`{"from":"stdin"}`))
 	if err != nil || string(got) != `{"from":"file"}` {
 		t.Fatalf("got %q, %v", got, err)
@@ -22,7 +24,7 @@ func TestReadArgsPrefersTheFile(t *testing.T) {
 }
 
 func TestReadArgsStdinAndEmpty(t *testing.T) {
-	t.Setenv("TOOLGATE_ARGS_FILE", "")
+	t.Setenv(podcontract.EnvArgsFile, "")
 	got, err := ReadArgsBytes(strings.NewReader(" \n"))
 	if err != nil || string(got) != "{}" {
 		t.Fatalf("got %q, %v", got, err)
@@ -39,7 +41,7 @@ func TestDecodeRejectsNonObjects(t *testing.T) {
 }
 
 func TestMainPrintsErrorsAsIsError(t *testing.T) {
-	t.Setenv("TOOLGATE_ARGS_FILE", "")
+	t.Setenv(podcontract.EnvArgsFile, "")
 	var out, errOut bytes.Buffer
 	code := main(func([]byte) (any, error) { return nil, errors.New("no <such> file") },
 		strings.NewReader("{}"), &out, &errOut)
@@ -49,7 +51,7 @@ func TestMainPrintsErrorsAsIsError(t *testing.T) {
 }
 
 func TestMainRaw(t *testing.T) {
-	t.Setenv("TOOLGATE_ARGS_FILE", "")
+	t.Setenv(podcontract.EnvArgsFile, "")
 	var out bytes.Buffer
 	main(func(a []byte) (any, error) { return Raw(a), nil }, strings.NewReader(`{"a":1}`), &out, &out)
 	if out.String() != `{"a":1}` {

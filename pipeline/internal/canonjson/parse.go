@@ -14,26 +14,26 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package pipeline
+package canonjson
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// parser is a strict RFC 8259 parser producing the decoded tree used everywhere in the
-// package (map[string]any, []any, string, json.Number, bool, nil). It replaces
-// encoding/json's token stream, which allocates per token and was most of the cost of a
-// call; FuzzFreeze checks it against encoding/json (same acceptance, same values).
-// Compared with encoding/json it also rejects what would make canonical bytes ambiguous:
-// duplicate keys, escaped lone surrogates (encoding/json turns them into U+FFFD) and
-// invalid UTF-8 (checked by the caller).
+// parser is a strict RFC 8259 parser producing the decoded tree the pipeline works on
+// (map[string]any, []any, string, json.Number, bool, nil). It replaces encoding/json's
+// token stream, which allocates per token and was most of the cost of a call; the
+// pipeline's FuzzFreeze and this package's FuzzEncodeCanonical check it against
+// encoding/json (same acceptance, same values). Compared with encoding/json it also
+// rejects what would make canonical bytes ambiguous: duplicate keys, escaped lone
+// surrogates (encoding/json turns them into U+FFFD) and invalid UTF-8 (checked by parse
+// before the parser runs).
 //
 // It works in two passes. The first reads the input (a string, or the caller's bytes
 // without copying them) and checks it, writes its canonical form into out (see
@@ -41,10 +41,10 @@ import (
 // copied as it is, an object's members reordered in place when their keys were not in
 // canonical order) and records the values on a tape. The second builds the tree from the
 // tape: every key, number and escape-free string of the tree is a substring of the one
-// canonical string the Frozen keeps anyway, so they cost no allocation, and no copy of
-// the input is made (the canonical text was the second copy of a call's arguments). Any
-// retained part of the tree keeps the canonical string alive, which its Frozen does
-// anyway.
+// canonical string the caller keeps anyway (the pipeline's Frozen does), so they cost
+// no allocation, and no copy of the input is made (the canonical text was the second
+// copy of a call's arguments). Any retained part of the tree keeps the canonical string
+// alive, which a Frozen does anyway.
 type parser[T text] struct {
 	data     T
 	pos      int
@@ -117,6 +117,9 @@ func parserPool[T text]() *sync.Pool {
 	return &bytesParsers
 }
 
+// maxPooledBuffer keeps a rare huge document from pinning its buffers in the pool.
+const maxPooledBuffer = 1 << 20
+
 func getParser[T text](data T, maxDepth int) *parser[T] {
 	p := parserPool[T]().Get().(*parser[T])
 	p.data, p.maxDepth = data, maxDepth
@@ -137,45 +140,35 @@ func putParser[T text](p *parser[T]) {
 	parserPool[T]().Put(p)
 }
 
-// document is a parsed JSON document.
-type document struct {
-	value     any
-	canonical string
-	digest    string // with parseDocument's digest only
-	deepest   int    // the deepest value's nesting level (0: the root)
-}
-
-// parseDocument parses exactly one JSON value of any kind under the given limits. src is
-// data when data is a string, so that canonical input is its own canonical text. With
-// digest, the canonical text's digest is computed too.
-func parseDocument[T text](data T, src string, opts FreezeOptions, digest bool) (document, error) {
-	opts = opts.withDefaults()
+// parse parses exactly one JSON value of any kind under the given limits. src is data
+// when data is a string, so that canonical input is its own canonical text.
+func parse[T text](data T, src string, opts Options) (Document, error) {
 	if len(data) > opts.MaxBytes {
-		return document{}, &FreezeError{Reason: ReasonArgumentsTooLarge,
+		return Document{}, &Error{TooLarge: true,
 			Msg: fmt.Sprintf("JSON document is %d bytes, over the limit of %d bytes", len(data), opts.MaxBytes)}
 	}
 	if !validUTF8(data) {
-		return document{}, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(string(data)))
+		return Document{}, invalid("input is not valid UTF-8 (byte %d)", firstInvalidUTF8(string(data)))
 	}
 	p := getParser(data, opts.MaxDepth)
 	defer putParser(p)
 	p.skipSpace()
 	if err := p.value(0); err != nil {
-		return document{}, err
+		return Document{}, err
 	}
 	p.skipSpace()
 	if p.pos != len(data) {
-		return document{}, invalid("invalid JSON: unexpected data after the value at byte %d", p.pos)
+		return Document{}, invalid("invalid JSON: unexpected data after the value at byte %d", p.pos)
 	}
-	doc := document{canonical: src, deepest: p.deepest}
+	doc := Document{Canonical: src, Deepest: p.deepest}
 	if string(p.out) != src {
-		doc.canonical = string(p.out)
+		doc.Canonical = string(p.out)
 	}
-	if digest {
-		doc.digest = digestOf(p.out)
+	if opts.Digest {
+		doc.Digest = Digest(p.out)
 	}
-	b := builder{tape: p.tape, canonical: doc.canonical, decoded: p.decoded}
-	doc.value = b.value(0)
+	b := builder{tape: p.tape, canonical: doc.Canonical, decoded: p.decoded}
+	doc.Value = b.value(0)
 	return doc, nil
 }
 
@@ -186,15 +179,31 @@ func validUTF8[T text](s T) bool {
 	return utf8.ValidString(string(s))
 }
 
-func (p *parser[T]) fail(format string, args ...any) *FreezeError {
+func firstInvalidUTF8(b string) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRuneInString(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
+}
+
+// invalid reports a whole-document problem (no member to point at).
+func invalid(format string, args ...any) *Error {
+	return &Error{Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *parser[T]) fail(format string, args ...any) *Error {
 	msg := fmt.Sprintf(format, args...)
 	if ptr := p.pointer(); ptr != "" {
 		msg += " (at " + ptr + ")"
 	}
-	return &FreezeError{Reason: ReasonArgumentsNotObject, Pointer: p.pointer(), Msg: msg}
+	return &Error{Pointer: p.pointer(), Msg: msg}
 }
 
-func (p *parser[T]) unexpected() *FreezeError {
+func (p *parser[T]) unexpected() *Error {
 	if p.pos >= len(p.data) {
 		return p.fail("invalid JSON: unexpected end of input")
 	}
@@ -211,7 +220,7 @@ func (p *parser[T]) pointer() string {
 			tokens[i] = p.key(s.keyStart, s.keyEnd, s.dec)
 		}
 	}
-	return jsonPointer(tokens)
+	return Pointer(tokens)
 }
 
 // key returns a key as a string (allocating for a key read from bytes).
@@ -220,18 +229,6 @@ func (p *parser[T]) key(start, end, dec int) string {
 		return p.decoded[dec-1]
 	}
 	return string(p.data[start:end])
-}
-
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
-// jsonPointer formats reference tokens as an RFC 6901 pointer.
-func jsonPointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		b.WriteString(pointerEscaper.Replace(t))
-	}
-	return b.String()
 }
 
 func (p *parser[T]) skipSpace() {

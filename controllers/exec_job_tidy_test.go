@@ -18,12 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // A call's Jobs are deleted by the operator only after their attempt's outcome is
 // recorded, once the retention has passed, with background propagation (the Job before
 // its Pod); the running attempt's Job is never touched.
-func TestTidyJobs(t *testing.T) {
+func TestJobExecutorTidy(t *testing.T) {
 	ended := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	retention := 10 * time.Minute
 	owner := func(call *v1alpha1.ToolCall) []metav1.OwnerReference {
@@ -67,7 +68,7 @@ func TestTidyJobs(t *testing.T) {
 				call.Status.CompletionTime = ptrTime(ended)
 			}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tc.job, Namespace: "ns", UID: "job-uid",
-				Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
+				Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
 				OwnerReferences: owner(call)}}
 			if tc.other {
 				job.OwnerReferences = nil
@@ -75,7 +76,7 @@ func TestTidyJobs(t *testing.T) {
 			var propagation *metav1.DeletionPropagation
 			r, c := tidyFixture(t, ended.Add(tc.now), retention, job, &propagation)
 
-			wait, err := r.tidyJobs(context.Background(), "ns", "c", call)
+			wait, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func TestTidyJobs(t *testing.T) {
 }
 
 // A Job being deleted keeps JobFinalizer while its attempt runs, and loses it otherwise.
-func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
+func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, running := range []bool{true, false} {
 		call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
@@ -104,13 +105,13 @@ func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
 			call.Status.Phase = v1alpha1.PhaseRunning
 		}
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
-			Annotations: map[string]string{AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
+			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
 		var propagation *metav1.DeletionPropagation
 		r, c := tidyFixture(t, now, time.Minute, job, &propagation)
 		if err := c.Delete(context.Background(), job); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.tidyJobs(context.Background(), "ns", "c", call); err != nil {
+		if _, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
@@ -120,7 +121,7 @@ func TestTidyJobsReleasesDeletedJobs(t *testing.T) {
 	}
 }
 
-func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*ToolCallReconciler, client.Client) {
+func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*jobExecutor, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -128,7 +129,7 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 	utilruntime.Must(networkingv1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).
 		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
-			return []string{o.GetAnnotations()[AnnotationCallName]}
+			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			do := &client.DeleteOptions{}
@@ -138,7 +139,7 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 		}}).Build()
 	opts := DefaultCallOptions()
 	opts.JobRetention = retention
-	return &ToolCallReconciler{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}, c
+	return newJobExecutor(execEnv{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package pipeline
+package canonjson
 
 import (
 	"encoding/json"
@@ -57,28 +57,28 @@ func FuzzCanonicalJCS(f *testing.F) {
 		if len(in) > 1<<16 {
 			return
 		}
-		fr, err := freezeDocument(in, FreezeOptions{MaxBytes: 1 << 16, MaxDepth: 64}, false)
+		doc, err := Parse(in, Options{MaxBytes: 1 << 16, MaxDepth: 64})
 		want, jerr := jcs.Transform(in)
 		switch {
 		case err != nil && jerr == nil:
-			var fe *FreezeError
-			if !errors.As(err, &fe) || !strings.Contains(fe.Msg, "nested deeper") {
+			var pe *Error
+			if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "nested deeper") {
 				t.Fatalf("toolgate refuses %q (%v), which JCS accepts as %q", in, err, want)
 			}
 		case err == nil && jerr != nil:
-			if !hasNumberBeyondFloat64(fr.tree()) {
-				t.Fatalf("toolgate accepts %q as %q, which JCS refuses (%v)", in, fr.String(), jerr)
+			if !hasNumberBeyondFloat64(doc.Value) {
+				t.Fatalf("toolgate accepts %q as %q, which JCS refuses (%v)", in, doc.Canonical, jerr)
 			}
 		case err == nil:
-			if ecmaNumbersOnly(fr.tree()) {
-				if fr.String() != string(want) {
-					t.Fatalf("canonical forms differ for %q:\ntoolgate %q\nJCS      %q", in, fr.String(), want)
+			if ecmaNumbersOnly(doc.Value) {
+				if doc.Canonical != string(want) {
+					t.Fatalf("canonical forms differ for %q:\ntoolgate %q\nJCS      %q", in, doc.Canonical, want)
 				}
 				return
 			}
-			again, err := jcs.Transform(fr.Canonical())
+			again, err := jcs.Transform([]byte(doc.Canonical))
 			if err != nil || string(again) != string(want) {
-				t.Fatalf("toolgate's canonical %q of %q is %q under JCS (%v), the input %q", fr.String(), in, again, err, want)
+				t.Fatalf("toolgate's canonical %q of %q is %q under JCS (%v), the input %q", doc.Canonical, in, again, err, want)
 			}
 		}
 	})

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package pipeline
+package canonjson
 
 import (
 	"crypto/sha256"
@@ -39,8 +39,8 @@ import (
 //     sign is dropped and leading zeros of the exponent are removed (1E+05 -> 1e5).
 //     This differs from RFC 8785, which re-serialises numbers through IEEE 754.
 
-// digestOf returns "sha256:<hex>" of b, built in one allocation.
-func digestOf(b []byte) string {
+// Digest returns "sha256:<hex>" of b (canonical bytes), built in one allocation.
+func Digest(b []byte) string {
 	const prefix = "sha256:"
 	sum := sha256.Sum256(b)
 	var out [len(prefix) + 2*sha256.Size]byte
@@ -81,8 +81,9 @@ func appendNormNumber[T text](dst []byte, s T) []byte {
 	return append(dst, exp...)
 }
 
-// normNumber applies the exponent normalisation described above to a valid JSON number.
-func normNumber(s string) string {
+// NormalizeNumber applies the exponent normalisation described above to a valid JSON
+// number literal, giving its canonical text (s itself when it already is).
+func NormalizeNumber(s string) string {
 	i := 0
 	for i < len(s) && s[i] != 'e' && s[i] != 'E' {
 		i++
@@ -156,12 +157,14 @@ func utf16Lead(r rune) int {
 	return int(r)
 }
 
-// encodeCanonical appends the canonical encoding of a JSON value tree to dst. The tree
+// AppendValue appends the canonical encoding of a JSON value tree to dst. The tree
 // may hold map[string]any, []any, string, json.Number, bool, nil, and (for values built
-// in Go) float64, int, int64 and map[string]string.
-func encodeCanonical(dst []byte, v any, depth int) ([]byte, error) {
-	if depth > maxEncodeDepth {
-		return dst, fmt.Errorf("value nested deeper than %d levels", maxEncodeDepth)
+// in Go) float64, int, int64 and map[string]string. depth is v's nesting level in the
+// document being written (0 for the root); deeper than MaxEncodeDepth is an error, as
+// are a NaN or infinity, an invalid json.Number or string, and any other type.
+func AppendValue(dst []byte, v any, depth int) ([]byte, error) {
+	if depth > MaxEncodeDepth {
+		return dst, fmt.Errorf("value nested deeper than %d levels", MaxEncodeDepth)
 	}
 	switch t := v.(type) {
 	case nil:
@@ -169,12 +172,12 @@ func encodeCanonical(dst []byte, v any, depth int) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(dst, t), nil
 	case string:
-		return appendString(dst, t)
+		return AppendString(dst, t)
 	case json.Number:
 		if !isJSONNumber(string(t)) {
 			return dst, fmt.Errorf("invalid JSON number %q", string(t))
 		}
-		return append(dst, normNumber(string(t))...), nil
+		return append(dst, NormalizeNumber(string(t))...), nil
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), nil
 	case int64:
@@ -183,7 +186,7 @@ func encodeCanonical(dst []byte, v any, depth int) ([]byte, error) {
 		if math.IsNaN(t) || math.IsInf(t, 0) {
 			return dst, fmt.Errorf("number %v is not representable in JSON", t)
 		}
-		return append(dst, normNumber(strconv.FormatFloat(t, 'g', -1, 64))...), nil
+		return append(dst, NormalizeNumber(strconv.FormatFloat(t, 'g', -1, 64))...), nil
 	case []any:
 		return encodeArray(dst, t, depth)
 	case map[string]any:
@@ -195,8 +198,9 @@ func encodeCanonical(dst []byte, v any, depth int) ([]byte, error) {
 	}
 }
 
-// maxEncodeDepth bounds recursion when encoding trees built outside the decoder.
-const maxEncodeDepth = 1000
+// MaxEncodeDepth bounds recursion when encoding trees built outside the decoder; the
+// pipeline refuses documents nested deeper, whatever their parse limits.
+const MaxEncodeDepth = 1000
 
 func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
 	dst = append(dst, '[')
@@ -205,7 +209,7 @@ func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = encodeCanonical(dst, e, depth+1); err != nil {
+		if dst, err = AppendValue(dst, e, depth+1); err != nil {
 			return dst, err
 		}
 	}
@@ -228,11 +232,11 @@ func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendString(dst, k); err != nil {
+		if dst, err = AppendString(dst, k); err != nil {
 			return dst, err
 		}
 		dst = append(dst, ':')
-		if dst, err = encodeCanonical(dst, m[k], depth+1); err != nil {
+		if dst, err = AppendValue(dst, m[k], depth+1); err != nil {
 			return dst, err
 		}
 	}
@@ -252,11 +256,11 @@ func encodeStringMap(dst []byte, m map[string]string) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = appendString(dst, k); err != nil {
+		if dst, err = AppendString(dst, k); err != nil {
 			return dst, err
 		}
 		dst = append(dst, ':')
-		if dst, err = appendString(dst, m[k]); err != nil {
+		if dst, err = AppendString(dst, m[k]); err != nil {
 			return dst, err
 		}
 	}
@@ -298,15 +302,15 @@ func skipPlain[T text](s T, i int) int {
 	return i
 }
 
-// appendString appends s as a canonical JSON string; s must be valid UTF-8.
-func appendString(dst []byte, s string) ([]byte, error) {
+// AppendString appends s as a canonical JSON string; it fails when s is not valid UTF-8.
+func AppendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
 		return dst, fmt.Errorf("string is not valid UTF-8")
 	}
 	return appendValidString(dst, s), nil
 }
 
-// appendValidString is appendString for a string known to be valid UTF-8.
+// appendValidString is AppendString for a string known to be valid UTF-8.
 func appendValidString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

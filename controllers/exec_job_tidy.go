@@ -6,14 +6,16 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// tidyJobs keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
+// tidy keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
 // ttlSecondsAfterFinished (the TTL controller deletes with foreground propagation, which
 // removes the Pod, the result's carrier, first: an operator down longer than the TTL would
 // find its result gone); the operator deletes them itself:
@@ -26,20 +28,24 @@ import (
 //
 // call is nil when the call is gone (its Jobs then go with it, by owner reference). It
 // returns how long until the next retained Job is due (0: none).
-func (r *ToolCallReconciler) tidyJobs(ctx context.Context, namespace, name string, call *v1alpha1.ToolCall) (time.Duration, error) {
+func (j *jobExecutor) tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+	namespace, name := key.Namespace, key.Name
+	if call == nil {
+		j.refusals.forget(key)
+	}
 	jobs := &batchv1.JobList{}
-	if err := r.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{indexCallName: name}); err != nil {
+	if err := j.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{indexCallName: name}); err != nil {
 		return 0, err
 	}
 	var next time.Duration
-	now := r.Clock.Now()
+	now := j.Clock.Now()
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if job.Annotations[AnnotationCallName] != name || stillNeeded(job, call) {
+		if job.Annotations[podcontract.AnnotationCallName] != name || stillNeeded(job, call) {
 			continue
 		}
 		if !job.DeletionTimestamp.IsZero() {
-			if err := r.releaseJob(ctx, job); err != nil {
+			if err := j.releaseJob(ctx, job); err != nil {
 				return 0, err
 			}
 			continue
@@ -47,13 +53,13 @@ func (r *ToolCallReconciler) tidyJobs(ctx context.Context, namespace, name strin
 		if call == nil || !metav1.IsControlledBy(job, call) {
 			continue
 		}
-		if wait := recordedAt(call, job).Add(r.Options.JobRetention).Sub(now); wait > 0 {
+		if wait := recordedAt(call, job).Add(j.Options.JobRetention).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}
 			continue
 		}
-		if err := r.deleteRecordedJob(ctx, job); err != nil {
+		if err := j.deleteRecordedJob(ctx, job); err != nil {
 			return 0, err
 		}
 	}
@@ -62,24 +68,24 @@ func (r *ToolCallReconciler) tidyJobs(ctx context.Context, namespace, name strin
 
 // deleteRecordedJob deletes a Job whose attempt's outcome is recorded, with background
 // propagation, and releases it.
-func (r *ToolCallReconciler) deleteRecordedJob(ctx context.Context, job *batchv1.Job) error {
-	err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
+func (j *jobExecutor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) error {
+	err := j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &job.UID})
 	if client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("deleted a Job past its retention", "job", job.Name)
-	return r.releaseJob(ctx, job)
+	return j.releaseJob(ctx, job)
 }
 
 // releaseJob removes JobFinalizer from a Job.
-func (r *ToolCallReconciler) releaseJob(ctx context.Context, job *batchv1.Job) error {
+func (j *jobExecutor) releaseJob(ctx context.Context, job *batchv1.Job) error {
 	if !controllerutil.ContainsFinalizer(job, JobFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(job.DeepCopy())
 	controllerutil.RemoveFinalizer(job, JobFinalizer)
-	return client.IgnoreNotFound(r.Patch(ctx, job, patch))
+	return client.IgnoreNotFound(j.Patch(ctx, job, patch))
 }
 
 // stillNeeded reports whether job is the running attempt's: the call is not terminal nor

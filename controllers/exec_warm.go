@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -58,6 +57,24 @@ type warmRun struct {
 	done   bool
 	stream WarmStream
 	err    error
+	// source is where the attempt's outcome was read (sourceStream, sourcePod).
+	source string
+}
+
+// decided notes where the call's outcome was read, for release's figures (an entry of its
+// own when this process ran no stream: a restart).
+func (w *warmRuns) decided(uid types.UID, source string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runs == nil {
+		w.runs = map[types.UID]*warmRun{}
+	}
+	run, ok := w.runs[uid]
+	if !ok {
+		run = &warmRun{}
+		w.runs[uid] = run
+	}
+	run.source = source
 }
 
 func (w *warmRuns) get(uid types.UID) (warmRun, bool) {
@@ -102,39 +119,56 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 	}()
 }
 
-// startWarm hands the warm attempt's Pod its arguments (createJob's warm counterpart):
-// the namespace's isolation is checked first, exactly as before a Job is created, then
-// the Handover runs aside and the call waits for its end or its deadline.
-func (r *ToolCallReconciler) startWarm(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
-	a := warmAttempt(call)
-	frozen, err := r.refreeze(call)
+// warmExecutor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
+// warmpool_*.go, keeps the pools): the claim takes a Pod of exactly the call's admitted
+// snapshot, start hands the runner its arguments through attach (WarmExecutor), observe
+// reads the outcome from the attach stream's signed result line or from the Pod, and the
+// Pod is deleted once the outcome is written: one call per Pod, never reused.
+type warmExecutor struct {
+	execEnv
+	attach WarmExecutor
+	runs   warmRuns
+}
+
+func newWarmExecutor(env execEnv, attach WarmExecutor) *warmExecutor {
+	return &warmExecutor{execEnv: env, attach: attach,
+		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
+}
+
+func (w *warmExecutor) path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
+
+func (w *warmExecutor) wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
+
+// start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
+// first, exactly as before a Job is created, then the Handover runs aside and the call
+// waits for its end or its deadline.
+func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+	a := current(call)
+	frozen, err := w.refreeze(call)
 	if err != nil {
-		return r.finishInternal(ctx, call, "the frozen arguments could not be reproduced")
+		return refuseInternal("the frozen arguments could not be reproduced"), nil
 	}
 	pod := &corev1.Pod{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod); err != nil {
-		return r.observeWarm(ctx, call) // gone or not cached yet: observing decides
+	if err := w.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod); err != nil {
+		return w.observe(ctx, call) // gone or not cached yet: observing decides
 	}
 	isolating := time.Now()
-	why, err := r.ensureIsolation(ctx, call, pod.Labels)
+	why, err := w.isolate(ctx, call, pod.Labels)
 	observeIsolation(isolating)
 	if err != nil || why != "" {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.refuseUnisolated(ctx, call, why)
+		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
 	}
 	line, err := frame.EncodeHandover(frame.Handover{Arguments: frozen.Canonical(), ArgumentsDigest: frozen.Digest(),
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(a.Attempt))})
 	if err != nil {
-		return r.finishInternal(ctx, call, "the frozen arguments could not be handed over")
+		return refuseInternal("the frozen arguments could not be handed over"), nil
 	}
-	deadline := r.attemptDeadline(call)
+	deadline := w.attemptDeadline(call)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
-	r.warm.start(call, func() (WarmStream, error) {
+	w.runs.start(call, func() (WarmStream, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
-		return r.Warm.Handover(hctx, key, line)
+		return w.attach.Handover(hctx, key, line)
 	})
-	return ctrl.Result{RequeueAfter: deadline.Sub(r.Clock.Now())}, nil
+	return step{requeue: deadline.Sub(w.Clock.Now())}, nil
 }

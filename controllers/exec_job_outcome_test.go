@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The tables below run the controller's pure decision (attemptOutcome, with the real
@@ -58,7 +59,7 @@ func deletingJob() *batchv1.Job {
 func podWith(phase corev1.PodPhase, reason string, state corev1.ContainerState) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1-abcde", Namespace: "ns"}}
 	pod.Status.Phase, pod.Status.Reason = phase, reason
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ToolContainerName, State: state}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: state}}
 	return pod
 }
 

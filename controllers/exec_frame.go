@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // tailFunc reads the end of the tool container's log.
@@ -43,7 +44,7 @@ func frameReaderFor(spec *v1alpha1.ToolSpec, job *batchv1.Job, pod *corev1.Pod, 
 	var tail tailFunc
 	if logs != nil && pod != nil {
 		tail = withTimeout(timeout, func(ctx context.Context, lines, limit int64) ([]byte, error) {
-			return logs.TailLog(ctx, pod.Namespace, pod.Name, ToolContainerName, lines, limit)
+			return logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.ToolContainerName, lines, limit)
 		})
 	}
 	return func(ctx context.Context, msg string) (frame.Frame, error) {
@@ -69,11 +70,11 @@ func withTimeout(d time.Duration, tail tailFunc) tailFunc {
 // jobFrameKey is the frame key the operator gave the attempt's tool container.
 func jobFrameKey(job *batchv1.Job) ([]byte, error) {
 	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name != ToolContainerName {
+		if c.Name != podcontract.ToolContainerName {
 			continue
 		}
 		for _, e := range c.Env {
-			if e.Name == frame.EnvFrameKey {
+			if e.Name == podcontract.EnvFrameKey {
 				return frame.ParseKey(e.Value)
 			}
 		}

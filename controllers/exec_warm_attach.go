@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // PodAttach is the WarmExecutor of a real cluster: pods/attach to the tool container with
@@ -30,7 +32,7 @@ func (a PodAttach) Handover(ctx context.Context, pod types.NamespacedName, line 
 	started := time.Now()
 	req := a.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
-		Container: ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
+		Container: podcontract.ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(a.Config, "GET", req.URL().String())
 	if err != nil {
 		return WarmStream{}, err

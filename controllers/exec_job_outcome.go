@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // imageErrorsFinal are container waiting reasons that no amount of waiting will fix.
@@ -192,4 +193,75 @@ func podReason(pod *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+func toolContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == podcontract.ToolContainerName {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// containerStarted reports whether the tool container ever ran.
+func containerStarted(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	cs := toolContainerStatus(pod)
+	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil && !neverCreated(cs) ||
+		cs.LastTerminationState.Terminated != nil || (cs.Started != nil && *cs.Started))
+}
+
+// containerStatusUnknown is the reason the kubelet gives a container it has no runtime
+// status for when the Pod ends (k8s.io/kubernetes/pkg/kubelet/container).
+const containerStatusUnknown = "ContainerStatusUnknown"
+
+// neverCreated: the tool container's terminated state is the kubelet's stand-in for a
+// container the runtime never created. When a Pod ends while a container still waits (an
+// image that cannot be pulled, at the Job's deadline), the kubelet's status manager
+// replaces the waiting state with Terminated{ContainerStatusUnknown, exit 137} and keeps
+// the rest of the old status: no container ID, no start time. Any container the runtime
+// created has an ID in its status, so the body cannot have run.
+func neverCreated(cs *corev1.ContainerStatus) bool {
+	t := cs.State.Terminated
+	return t != nil && t.Reason == containerStatusUnknown && cs.ContainerID == "" && t.StartedAt.IsZero()
+}
+
+func jobFailedReason(job *batchv1.Job) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			if c.Reason == "" {
+				return "JobFailed"
+			}
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// podEnded reports whether the Pod shows an outcome podOutcome can read.
+func podEnded(pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
+		return true
+	}
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// jobEnded reports whether the Job is finished or going away.
+func jobEnded(job *batchv1.Job) bool {
+	return !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job)
+}
+
+func jobComplete(job *batchv1.Job) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == batchv1.JobComplete && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

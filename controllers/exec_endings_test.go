@@ -1,0 +1,225 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// The endings every executor must read alike: the tool Pod's state as the kubelet reports
+// it, whatever made the Pod (a Job, a warm pool). Each executor's test sets the ending up
+// on its own backend and observes it through the executor interface.
+type ending struct {
+	name  string
+	phase corev1.PodPhase
+	// reason is the Pod's own (DeadlineExceeded, Evicted).
+	reason string
+	state  corev1.ContainerState
+	log    []byte
+	// pastDeadline: the operator's own deadline for the attempt has passed.
+	pastDeadline bool
+	// want is the normalised reason; "" when the attempt has not ended.
+	want pipeline.Reason
+}
+
+func endings() []ending {
+	honest, exit3, inLog := frameNamed("honest success"), frameNamed("honest exit 3"), frameNamed("honest in log")
+	return []ending{
+		{name: "still running", phase: corev1.PodRunning, state: running()},
+		{name: "honest success", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", honest), want: pipeline.ReasonSucceeded},
+		{name: "honest exit 3", phase: corev1.PodFailed, state: withFrame(3, "Error", exit3), want: pipeline.ReasonNonZeroExit},
+		{name: "honest result in the log", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", inLog), log: inLog.log,
+			want: pipeline.ReasonSucceeded},
+		{name: "exit 0 without a frame", phase: corev1.PodSucceeded, state: terminatedWith(0, "Completed", ""),
+			want: pipeline.ReasonExecutionLost},
+		{name: "forged frame", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", frameNamed("forged unsigned")),
+			want: pipeline.ReasonResultUnreadable},
+		{name: "frame signed with another key", phase: corev1.PodSucceeded,
+			state: withFrame(0, "Completed", frameNamed("forged other key")), want: pipeline.ReasonResultUnreadable},
+		{name: "OOM kill", phase: corev1.PodFailed, state: terminatedWith(137, "OOMKilled", ""), want: pipeline.ReasonOOMKilled},
+		{name: "Pod deadline", phase: corev1.PodFailed, reason: pipeline.TerminationDeadlineExceeded,
+			state: withFrame(143, "Error", exit3), want: pipeline.ReasonDeadlineExceeded},
+		{name: "evicted", phase: corev1.PodFailed, reason: pipeline.TerminationEvicted,
+			state: terminatedWith(137, "Error", ""), want: pipeline.ReasonEvicted},
+		{name: "image never pulled", phase: corev1.PodPending, state: waiting("ErrImageNeverPull"),
+			want: pipeline.ReasonImageNeverStarted},
+		{name: "past the operator's deadline, nobody reported", phase: corev1.PodRunning, state: running(),
+			pastDeadline: true, want: pipeline.ReasonDeadlineExceeded},
+	}
+}
+
+// execWorld is the fake cluster an executor observes, and its clock.
+type execWorld struct {
+	call  *v1alpha1.ToolCall
+	clock *clocktesting.FakeClock
+	objs  []client.Object
+	logs  *memLogs
+}
+
+func newExecWorld(e ending) *execWorld {
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
+		Spec: v1alpha1.ToolCallSpec{Tool: "t"}}
+	call.Status.Phase = v1alpha1.PhaseRunning
+	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "t", Spec: outcomeSpec.DeepCopy()}
+	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, StartTime: &metav1.Time{Time: start}}}
+	now := start.Add(time.Second)
+	if e.pastDeadline {
+		now = start.Add(time.Hour)
+	}
+	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &memLogs{log: e.log}}
+}
+
+func (w *execWorld) env(t *testing.T) execEnv {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(v1alpha1.AddToScheme(scheme))
+	utilruntime.Must(batchv1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme))
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.objs...).
+		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
+		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
+	return execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
+		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil }}
+}
+
+// endedAs normalises what an executor's observe came to ("" when the attempt runs on).
+func endedAs(t *testing.T, st step, err error) pipeline.Reason {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("observe: %v", err)
+	}
+	if st.refused != nil {
+		t.Fatalf("observe refused the attempt: %+v", *st.refused)
+	}
+	if st.outcome == nil {
+		return ""
+	}
+	return pipeline.Normalize(*st.outcome, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}).Reason
+}
+
+// The Job executor reads every ending from the attempt's Job and Pod.
+func TestJobExecutorEndings(t *testing.T) {
+	for _, e := range endings() {
+		t.Run(e.name, func(t *testing.T) {
+			w := newExecWorld(e)
+			job := jobWith()
+			job.Name, job.UID = JobName("c", 1), "job-uid"
+			job.Annotations[podcontract.AnnotationCallName] = "c"
+			job.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall",
+				Name: "c", UID: w.call.UID, Controller: new(true)}}
+			pod := podWith(e.phase, e.reason, e.state)
+			pod.Annotations = map[string]string{podcontract.AnnotationCallName: "c"}
+			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name,
+				UID: job.UID, Controller: new(true)}}
+			w.objs = append(w.objs, job, pod)
+			j := newJobExecutor(w.env(t))
+			where, ok := j.claim(context.Background(), w.call, &w.call.Status.Attempts[0])
+			if !ok || where != "Job "+job.Name {
+				t.Fatalf("claim = %q, %v; want the attempt's Job", where, ok)
+			}
+			st, err := j.observe(context.Background(), w.call)
+			if got := endedAs(t, st, err); got != e.want {
+				t.Errorf("ended %q, want %q", got, e.want)
+			}
+		})
+	}
+}
+
+// The warm executor reads every ending from its claimed Pod when no attach stream vouched
+// for an outcome (an operator restarted while the body ran, or a body killed by the
+// kubelet), exactly as the Job executor does.
+func TestWarmExecutorEndings(t *testing.T) {
+	for _, e := range endings() {
+		t.Run(e.name, func(t *testing.T) {
+			w := newExecWorld(e)
+			pod := claimedWarmPod(w.call, testFrameKey)
+			pod.Status.Phase, pod.Status.Reason = e.phase, e.reason
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: e.state}}
+			w.objs = append(w.objs, pod)
+			x := newWarmExecutor(w.env(t), stubAttach{})
+			// The stream of this process ended without a result line (the body was killed).
+			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true, stream: WarmStream{HandedOver: w.clock.Now()}}}
+			st, err := x.observe(context.Background(), w.call)
+			if got := endedAs(t, st, err); got != e.want {
+				t.Errorf("ended %q, want %q", got, e.want)
+			}
+		})
+	}
+}
+
+// A warm attempt's outcome comes from the attach stream's result line as soon as the body
+// ended, when the line verifies with the Pod's key and names the call's arguments;
+// otherwise the Pod decides.
+func TestWarmExecutorStream(t *testing.T) {
+	honest := frameNamed("honest success")
+	cases := []struct {
+		name string
+		line string
+		want pipeline.Reason
+	}{
+		{name: "signed line", line: honest.msg, want: pipeline.ReasonSucceeded},
+		{name: "forged line, Pod still running", line: frameNamed("forged unsigned").msg},
+		{name: "no line, Pod still running"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newExecWorld(ending{})
+			pod := claimedWarmPod(w.call, testFrameKey)
+			pod.Status.Phase = corev1.PodRunning
+			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: running()}}
+			w.objs = append(w.objs, pod)
+			x := newWarmExecutor(w.env(t), stubAttach{})
+			tail := []byte("body output\n")
+			if tc.line != "" {
+				tail = append(tail, frame.ResultLine([]byte(tc.line))...)
+			}
+			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true,
+				stream: WarmStream{HandedOver: w.clock.Now(), StdoutTail: tail}}}
+			st, err := x.observe(context.Background(), w.call)
+			if got := endedAs(t, st, err); got != tc.want {
+				t.Errorf("ended %q, want %q", got, tc.want)
+			}
+			if tc.want != "" && w.call.Status.Attempts[0].HandoverTime == nil {
+				t.Error("the handover time is recorded on the attempt")
+			}
+		})
+	}
+}
+
+// claimedWarmPod is a pool Pod of the call's tool, claimed by the call's attempt 1.
+func claimedWarmPod(call *v1alpha1.ToolCall, key string) *corev1.Pod {
+	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
+	tool.Spec.ToolSpec = *call.Status.Tool.Spec
+	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions(), key)
+	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
+	delete(pod.Labels, podcontract.LabelPool)
+	pod.Labels[podcontract.LabelAttempt] = "1"
+	pod.Annotations[podcontract.AnnotationClaimedBy] = string(call.UID)
+	pod.Annotations[podcontract.AnnotationCallName] = call.Name
+	a := &call.Status.Attempts[0]
+	a.Path, a.PodName = v1alpha1.PathWarm, pod.Name
+	return pod
+}
+
+// stubAttach is a WarmExecutor that is never reached (the tests start runs themselves).
+type stubAttach struct{}
+
+func (stubAttach) Handover(context.Context, types.NamespacedName, []byte) (WarmStream, error) {
+	return WarmStream{}, nil
+}

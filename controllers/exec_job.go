@@ -1,0 +1,256 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/tracing"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// jobExecutor runs an attempt in a Job made for it (the cold path): one Job per attempt,
+// under a deterministic name, owned by the call and held by JobFinalizer until its end is
+// recorded. It takes every attempt no other executor claimed.
+type jobExecutor struct {
+	execEnv
+	refusals refusals
+}
+
+func newJobExecutor(env execEnv) *jobExecutor { return &jobExecutor{execEnv: env} }
+
+func (j *jobExecutor) path() v1alpha1.ExecutionPath { return "" }
+
+// claim takes the attempt: its Job is named after the call and the attempt.
+func (j *jobExecutor) claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+	a.JobName = JobName(call.Name, a.Attempt)
+	call.Status.Job = &v1alpha1.JobReference{Name: a.JobName}
+	return "Job " + a.JobName, true
+}
+
+// start creates the current attempt's Job, or adopts it when it already exists (a restart
+// between the status write and the create): one Job per attempt, whatever happens.
+func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+	attempt := currentAttempt(call)
+	frozen, err := j.refreeze(call)
+	if err != nil {
+		return refuseInternal("the frozen arguments could not be reproduced"), nil
+	}
+	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
+		return j.tooLate(call, attempt), nil
+	}
+	key, err := frame.NewKey()
+	if err != nil {
+		return step{}, err
+	}
+	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
+		Digest: frozen.Digest(), Attempt: attempt, FrameKey: key,
+		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
+	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
+		return step{}, err
+	}
+	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
+		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
+	}
+	begun := j.Clock.Now()
+	err = j.Create(ctx, job)
+	metrics.StageDuration.WithLabelValues("job_create").Observe(j.Clock.Since(begun).Seconds())
+	switch {
+	case err == nil:
+		j.refusals.forget(client.ObjectKeyFromObject(call))
+		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
+		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
+	case apierrors.IsAlreadyExists(err):
+		existing := &batchv1.Job{}
+		if err := j.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
+			return step{}, err
+		}
+		j.refusals.forget(client.ObjectKeyFromObject(call))
+		if !metav1.IsControlledBy(existing, call) {
+			return refuseInternal("a Job named " + job.Name + " exists and belongs to something else"), nil
+		}
+	default:
+		return j.createRefused(ctx, call, job.Name, err)
+	}
+	return step{requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+}
+
+// createRefused decides what a refused Job create means. An object the API server will
+// never accept ends the call at once; any other refusal (a quota, an admission policy or
+// webhook, a timeout, an unavailable API server) is retried through the rate limiter until
+// maxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
+// ends Failed ExecutionRejected with the API server's message: it never stays Running.
+func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (step, error) {
+	n := j.refusals.add(call, currentAttempt(call), err)
+	if !persistentCreateError(err) && n < maxCreateRefusals && j.Clock.Now().Before(j.attemptDeadline(call)) {
+		ctrl.LoggerFrom(ctx).Info("Job create refused; retrying", "job", jobName, "refusals", n, "error", err.Error())
+		return step{}, err
+	}
+	return j.rejected(call, jobName, err), nil
+}
+
+// tooLate ends an attempt whose deadline passed before its Job was created: with the API
+// server's last refusal when it refused (ExecutionRejected), else as a body that never
+// started (the operator was down between recording the attempt and creating its Job).
+// Either way the Job is not created: a body never starts after its deadline.
+func (j *jobExecutor) tooLate(call *v1alpha1.ToolCall, attempt int32) step {
+	if err := j.refusals.last(call, attempt); err != nil {
+		return j.rejected(call, JobName(call.Name, attempt), err)
+	}
+	return step{outcome: &pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt)}}
+}
+
+func (j *jobExecutor) rejected(call *v1alpha1.ToolCall, jobName string, err error) step {
+	j.refusals.forget(types.NamespacedName{Namespace: call.Namespace, Name: call.Name})
+	return step{refused: &startRefusal{reason: string(pipeline.ReasonExecutionRejected), detail: jobName, err: err}}
+}
+
+// observe reads the running attempt's outcome: from the Pod's terminated container as soon
+// as the kubelet reports it (not the Job's later condition), and from the Job for what only
+// the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
+func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+	if call.Status.Job == nil {
+		return refuseInternal("the call is running without a Job"), nil
+	}
+	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Status.Job.Name}
+	job := &batchv1.Job{}
+	if err := j.Get(ctx, key, job); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return step{}, err
+		}
+		// The cache may not hold our own create yet: ask the API server. A Job that was
+		// deleted is held by JobFinalizer until its end is recorded, so a Job that is truly
+		// absent was never created (a restart between the status write and the create).
+		if err := j.APIReader.Get(ctx, key, job); apierrors.IsNotFound(err) {
+			return j.start(ctx, call)
+		} else if err != nil {
+			return step{}, err
+		}
+	}
+	pod, err := j.attemptPod(ctx, false, call, job)
+	if err != nil {
+		return step{}, err
+	}
+	if !podEnded(pod) && jobEnded(job) {
+		// The Job's informer can deliver its end before the Pod's informer delivers the
+		// status it was computed from: read the Pod from the API server before concluding.
+		if pod, err = j.attemptPod(ctx, true, call, job); err != nil {
+			return step{}, err
+		}
+	}
+	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
+		PastDeadline: !j.Clock.Now().Before(j.attemptDeadline(call))}
+	read := frameReaderFor(call.Status.Tool.Spec, job, pod, j.Logs, j.Options.LogReadTimeout)
+	if o, ok := attemptOutcome(ctx, view, read); ok {
+		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
+	}
+	return step{requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+}
+
+// attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
+// live reads the API server instead of the cache (by labels: it has no field index).
+func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	var reader client.Reader = j.Client
+	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
+	if live {
+		reader = j.APIReader
+		selector = client.MatchingLabels{podcontract.LabelCall: CallLabelValue(call.Name), podcontract.LabelAttempt: job.Labels[podcontract.LabelAttempt]}
+	}
+	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), selector); err != nil {
+		return nil, err
+	}
+	var found *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !metav1.IsControlledBy(p, job) {
+			continue
+		}
+		if cs := toolContainerStatus(p); cs != nil && cs.State.Terminated != nil {
+			return p, nil
+		}
+		found = p
+	}
+	return found, nil
+}
+
+// stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
+// before the Job, so the body is stopped now. A Job that is absent (never created) or
+// already being deleted needs nothing. The cache may not hold a Job created a moment ago
+// (a call cancelled right after it started): absent there, it is read from the API server.
+// Its JobFinalizer is released by tidy once the call is terminal.
+func (j *jobExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+	if call.Status.Job == nil {
+		return "", nil
+	}
+	name := call.Status.Job.Name
+	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
+	job := &batchv1.Job{}
+	err := j.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) {
+		err = j.APIReader.Get(ctx, key, job)
+	}
+	if err == nil && job.DeletionTimestamp.IsZero() {
+		err = j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground),
+			client.Preconditions{UID: &job.UID})
+		if err == nil {
+			ctrl.LoggerFrom(ctx).Info("deleted the Job of a cancelled call", "job", job.Name)
+		}
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return "", err
+	}
+	return "Job " + name + " deleted", nil
+}
+
+// release deletes a Job whose Pod will not end by itself (an image that is never pulled,
+// the operator's own deadline). Jobs that ended are kept for the retention (tidy).
+func (j *jobExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
+	if ended.JobName == "" || o.Started && o.TerminationReason != pipeline.TerminationDeadlineExceeded {
+		return
+	}
+	job := &batchv1.Job{}
+	if err := j.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: ended.JobName}, job); err != nil {
+		return // not in the cache (never created, or gone): nothing to stop
+	}
+	if !job.DeletionTimestamp.IsZero() || jobFailedReason(job) != "" || jobComplete(job) {
+		return
+	}
+	if err := j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not delete a stopped Job", "job", job.Name)
+	}
+}
+
+func currentAttempt(call *v1alpha1.ToolCall) int32 {
+	if a := current(call); a != nil {
+		return a.Attempt
+	}
+	return 1
+}
+
+// containerStartTime is when pod's tool container started (zero: unknown).
+func containerStartTime(pod *corev1.Pod) time.Time {
+	if pod == nil {
+		return time.Time{}
+	}
+	switch cs := toolContainerStatus(pod); {
+	case cs == nil:
+	case cs.State.Terminated != nil:
+		return cs.State.Terminated.StartedAt.Time
+	case cs.State.Running != nil:
+		return cs.State.Running.StartedAt.Time
+	}
+	return time.Time{}
+}

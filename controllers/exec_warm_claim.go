@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// claimTries bounds the claims one attempt makes before it runs cold (each loses only to
+// another call's claim of the same Pod).
+const claimTries = 5
+
+// claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
+// in the call's namespace, when the tool has a pool there (a Tool's is in its namespace; a
+// ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt runs cold, a
+// miss "unlisted") and the executor can attach: the attempt is then Warm, with the Pod's
+// name and no Job. An empty pool, lost races and errors leave the attempt to the next
+// executor at once: a call never waits for a pool. In memory but for the claim itself (a
+// Pod patch with the Pod's resourceVersion as precondition): the caller writes the status,
+// and a restart before that write finds the claimed Pod again (adoptable).
+func (w *warmExecutor) claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+	snap := call.Status.Tool
+	if w.attach == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
+		return "", false
+	}
+	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
+	var pod *corev1.Pod
+	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
+	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
+		pod, why = w.claimPod(ctx, call, a.Attempt)
+	}
+	if pod == nil {
+		metrics.WarmMisses.WithLabelValues(ns, kind, tool, why).Inc()
+		return "", false
+	}
+	metrics.WarmClaims.WithLabelValues(ns, kind, tool).Inc()
+	a.Path, a.PodName, a.JobName = v1alpha1.PathWarm, pod.Name, ""
+	call.Status.Job = nil
+	ctrl.LoggerFrom(ctx).Info("claimed warm Pod", "pod", pod.Name, "attempt", a.Attempt)
+	return "warm Pod " + pod.Name, true
+}
+
+// claimPod adopts the Pod this call's attempt already claimed (a restart before the status
+// write), else claims a Ready one of the call's template; why says why none was had.
+func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n int32) (*corev1.Pod, string) {
+	attempt := strconv.Itoa(int(n))
+	mine := &corev1.PodList{}
+	if err := w.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+		return nil, "error"
+	}
+	for i := range mine.Items {
+		if p := &mine.Items[i]; p.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) && p.Labels[podcontract.LabelAttempt] == attempt {
+			return p, ""
+		}
+	}
+	free := &corev1.PodList{}
+	if err := w.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
+		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, w.Options.Job)}); err != nil {
+		return nil, "error"
+	}
+	var candidates []*corev1.Pod
+	for i := range free.Items {
+		p := &free.Items[i]
+		if p.Labels[podcontract.LabelPool] != "" && p.Annotations[podcontract.AnnotationClaimedBy] == "" && p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p) &&
+			pooledBy(p, call.Status.Tool) {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, "empty"
+	}
+	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+	for _, p := range candidates[:min(claimTries, len(candidates))] {
+		err := w.claimFor(ctx, call, p, attempt)
+		switch {
+		case err == nil:
+			return p, ""
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			continue // another call claimed it first, or the pool retired it
+		default:
+			ctrl.LoggerFrom(ctx).Info("claiming a warm Pod failed; running cold", "pod", p.Name, "error", err.Error())
+			return nil, "error"
+		}
+	}
+	return nil, "conflict"
+}
+
+// claim makes pod the call's with one patch that carries the resourceVersion it was read
+// at: two calls can never both win one Pod. The Pod leaves its pool (podcontract.LabelPool removed,
+// owned by the call instead of the Tool, so it goes with the call) and gets the call's
+// labels (NetworkPolicies select podcontract.LabelNetwork, kept) and its deadline.
+func (w *warmExecutor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
+	orig := pod.DeepCopy()
+	delete(pod.Labels, podcontract.LabelPool)
+	pod.Labels[podcontract.LabelCall] = CallLabelValue(call.Name)
+	pod.Labels[podcontract.LabelAttempt] = attempt
+	pod.Labels[podcontract.LabelTool] = ToolLabelValue(call.Spec.Tool)
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[podcontract.AnnotationClaimedBy] = string(call.UID)
+	pod.Annotations[podcontract.AnnotationCallName] = call.Name
+	pod.Annotations[podcontract.AnnotationTool] = call.Spec.Tool
+	pod.Annotations[podcontract.AnnotationArgDigest] = call.Status.ArgumentsDigest
+	pod.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(call, pod, w.Scheme); err != nil {
+		return err
+	}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, w.Clock.Now()))
+	return w.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// pooledBy: the Pod is in the pool of the call's tool (a Tool's, or a ClusterTool's, of
+// that name), not another tool's whose Pod template happens to be the same.
+func pooledBy(pod *corev1.Pod, snap *v1alpha1.ToolSnapshot) bool {
+	owner := metav1.GetControllerOf(pod)
+	return owner != nil && owner.Kind == string(snap.Kind) && owner.Name == snap.Name &&
+		owner.APIVersion == v1alpha1.GroupVersion.String()
+}

@@ -1,0 +1,245 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// observe reads a warm attempt's outcome: from the attach stream's result line as soon as
+// the body ended, when it verifies with the Pod's frame key and reports a body that exited
+// by itself; otherwise from the Pod as a cold attempt's is read (the terminated
+// container's termination message, the kubelet's reasons: the Pod's DeadlineExceeded at
+// its activeDeadlineSeconds, OOMKilled, eviction). A Pod gone or deleted under the call
+// ends it PodDeleted; the operator's own deadline stays the backstop. After a restart (no
+// stream in this process) the Pod is attached again: the runner takes one Handover only,
+// so the body never runs twice.
+func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+	a := current(call)
+	pod, err := w.warmPod(ctx, call, a.PodName)
+	if err != nil {
+		return step{}, err
+	}
+	run, inFlight := w.runs.get(call.UID)
+	if inFlight && run.done && pod != nil {
+		if o, ok := w.streamOutcome(ctx, call, pod, run); ok {
+			return w.ended(call, o, sourceStream), nil
+		}
+	}
+	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !podEnded(pod) {
+		// The attach failed before the whole Handover was written: try again, through the
+		// controller's rate limiter (the runner takes one whole line only, never two).
+		w.runs.forget(call.UID)
+		return step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
+	}
+	past := !w.Clock.Now().Before(w.attemptDeadline(call))
+	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
+	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)) {
+		base.TerminationReason = pipeline.TerminationPodDeleted
+		if past {
+			base.TerminationReason = pipeline.TerminationDeadlineExceeded
+		}
+		return w.ended(call, base, sourcePod), nil
+	}
+	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past}
+	if o, ok := attemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
+		return w.ended(call, o, sourcePod), nil
+	}
+	if !inFlight {
+		return w.start(ctx, call)
+	}
+	return step{requeue: w.attemptDeadline(call).Sub(w.Clock.Now())}, nil
+}
+
+// ended is the step of an attempt whose outcome o was read from source: the handover time
+// goes into the attempt (in memory: finishing it writes it), the source into the run for
+// release's figures.
+func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) step {
+	// Read the run again: its stream may have ended since observe looked (the Pod's end can
+	// reach the informer before the attach goroutine records the stream's).
+	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && current(call).HandoverTime == nil {
+		a := current(call)
+		a.HandoverTime = ptrTime(run.stream.HandedOver)
+	}
+	w.runs.decided(call.UID, source)
+	return step{outcome: &o}
+}
+
+// warmPod is the attempt's claimed Pod: from the cache, else (a claim the cache has not
+// seen yet, or a Pod gone from it) from the API server; nil when it is gone or is not
+// this call's.
+func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, name string) (*corev1.Pod, error) {
+	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
+	pod := &corev1.Pod{}
+	err := w.Get(ctx, key, pod)
+	if err == nil && pod.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) {
+		return pod, nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	if err := w.APIReader.Get(ctx, key, pod); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if pod.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) {
+		return nil, nil
+	}
+	return pod, nil
+}
+
+// streamOutcome is the outcome the attach stream's result line vouches for: only a
+// verified, self-contained frame of a body that exited by itself. A body killed by a
+// signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
+// names the reason; a pointer frame is read from the Pod log as usual.
+func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, run warmRun) (pipeline.Outcome, bool) {
+	msg, ok := frame.LastResultLine(run.stream.StdoutTail)
+	if !ok {
+		return pipeline.Outcome{}, false
+	}
+	key, err := w.podFrameKey(ctx, pod)
+	if err != nil {
+		return pipeline.Outcome{}, false
+	}
+	f, needLog, err := frame.Decoder{Key: key, MaxOutput: maxOutput(call.Status.Tool.Spec)}.DecodeTermination(msg)
+	if err != nil || needLog || f.Signal != "" {
+		return pipeline.Outcome{}, false
+	}
+	return pipeline.Outcome{Attempt: int(currentAttempt(call)), Started: true, Report: reportOf(f)}, true
+}
+
+// frameReader reads the termination message with the Pod's own frame key (the pool
+// controller put it in the Pod's spec; nothing in the sandbox can change that).
+func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frameReader {
+	var tail tailFunc
+	if w.Logs != nil {
+		tail = withTimeout(w.Options.LogReadTimeout, func(ctx context.Context, lines, limit int64) ([]byte, error) {
+			return w.Logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.ToolContainerName, lines, limit)
+		})
+	}
+	return func(ctx context.Context, msg string) (frame.Frame, error) {
+		key, err := w.podFrameKey(ctx, pod)
+		if err != nil {
+			return frame.Frame{}, err
+		}
+		return readFrame(ctx, frame.Decoder{Key: key, MaxOutput: maxOutput(call.Status.Tool.Spec)}, msg, tail)
+	}
+}
+
+// podFrameKey reads the Pod whole (the cache keeps no Pod spec) for its frame key.
+func (w *warmExecutor) podFrameKey(ctx context.Context, pod *corev1.Pod) ([]byte, error) {
+	live := &corev1.Pod{}
+	if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), live); err != nil {
+		return nil, err
+	}
+	if live.UID != pod.UID {
+		return nil, frame.ErrNoKey
+	}
+	for _, c := range live.Spec.Containers {
+		if c.Name != podcontract.ToolContainerName {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == podcontract.EnvFrameKey {
+				return frame.ParseKey(e.Value)
+			}
+		}
+	}
+	return nil, frame.ErrNoKey
+}
+
+// release deletes the attempt's Pod once its outcome is written (one call per Pod, never
+// reused) and reports how the attempt spent its time.
+func (w *warmExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
+	run, _ := w.runs.get(call.UID)
+	recordWarmRun(ctx, run, run.source)
+	w.runs.forget(call.UID)
+	pod := &corev1.Pod{}
+	if err := w.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: ended.PodName}, pod); err != nil {
+		return // not in the cache: gone already, or tidy finds it on a later pass
+	}
+	if pod.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) {
+		w.deleteWarmPod(ctx, pod)
+	}
+}
+
+// stop deletes the warm Pod a cancelled call's running attempt claimed (the body stops now;
+// the Pod is never used again) and forgets its handover. A Pod already gone needs nothing;
+// one the cache has not seen yet is read from the API server.
+func (w *warmExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+	name := current(call).PodName
+	w.runs.forget(call.UID)
+	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
+	pod := &corev1.Pod{}
+	err := w.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) {
+		err = w.APIReader.Get(ctx, key, pod)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return "", err
+	}
+	if err == nil && pod.Annotations[podcontract.AnnotationClaimedBy] == string(call.UID) && pod.DeletionTimestamp.IsZero() {
+		w.deleteWarmPod(ctx, pod)
+		ctrl.LoggerFrom(ctx).Info("deleted the warm Pod of a cancelled call", "pod", pod.Name)
+	}
+	return "warm Pod " + name + " deleted", nil
+}
+
+func (w *warmExecutor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
+	uid := pod.UID
+	if err := w.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not delete a used warm Pod", "pod", pod.Name)
+	}
+}
+
+// tidy deletes the call's claimed Pods whose attempt's outcome is recorded (a restart
+// between the outcome's write and release's delete): no Pod serves twice.
+func (w *warmExecutor) tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+	if call == nil || !ranWarm(call) {
+		return 0, nil // a cold call costs this nothing; a gone call's Pods go with it (owner)
+	}
+	pods := &corev1.PodList{}
+	if err := w.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+		return 0, err
+	}
+	running := current(call)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if !call.Status.Phase.IsTerminal() {
+			if call.Status.Phase != v1alpha1.PhaseRunning {
+				continue // claimed before a status write a restart lost: claimPod adopts it
+			}
+			if running.Path == v1alpha1.PathWarm && running.PodName == p.Name {
+				continue // the running attempt's
+			}
+		}
+		w.deleteWarmPod(ctx, p)
+	}
+	return 0, nil
+}
+
+// ranWarm reports whether any of the call's attempts claimed a warm Pod.
+func ranWarm(call *v1alpha1.ToolCall) bool {
+	for _, a := range call.Status.Attempts {
+		if a.Path == v1alpha1.PathWarm {
+			return true
+		}
+	}
+	return false
+}

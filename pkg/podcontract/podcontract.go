@@ -1,0 +1,107 @@
+// Package podcontract is the one home of everything the operator, the in-Pod runner, the
+// executors and the test kit share about a tool Pod: environment variable names, labels and
+// annotations, container, volume and path names. Nothing else in this module spells these
+// names (TestNamesHaveOneHome fails when one is written as a literal elsewhere), so a name
+// cannot drift between the process that writes it and the one that reads it.
+//
+// The package has no dependencies: the API package, the runner and the tools import it.
+package podcontract
+
+// Environment variables the operator sets on the tool container and the runner reads.
+// Values the operator sets are escaped for the kubelet's $(VAR) expansion: the runner reads
+// them exactly as written.
+const (
+	// EnvArgs holds the frozen canonical arguments (cold attempts).
+	EnvArgs = "TOOLGATE_ARGS"
+	// EnvArgsDigest is EnvArgs' "sha256:<hex>" digest; the runner checks it.
+	EnvArgsDigest = "TOOLGATE_ARGS_DIGEST"
+	// EnvArgsFile is where the runner writes the arguments for the body ("-": no file);
+	// the body reads the same variable to find them.
+	EnvArgsFile = "TOOLGATE_ARGS_FILE"
+	// EnvMaxOutput bounds the stdout the runner keeps, in bytes.
+	EnvMaxOutput = "TOOLGATE_MAX_OUTPUT"
+	// EnvStderrTail bounds the stderr tail the runner keeps, in bytes.
+	EnvStderrTail = "TOOLGATE_STDERR_TAIL"
+	// EnvTerminationPath is where the runner writes its frame (the termination message).
+	EnvTerminationPath = "TOOLGATE_TERMINATION_PATH"
+	// EnvResultMarker overrides the marker of a frame block carried in the Pod log.
+	EnvResultMarker = "TOOLGATE_RESULT_MARKER"
+	// EnvFrameKey is the attempt's frame key; the runner signs its frame with it and never
+	// hands it to the body.
+	EnvFrameKey = "TOOLGATE_FRAME_KEY"
+	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
+	EnvWarm = "TOOLGATE_WARM"
+	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span.
+	EnvTraceparent = "TRACEPARENT"
+	// EnvOTLPEndpoint and EnvOTLPProtocol are the standard OpenTelemetry exporter variables
+	// a body's SDK reads (the operator's --tracing-tool-endpoint).
+	EnvOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	EnvOTLPProtocol = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	// OTLPProtocolHTTP is the only protocol the tool endpoint speaks.
+	OTLPProtocolHTTP = "http/protobuf"
+	// NoArgsFile as EnvArgsFile means: write no arguments file (no writable volume).
+	NoArgsFile = "-"
+	// WarmOn is EnvWarm's value in a warm pool Pod.
+	WarmOn = "1"
+)
+
+// Labels and annotations on the Jobs and Pods toolgate creates. The API package re-exports
+// the ones clients read (api/v1alpha1/well_known.go).
+const (
+	// LabelManagedBy is app.kubernetes.io/managed-by, ManagedByValue on toolgate's Jobs and Pods.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "toolgate"
+	// LabelCall on a Job or Pod is the call's name, cut and hashed when it is no label value.
+	LabelCall = "toolgate.dev/call"
+	// LabelAttempt on a Job or Pod is the attempt number.
+	LabelAttempt = "toolgate.dev/attempt"
+	// LabelTool on a Job or Pod is the tool name, hashed when it is no label value.
+	LabelTool = "toolgate.dev/tool"
+	// LabelNetwork on a tool Pod is its sandbox network mode; NetworkPolicies select it.
+	LabelNetwork = "toolgate.dev/network"
+	// LabelPool on an unclaimed warm pool Pod names its pool; a claim removes it.
+	LabelPool = "toolgate.dev/pool"
+	// LabelTemplate on a warm pool Pod is the digest of the Pod template it was built from.
+	LabelTemplate = "toolgate.dev/template"
+	// AnnotationArgDigest on a Job or Pod is the call's status.argumentsDigest.
+	AnnotationArgDigest = "toolgate.dev/arguments-digest"
+	// AnnotationTool carries the tool's model-facing name exactly (LabelTool may be hashed).
+	AnnotationTool = "toolgate.dev/tool"
+	// AnnotationCallName carries the full call name (labels are limited to 63 characters).
+	AnnotationCallName = "toolgate.dev/call-name"
+	// AnnotationClaimedBy on a warm Pod is the uid of the call that claimed it.
+	AnnotationClaimedBy = "toolgate.dev/claimed-by"
+)
+
+// Network modes as LabelNetwork's values.
+const (
+	NetworkNone   = "none"
+	NetworkEgress = "egress"
+)
+
+// Containers, volumes and paths of a tool Pod.
+const (
+	// ToolContainerName is the container that runs the runner and, under it, the tool body.
+	ToolContainerName = "tool"
+	// RunnerInitContainerName copies the runner into RunVolume for images that lack it.
+	RunnerInitContainerName = "toolgate-runner"
+	// RunVolume is the emptyDir at RunMountPath: the copied runner and the arguments file.
+	RunVolume = "toolgate-run"
+	// RunMountPath is where RunVolume is mounted.
+	RunMountPath = "/var/run/toolgate"
+	// TmpVolume is the emptyDir mounted at TmpMountPath.
+	TmpVolume    = "tmp"
+	TmpMountPath = "/tmp"
+	// CopiedRunner is where the init container puts the runner.
+	CopiedRunner = RunMountPath + "/bin/runner"
+	// ArgsFile is where the runner writes the arguments when the Pod has scratch volumes.
+	ArgsFile = RunMountPath + "/args.json"
+	// ImageRunner is the runner's path in the operator image and, by default, in a tool
+	// image that carries it (body.runnerPath).
+	ImageRunner = "/toolgate/runner"
+	// TerminationPath is the kubelet's default termination message path.
+	TerminationPath = "/dev/termination-log"
+	// CopySelfFlag makes the runner copy itself to the path that follows.
+	CopySelfFlag = "--copy-self"
+)
