@@ -27,7 +27,9 @@ var recordPatches = []struct{ name, patch, message string }{
 	{"an ownerReference to an object that does not exist",
 		`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"` + goneUID + `"}]}}`,
 		"may change metadata.ownerReferences of ToolCall"},
-	{"a finalizer", `{"metadata":{"finalizers":["example.com/pin"]}}`, "may change metadata.finalizers of ToolCall"},
+	{"a finalizer", `{"metadata":{"finalizers":["toolgate.dev/record","example.com/pin"]}}`, "may change metadata.finalizers of ToolCall"},
+	{"no finalizer: the operator's toolgate.dev/record removed (a delete would skip the record)", `{"metadata":{"finalizers":null}}`,
+		"may change metadata.finalizers of ToolCall"},
 	{"a toolgate.dev/ label", `{"metadata":{"labels":{"toolgate.dev/created-by":"forged"}}}`, "may change the toolgate.dev/ labels of ToolCall"},
 	{"a label of a toolgate.dev subdomain", `{"metadata":{"labels":{"sandbox.toolgate.dev/x":"y"}}}`, "may change the toolgate.dev/ labels of ToolCall"},
 	{"a toolgate.dev/ annotation", `{"metadata":{"annotations":{"toolgate.dev/traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`,
@@ -101,7 +103,7 @@ var _ = Describe("A call's record belongs to the operator", Label("admission", "
 		call := &v1alpha1.ToolCall{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
 		Expect(call.OwnerReferences).To(BeEmpty())
-		Expect(call.Finalizers).To(BeEmpty())
+		Expect(call.Finalizers).To(ConsistOf(v1alpha1.FinalizerRecord), "the operator's, added at create")
 		Expect(call.Labels).To(Equal(map[string]string{"team": "a"}))
 		finish(ctx, ns, jobKey.Name, Outcome{Stdout: []byte(`{"done":true}`)})
 		Expect(waitTerminal(ctx, ns, "c")).To(HavePhase(v1alpha1.PhaseSucceeded))
@@ -121,12 +123,20 @@ var _ = Describe("A call's record belongs to the operator", Label("admission", "
 		pinned.Finalizers = []string{"example.com/pin"}
 		err = robot.Create(ctx, pinned)
 		Expect(IsRecordPolicyDenial(err)).To(BeTrue(), "an agent cannot pin its call past retention: %v", err)
-		Expect(err.Error()).To(ContainSubstring("may create a ToolCall with metadata.finalizers; robot may not"))
+		Expect(err.Error()).To(ContainSubstring("may create a ToolCall with metadata.finalizers (but the operator's toolgate.dev/record"))
+		Expect(err.Error()).To(ContainSubstring("robot may not"))
 
 		By("toolgate.dev/ labels and annotations are the client's to set on create (the CLI's created-by, traceparent)")
 		labelled := MakeToolCall("labelled", ns).Tool("echo").Args(map[string]any{"text": "x"}).Label(v1alpha1.LabelCreatedBy, "toolgate-cli").Obj()
 		labelled.Annotations = map[string]string{v1alpha1.AnnotationTraceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
 		Expect(robot.Create(ctx, labelled)).To(Succeed())
+		Expect(labelled.Finalizers).To(ConsistOf(v1alpha1.FinalizerRecord), "the API server adds the operator's own")
+
+		By("an approval never carries a finalizer the operator does not remove")
+		approval := MakeToolCallApproval("labelled", ns).CallUID(labelled.UID).Deny().Obj()
+		approval.Finalizers = []string{v1alpha1.FinalizerRecord}
+		carol := bindShippedRole(ctx, ns, ApproverRole, "carol")
+		Expect(IsRecordPolicyDenial(carol.Create(ctx, approval))).To(BeTrue())
 
 		By("a workflow controller that may delete calls owns its calls by its own object")
 		workflow := workflowUser(ctx, ns)
@@ -145,14 +155,14 @@ var _ = Describe("A call's record belongs to the operator", Label("admission", "
 		robot := bindShippedRole(ctx, ns, AgentRole, "robot")
 		jobKey := runningCallAs(ctx, ns, robot, "c")
 		operator := operatorUser(ctx, ns)
-		const patch = `{"metadata":{"finalizers":["toolgate.dev/record"],"labels":{"toolgate.dev/x":"y"},"annotations":{"toolgate.dev/y":"z"}}}`
+		const patch = `{"metadata":{"finalizers":["toolgate.dev/record","toolgate.dev/test"],"labels":{"toolgate.dev/x":"y"},"annotations":{"toolgate.dev/y":"z"}}}`
 		Expect(IsRecordPolicyDenial(mergePatch(ctx, robot, callRef(ns, "c"), patch))).To(BeTrue(), "the same patch by the agent")
 
 		Expect(mergePatch(ctx, operator, callRef(ns, "c"), patch)).To(Succeed())
-		Expect(mergePatch(ctx, operator, callRef(ns, "c"), `{"metadata":{"finalizers":null,"labels":{"toolgate.dev/x":null}}}`)).To(Succeed())
+		Expect(mergePatch(ctx, operator, callRef(ns, "c"), `{"metadata":{"finalizers":["toolgate.dev/record"],"labels":{"toolgate.dev/x":null}}}`)).To(Succeed())
 		call := &v1alpha1.ToolCall{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
-		Expect(call.Finalizers).To(BeEmpty())
+		Expect(call.Finalizers).To(ConsistOf(v1alpha1.FinalizerRecord))
 		Expect(call.Labels).NotTo(HaveKey("toolgate.dev/x"))
 		Expect(call.Annotations).To(HaveKeyWithValue("toolgate.dev/y", "z"))
 		finish(ctx, ns, jobKey.Name, Outcome{Stdout: []byte(`{"done":true}`)})
@@ -183,12 +193,14 @@ var _ = Describe("A call's record belongs to the operator", Label("admission", "
 
 		By("a delete that orphans dependents: the API server adds the orphan finalizer, the collector removes it")
 		Expect(k8sClient.Delete(ctx, callRef(ns, "orphan"), client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		onlyFinalizer(ctx, ns, "orphan", metav1.FinalizerOrphanDependents)
 		Expect(IsRecordPolicyDenial(mergePatch(ctx, robot, callRef(ns, "orphan"), `{"metadata":{"finalizers":null}}`))).To(BeTrue(),
 			"the finalizer's name is no pass: an agent may not remove it")
 		Expect(mergePatch(ctx, gc, callRef(ns, "orphan"), `{"metadata":{"finalizers":null}}`)).To(Succeed())
 
 		By("a foreground delete: the collector removes foregroundDeletion once the dependents are gone")
 		Expect(k8sClient.Delete(ctx, callRef(ns, "foreground"), client.PropagationPolicy(metav1.DeletePropagationForeground))).To(Succeed())
+		onlyFinalizer(ctx, ns, "foreground", metav1.FinalizerDeleteDependents)
 		Expect(mergePatch(ctx, gc, callRef(ns, "foreground"), `{"metadata":{"finalizers":null}}`)).To(Succeed())
 		for _, name := range []string{"orphan", "foreground"} {
 			Eventually(func() error {
@@ -201,6 +213,17 @@ var _ = Describe("A call's record belongs to the operator", Label("admission", "
 			`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"workflow","uid":"`+string(cm.UID)+`"}]}}`)).To(Succeed())
 	})
 })
+
+// onlyFinalizer waits until the operator has released the call ns/name (its
+// toolgate.dev/record gone once the end is recorded) and finalizer alone holds it.
+func onlyFinalizer(ctx SpecContext, ns, name, finalizer string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		call := &v1alpha1.ToolCall{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
+		g.Expect(call.Finalizers).To(ConsistOf(finalizer))
+	}).WithContext(ctx).Should(Succeed())
+}
 
 // operatorUser is a user bound, in ns, to the operator's shipped ClusterRole (as its
 // ServiceAccount is) and to patch on toolcalls, which the operator holds once it writes a
