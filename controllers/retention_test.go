@@ -87,27 +87,34 @@ func TestTransformToolCall(t *testing.T) {
 	}
 }
 
-// The TTL that applies: the call's, else its tool snapshot's, else the operator's; none
-// when the operator's default is 0 and neither sets one. 0 on the call or tool is a TTL.
+// The TTL that applies: the call's (raised to the operator's floor), else its tool
+// snapshot's, else the operator's; none when the operator's default is 0 and neither sets
+// one. 0 on the tool is a TTL; 0 on the call is the floor. The floor bounds the caller's own
+// value only: the tool's and the operator's are the platform's.
 func TestEffectiveTTLPrecedence(t *testing.T) {
 	tests := []struct {
-		name       string
-		call, tool *int32
-		operator   time.Duration
-		want       time.Duration
-		wantOK     bool
+		name            string
+		call, tool      *int32
+		operator, floor time.Duration
+		want            time.Duration
+		wantOK          bool
 	}{
 		{name: "call wins", call: ptr.To[int32](5), tool: ptr.To[int32](10), operator: time.Minute, want: 5 * time.Second, wantOK: true},
 		{name: "tool over operator", tool: ptr.To[int32](10), operator: time.Minute, want: 10 * time.Second, wantOK: true},
 		{name: "operator default", operator: time.Minute, want: time.Minute, wantOK: true},
 		{name: "operator 0 keeps", operator: 0, wantOK: false},
-		{name: "call 0 is at once", call: ptr.To[int32](0), operator: time.Minute, want: 0, wantOK: true},
+		{name: "call 0 without a floor is at once", call: ptr.To[int32](0), operator: time.Minute, want: 0, wantOK: true},
 		{name: "tool 0 is at once", tool: ptr.To[int32](0), want: 0, wantOK: true},
+		{name: "call 0 is raised to the floor", call: ptr.To[int32](0), floor: 5 * time.Minute, want: 5 * time.Minute, wantOK: true},
+		{name: "call under the floor is raised", call: ptr.To[int32](60), tool: ptr.To[int32](3600), floor: 5 * time.Minute, want: 5 * time.Minute, wantOK: true},
+		{name: "call over the floor lengthens", call: ptr.To[int32](7200), floor: 5 * time.Minute, operator: time.Minute, want: 2 * time.Hour, wantOK: true},
+		{name: "the floor leaves the tool's value", tool: ptr.To[int32](0), floor: 5 * time.Minute, want: 0, wantOK: true},
+		{name: "the floor leaves the operator's value", operator: time.Minute, floor: 5 * time.Minute, want: time.Minute, wantOK: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &ToolCallReconciler{Options: DefaultCallOptions()}
-			r.Options.Retention.TTL = tc.operator
+			r.Options.Retention.TTL, r.Options.Retention.MinTTL = tc.operator, tc.floor
 			call := finishedCall("c", time.Now())
 			call.Spec.TTLSecondsAfterFinished = tc.call
 			call.Status.Tool.Spec.CallTTLSecondsAfterFinished = tc.tool

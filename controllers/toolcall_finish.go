@@ -218,6 +218,9 @@ func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.
 // message or a generic sentence.
 func refusal(d pipeline.Decision) pipeline.Result {
 	msg := d.Message
+	if d.Feedback != "" {
+		msg = d.Feedback // Message names host configuration (DESIGN rule 4)
+	}
 	switch d.Reason {
 	case pipeline.ReasonPolicyDenied, pipeline.ReasonGuardDenied:
 		if msg == "" {

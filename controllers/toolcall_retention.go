@@ -18,6 +18,11 @@ type RetentionOptions struct {
 	// TTL is the operator-wide default ttlSecondsAfterFinished of calls whose spec and tool
 	// set none; 0 keeps such calls forever (no default TTL).
 	TTL time.Duration
+	// MinTTL is the floor of a call's own spec.ttlSecondsAfterFinished: retention is the
+	// platform's, so a caller may keep its call longer, never shorter than this (0: no
+	// floor). It does not bound the tool's callTTLSecondsAfterFinished nor TTL, which the
+	// platform sets itself.
+	MinTTL time.Duration
 	// HistorySucceeded and HistoryFailed keep, per namespace, at most that many Succeeded
 	// calls and Failed or Denied calls (the most recently finished); 0: no limit.
 	HistorySucceeded, HistoryFailed int
@@ -25,9 +30,15 @@ type RetentionOptions struct {
 	AuditIncludeContent bool
 }
 
-// DefaultRetentionOptions keep a finished call for 24 hours, with no history limit.
+// DefaultMinTTL is the default floor of a call's own TTL: long enough for the client that
+// waits on the call (the CLI, the MCP gateway) and a person who looks at it right after to
+// read its frozen result, however short a TTL the caller asked for.
+const DefaultMinTTL = 5 * time.Minute
+
+// DefaultRetentionOptions keep a finished call for 24 hours, at least 5 minutes whatever
+// the call asks, with no history limit.
 func DefaultRetentionOptions() RetentionOptions {
-	return RetentionOptions{TTL: 24 * time.Hour}
+	return RetentionOptions{TTL: 24 * time.Hour, MinTTL: DefaultMinTTL}
 }
 
 // Reasons a finished call is deleted, the label of toolgate_toolcalls_deleted_total.
@@ -36,12 +47,14 @@ const (
 	deletedHistory = "history"
 )
 
-// effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished,
-// else its tool snapshot's callTTLSecondsAfterFinished, else the operator's default. ok is
-// false when none applies (the call is kept).
+// effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished
+// raised to the operator's floor (MinTTL), else its tool snapshot's
+// callTTLSecondsAfterFinished, else the operator's default. ok is false when none applies
+// (the call is kept).
 func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
 	if t := call.Spec.TTLSecondsAfterFinished; t != nil {
-		return time.Duration(*t) * time.Second, true
+		// The caller's own value: the agent may lengthen its record's life, not shorten it.
+		return max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL), true
 	}
 	if snap := call.Status.Tool; snap != nil && snap.Spec != nil && snap.Spec.CallTTLSecondsAfterFinished != nil {
 		return time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second, true

@@ -116,7 +116,9 @@ func Admit(in AdmitInput) Admission {
 func freezeDenial(err error) Decision {
 	var fe *FreezeError
 	if errors.As(err, &fe) {
-		return deny(fe.Reason, fe.Msg)
+		d := deny(fe.Reason, fe.Msg)
+		d.Feedback = fe.Feedback
+		return d
 	}
 	return deny(ReasonArgumentsNotObject, err.Error())
 }

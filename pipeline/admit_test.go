@@ -91,9 +91,17 @@ func TestAdmit(t *testing.T) {
 	}
 }
 
+// Arguments over the operator's limit stop the pass; the operator's people read the limit
+// in the message, the model only its own size in the feedback (DESIGN rule 4).
 func TestAdmitTooLarge(t *testing.T) {
 	a := Admit(AdmitInput{Arguments: []byte(`{"a":"` + strings.Repeat("x", 100) + `"}`), Freeze: FreezeOptions{MaxBytes: 50}})
 	if a.Final.Reason != ReasonArgumentsTooLarge || a.Validate.Evaluated() || a.PreExecute.Evaluated() || a.Guard.Evaluated() {
 		t.Errorf("admission = %+v", a)
+	}
+	if want := "arguments are 108 bytes, over the limit of 50 bytes"; a.Final.Message != want {
+		t.Errorf("message %q, want %q", a.Final.Message, want)
+	}
+	if want := "arguments are 108 bytes, over the size limit for tool calls"; a.Final.Feedback != want {
+		t.Errorf("feedback %q, want %q", a.Final.Feedback, want)
 	}
 }

@@ -58,8 +58,10 @@ type FreezeError struct {
 	Reason Reason
 	// Pointer is the JSON pointer of the offending member, when known.
 	Pointer string
-	// Msg is a human sentence.
+	// Msg is a human sentence for the operator's people; it may name the operator's limit.
 	Msg string
+	// Feedback is Msg without host configuration, for the model; empty when Msg holds none.
+	Feedback string
 }
 
 func (e *FreezeError) Error() string { return e.Msg }
@@ -128,8 +130,11 @@ func (f *Frozen) Value() any { return deepCopy(f.tree()) }
 func Freeze(raw []byte, opts FreezeOptions) (*Frozen, error) {
 	opts = opts.withDefaults()
 	if len(raw) > opts.MaxBytes {
+		// The limit is the operator's setting (--max-argument-bytes): the condition names it,
+		// the model sees only the size of what it sent.
 		return nil, &FreezeError{Reason: ReasonArgumentsTooLarge,
-			Msg: fmt.Sprintf("arguments are %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes)}
+			Msg:      fmt.Sprintf("arguments are %d bytes, over the limit of %d bytes", len(raw), opts.MaxBytes),
+			Feedback: fmt.Sprintf("arguments are %d bytes, over the size limit for tool calls", len(raw))}
 	}
 	return freezeDocument(raw, opts, true)
 }

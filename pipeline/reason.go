@@ -157,6 +157,10 @@ type Decision struct {
 	// Message is a human sentence for status conditions. It may name policies and rules:
 	// it is for operators, not for the model.
 	Message string
+	// Feedback is what the model may see of a refusal whose Message names host
+	// configuration (an operator's limit): DESIGN rule 4 keeps that out of the result.
+	// Empty: the caller words the result as it does for the reason.
+	Feedback string
 	// Policy and Rule name what decided, when a policy did.
 	Policy string
 	Rule   string

@@ -101,15 +101,17 @@ type ToolCallSpec struct {
 	// requester is the user the call is made for. The API server stamps it: the
 	// toolgate-requester admission policy sets it to the authenticated user who creates the
 	// call (request.userInfo.username) whatever the client sent, and the toolgate-identity
-	// policy checks it and keeps it unchanged afterwards. A client need not set it.
-	// Required after admission; at most 512 characters, none of them a control, format
-	// (bidi, zero-width) or line-separator character.
-	// +required
+	// policy checks it and keeps it unchanged afterwards. A client need not set it, so the
+	// schema does not require it (kubectl's client-side validation of a kind: List checks
+	// each item against the schema before any admission); the toolgate-identity policy
+	// refuses a create that reaches it without one. 1 to 512 characters, none of them a
+	// control, format (bidi, zero-width) or line-separator character.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]*$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
-	Requester string `json:"requester"`
+	Requester string `json:"requester,omitempty"`
 
 	// requesterGroups are the requester's groups as the API server authenticated them
 	// (request.userInfo.groups), stamped on create by the toolgate-requester admission
@@ -404,7 +406,7 @@ type ToolCall struct {
 	// unbounded), and the rule below keeps optional fields from being added or removed
 	// (TestSpecImmutabilityCoversEveryField fails on a field without both).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="has(self.scope) == has(oldSelf.scope) && has(self.session) == has(oldSelf.session) && has(self.requesterGroups) == has(oldSelf.requesterGroups) && has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished)",message="spec is immutable (only spec.cancel may be set)"
+	// +kubebuilder:validation:XValidation:rule="has(self.scope) == has(oldSelf.scope) && has(self.session) == has(oldSelf.session) && has(self.requester) == has(oldSelf.requester) && has(self.requesterGroups) == has(oldSelf.requesterGroups) && has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished)",message="spec is immutable (only spec.cancel may be set)"
 	// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled call stays cancelled"
 	Spec ToolCallSpec `json:"spec"`
 

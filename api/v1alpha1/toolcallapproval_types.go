@@ -56,12 +56,13 @@ type ToolCallApprovalSpec struct {
 	// admission policy sets it to the authenticated user who creates the approval
 	// (request.userInfo.username) whatever the client sent, and the toolgate-identity policy
 	// checks it and keeps it unchanged afterwards. It must not be the call's requester
-	// (SelfApproval). A client need not set it. Required after admission; at most 512
-	// characters.
-	// +required
+	// (SelfApproval). A client need not set it, so the schema does not require it (as
+	// ToolCall's spec.requester); the toolgate-identity policy refuses a create that reaches
+	// it without one. 1 to 512 characters.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	Approver string `json:"approver"`
+	Approver string `json:"approver,omitempty"`
 
 	// reason explains the decision, for the audit trail. At most 1024 characters.
 	// +optional

@@ -58,11 +58,13 @@ func (f *retentionFlags) resolve() (time.Duration, string, error) {
 	return d, notice, nil
 }
 
-// validateRetention refuses negative TTLs and history limits.
+// validateRetention refuses negative TTLs, floors and history limits.
 func validateRetention(o controllers.RetentionOptions) error {
 	switch {
 	case o.TTL < 0:
 		return fmt.Errorf("--toolcall-ttl %s is negative (0 keeps finished calls forever)", o.TTL)
+	case o.MinTTL < 0:
+		return fmt.Errorf("--toolcall-min-ttl %s is negative (0: no floor)", o.MinTTL)
 	case o.HistorySucceeded < 0 || o.HistoryFailed < 0:
 		return fmt.Errorf("history limits must not be negative (0: no limit): succeeded %d, failed %d", o.HistorySucceeded, o.HistoryFailed)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgate/toolgate/controllers"
 )
 
 // --job-retention replaces --job-ttl: the old flag is still accepted, read as seconds of
@@ -46,6 +48,29 @@ func TestJobRetentionFlags(t *testing.T) {
 			}
 			if tc.notice && !strings.Contains(notice, "deprecated") {
 				t.Errorf("notice %q does not say deprecated", notice)
+			}
+		})
+	}
+}
+
+// Negative retention settings are refused with the flag's name; 0 is "none" everywhere.
+func TestValidateRetention(t *testing.T) {
+	tests := []struct {
+		name string
+		opts controllers.RetentionOptions
+		err  string
+	}{
+		{name: "defaults", opts: controllers.DefaultRetentionOptions()},
+		{name: "all zero", opts: controllers.RetentionOptions{}},
+		{name: "negative ttl", opts: controllers.RetentionOptions{TTL: -time.Second}, err: "--toolcall-ttl"},
+		{name: "negative floor", opts: controllers.RetentionOptions{MinTTL: -time.Second}, err: "--toolcall-min-ttl -1s is negative"},
+		{name: "negative history", opts: controllers.RetentionOptions{HistoryFailed: -1}, err: "history limits"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := validateRetention(tc.opts)
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("validateRetention = %v, want error containing %q", err, tc.err)
 			}
 		})
 	}

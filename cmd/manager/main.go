@@ -46,6 +46,7 @@ func main() {
 	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
 	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
 	flag.DurationVar(&opts.Retention.TTL, "toolcall-ttl", opts.Retention.TTL, "how long a finished ToolCall is kept when neither it (spec.ttlSecondsAfterFinished) nor its tool (spec.callTTLSecondsAfterFinished) says; 0 keeps such calls forever")
+	flag.DurationVar(&opts.Retention.MinTTL, "toolcall-min-ttl", opts.Retention.MinTTL, "the shortest a finished ToolCall is kept when it sets its own spec.ttlSecondsAfterFinished: a call may ask to be kept longer, never shorter (retention is the platform's); 0: no floor")
 	flag.IntVar(&opts.Retention.HistorySucceeded, "toolcall-history-succeeded", 0, "keep at most this many Succeeded ToolCalls per namespace, the most recently finished (older ones are deleted); 0: no limit")
 	flag.IntVar(&opts.Retention.HistoryFailed, "toolcall-history-failed", 0, "keep at most this many Failed or Denied ToolCalls per namespace; 0: no limit")
 	flag.BoolVar(&opts.Retention.AuditIncludeContent, "audit-include-content", false, "put the arguments and the result (content and error message) into each call's audit record (logger \"audit\"); off: digests and sizes only")

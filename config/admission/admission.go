@@ -51,3 +51,14 @@ var CancelPolicy []byte
 
 // CancelPolicyName is the name of the cancel policy and of its binding.
 const CancelPolicyName = "toolgate-cancel"
+
+// RecordPolicy is record-policy.yaml: the toolgate-record ValidatingAdmissionPolicy (only
+// the operator, i.e. whoever RBAC grants update on toolcalls/finalizers or
+// toolcallapprovals/finalizers, may change a call's or an approval's ownerReferences,
+// finalizers and toolgate.dev/ labels and annotations) and its binding.
+//
+//go:embed record-policy.yaml
+var RecordPolicy []byte
+
+// RecordPolicyName is the name of the record policy and of its binding.
+const RecordPolicyName = "toolgate-record"

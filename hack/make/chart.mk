@@ -18,7 +18,8 @@ CHART_SYNC_FILES := \
 	config/rbac/metrics_reader_role.yaml=files/rbac/metrics_reader_role.yaml \
 	config/admission/identity-policy.yaml=files/identity-policy.yaml \
 	config/admission/stamp-policy.yaml=files/stamp-policy.yaml \
-	config/admission/cancel-policy.yaml=files/cancel-policy.yaml
+	config/admission/cancel-policy.yaml=files/cancel-policy.yaml \
+	config/admission/record-policy.yaml=files/record-policy.yaml
 
 ##@ Helm chart
 

@@ -96,7 +96,8 @@ func IsIdentityPolicyDenial(err error) bool {
 const cancelProbeUser = "toolgatetest:canceller"
 
 // waitForCancelPolicy polls until the toolgate-cancel policy refuses a cancel by a user who
-// is not the requester: a probe call in the default namespace, a throw-away ClusterRole that
+// is not the requester, and the toolgate-record policy a finalizer added by a user who is
+// not the operator: a probe call in the default namespace, a throw-away ClusterRole that
 // lets cancelProbeUser patch calls, and dry-run patches as that user. The probe objects are
 // deleted afterwards (no manager runs yet, so the call is never reconciled).
 func (e *Env) waitForCancelPolicy(ctx context.Context) (err error) {
@@ -124,19 +125,38 @@ func (e *Env) waitForCancelPolicy(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	for _, p := range []struct {
+		policy, patch, admitted string
+	}{
+		{admission.CancelPolicyName, `{"spec":{"cancel":true}}`, "another user's cancel was admitted"},
+		{admission.RecordPolicyName, `{"metadata":{"finalizers":["toolgatetest.dev/probe"]}}`, "a finalizer added by a user who is not the operator was admitted"},
+	} {
+		if err := refusedAs(ctx, as, call, p.policy, p.patch, p.admitted); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusedAs polls, with dry-run merge patches of call through c, until policy refuses patch.
+func refusedAs(ctx context.Context, c client.Client, call client.Object, policy, patch, admitted string) error {
 	var last error
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cancel":true}}`))
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = as.Patch(ctx, call.DeepCopy(), patch, client.DryRunAll)
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "'"+admission.CancelPolicyName+"'"), nil
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = c.Patch(ctx, call.DeepCopyObject().(client.Object), client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll)
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "'"+policy+"'"), nil
 	})
 	if err != nil {
 		if last == nil {
-			last = errors.New("another user's cancel was admitted")
+			last = errors.New(admitted)
 		}
-		return fmt.Errorf("admission policy %s not in effect: %w", admission.CancelPolicyName, last)
+		return fmt.Errorf("admission policy %s not in effect: %w", policy, last)
 	}
 	return nil
+}
+
+// IsRecordPolicyDenial reports whether err is the toolgate-record policy's refusal.
+func IsRecordPolicyDenial(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "'"+admission.RecordPolicyName+"'")
 }
 
 // IsCancelPolicyDenial reports whether err is the toolgate-cancel policy's refusal.

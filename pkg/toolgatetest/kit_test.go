@@ -58,8 +58,8 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 8 {
-		t.Fatalf("got %d objects, want four policies and four bindings", len(objs))
+	if len(objs) != 10 {
+		t.Fatalf("got %d objects, want five policies and five bindings", len(objs))
 	}
 	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 4 {
@@ -81,16 +81,23 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if !ok || c.Name != "toolgate-cancel" || len(c.Spec.Validations) != 1 || len(c.Spec.MatchConditions) != 1 {
 		t.Errorf("fourth object: %#v", objs[3])
 	}
-	if b, ok := objs[4].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
-		t.Errorf("first binding: %#v", objs[4])
+	r, ok := objs[4].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok || r.Name != "toolgate-record" || len(r.Spec.MatchConditions) != 2 {
+		t.Errorf("fifth object: %#v", objs[4])
+	}
+	if b, ok := objs[5].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
+		t.Errorf("first binding: %#v", objs[5])
 	}
 	for i, name := range mutating {
-		if b, ok := objs[5+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
-			t.Errorf("binding %d: %#v", 5+i, objs[5+i])
+		if b, ok := objs[6+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
+			t.Errorf("binding %d: %#v", 6+i, objs[6+i])
 		}
 	}
-	if b, ok := objs[7].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || c == nil || b.Spec.PolicyName != c.Name {
-		t.Errorf("last binding: %#v", objs[7])
+	if b, ok := objs[8].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || c == nil || b.Spec.PolicyName != c.Name {
+		t.Errorf("cancel binding: %#v", objs[8])
+	}
+	if b, ok := objs[9].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || r == nil || b.Spec.PolicyName != r.Name {
+		t.Errorf("last binding: %#v", objs[9])
 	}
 }
 
@@ -172,7 +179,7 @@ func TestMatchers(t *testing.T) {
 }
 
 func TestShippedUserRoles(t *testing.T) {
-	for _, role := range []UserRole{AgentRole, ApproverRole} {
+	for _, role := range []UserRole{AgentRole, ApproverRole, OperatorRole} {
 		cr, err := role.ClusterRole()
 		if err != nil {
 			t.Fatal(err)

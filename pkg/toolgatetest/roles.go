@@ -13,7 +13,8 @@ import (
 	"github.com/toolgate/toolgate/config/rbac"
 )
 
-// UserRole is one of the ClusterRoles toolgate ships for its users (config/rbac).
+// UserRole is one of the ClusterRoles toolgate ships (config/rbac): its users' and the
+// operator's own.
 type UserRole string
 
 const (
@@ -21,11 +22,14 @@ const (
 	AgentRole UserRole = "toolgate-agent"
 	// ApproverRole is toolgate-approver: read calls and tools; answer calls.
 	ApproverRole UserRole = "toolgate-approver"
+	// OperatorRole is toolgate-manager, the operator's own ClusterRole: for specs that act
+	// as the operator's ServiceAccount would (its metadata writes, say).
+	OperatorRole UserRole = "toolgate-manager"
 )
 
 // ClusterRole returns the shipped ClusterRole, as config/rbac has it.
 func (r UserRole) ClusterRole() (*rbacv1.ClusterRole, error) {
-	data := map[UserRole][]byte{AgentRole: rbac.AgentRole, ApproverRole: rbac.ApproverRole}[r]
+	data := map[UserRole][]byte{AgentRole: rbac.AgentRole, ApproverRole: rbac.ApproverRole, OperatorRole: rbac.ManagerRole}[r]
 	if data == nil {
 		return nil, fmt.Errorf("no shipped role %q", r)
 	}

@@ -218,6 +218,13 @@ var _ = Describe("Identity admission policy without the stamp policies", Serial,
 		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
 	})
 
+	It("rejects a ToolCall and a ToolCallApproval that name nobody (the schema does not require them)", func(ctx SpecContext) {
+		err := alice.Create(ctx, tgt.MakeToolCall("nobody", ns).Requester("").Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, requesterMessage))
+		err = alice.Create(ctx, tgt.MakeToolCallApproval("nobody", ns).Approver("").CallUID(someCallUID).Obj())
+		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, admission.IdentityPolicyName, approverMessage))
+	})
+
 	It("applies to system:masters too", func(ctx SpecContext) {
 		err := k8sClient.Create(ctx, tgt.MakeToolCall("c2", ns).Requester("alice").Obj())
 		Expect(err).To(tgt.BeAPIError(metav1.StatusReasonForbidden, requesterMessage))

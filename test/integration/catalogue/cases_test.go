@@ -30,7 +30,7 @@ const (
 var argumentRows = []row{
 	{id: "args-over-operator-limit", category: catArguments, hostile: "130 KB of arguments (over --max-argument-bytes, 120 KiB)",
 		args: `{"text":"` + strings.Repeat("x", 130_000) + `"}`,
-		want: want{phase: failed, reason: v1alpha1.ReasonArgumentsTooLarge, message: `^arguments are 130011 bytes, over the limit of 122880 bytes$`}},
+		want: want{phase: failed, reason: v1alpha1.ReasonArgumentsTooLarge, message: `^arguments are 130011 bytes, over the size limit for tool calls$`}},
 	{id: "args-over-etcd-limit", category: catArguments, hostile: "1.6 MiB of arguments (over etcd's 1.5 MiB request limit)",
 		args: `{"text":"` + strings.Repeat("x", 1600<<10) + `"}`,
 		want: want{refused: internalError, message: `etcdserver: request is too large`}},

@@ -136,11 +136,11 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 			g.Expect(tool.Status.ObservedGeneration).To(Equal(tool.Generation))
 		}).WithContext(ctx).Should(Succeed())
 		own := MakeToolCall("own", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "a"}).Obj()
-		own.Spec.TTLSecondsAfterFinished = ptr.To[int32](120)
+		own.Spec.TTLSecondsAfterFinished = ptr.To[int32](600) // above the floor (5m)
 		create(ctx, own,
 			MakeToolCall("tools", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "b"}).Obj(),
 			MakeToolCall("operators", ns).Tool("ttl-echo").Requester(AdminUser).Args(map[string]any{}).Obj())
-		for name, want := range map[string]time.Duration{"own": 2 * time.Minute, "tools": time.Hour, "operators": 24 * time.Hour} {
+		for name, want := range map[string]time.Duration{"own": 10 * time.Minute, "tools": time.Hour, "operators": 24 * time.Hour} {
 			call := waitTerminal(ctx, ns, name)
 			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 			Expect(call.Status.ExpiresAt).NotTo(BeNil(), name)
@@ -155,18 +155,42 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 	It("deletes a call whose expiry passed while the operator was down, once it is back", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		call := MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "a"}).Obj()
-		call.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
+		call.Spec.TTLSecondsAfterFinished = ptr.To[int32](600)
 		create(ctx, echoTool(ns).Obj(), call)
 		done := waitTerminal(ctx, ns, "c")
 		Expect(done.Status.ExpiresAt).NotTo(BeNil())
 		Expect(mgr.Stop()).To(Succeed())
-		fakeClock.Step(31 * time.Second)
+		fakeClock.Step(601 * time.Second)
 		startRetention(controllers.DefaultCallOptions()) // nothing touches the call: the initial list finds it due
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Expect(audit.records(string(done.UID))).To(HaveLen(1), "audited when it finished, not again after the restart")
 		Expect(audit.recordsWith(string(done.UID), controllers.AuditReleasedMessage)).To(HaveLen(1), "and released once when deleted")
+	})
+
+	It("keeps a call that asked for ttlSecondsAfterFinished 0 until the platform's floor, then deletes it", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
+		create(ctx, echoTool(ns).Obj())
+		Expect(agent.Create(ctx, MakeToolCall("brief", ns).Tool("echo").TTL(0).Args(map[string]any{"text": "a"}).Obj())).To(Succeed())
+		call := waitTerminal(ctx, ns, "brief")
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(call.Status.ExpiresAt).NotTo(BeNil())
+		Expect(call.Status.ExpiresAt.Sub(call.Status.CompletionTime.Time)).To(Equal(controllers.DefaultMinTTL),
+			"the agent's 0 is raised to --toolcall-min-ttl")
+
+		fakeClock.Step(controllers.DefaultMinTTL - time.Minute)
+		poke(ctx, call)
+		Consistently(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
+		}).WithContext(ctx).WithTimeout(ConsistentDuration).Should(Succeed(), "kept until the floor")
+
+		fakeClock.Step(time.Minute + time.Second)
+		poke(ctx, call)
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
+		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 	})
 
 	It("keeps the namespace's newest Succeeded and Failed calls within the history limits", func(ctx SpecContext) {
