@@ -93,12 +93,12 @@ func newExecWorld(e ending) *execWorld {
 		now = start.Add(time.Hour)
 	}
 	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &memLogs{log: e.log},
-		objs: []client.Object{frameKeySecret("ns", testMasterText)}}
+		objs: []client.Object{frameKeySecret(testMasterText)}}
 }
 
-// frameKeySecret is a namespace's frame key Secret holding master (and previous ones).
-func frameKeySecret(ns, master string, previous ...string) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: podcontract.FrameKeySecret, Namespace: ns},
+// frameKeySecret is the frame key Secret of namespace "ns": master, and a previous one.
+func frameKeySecret(master string, previous ...string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: podcontract.FrameKeySecret, Namespace: "ns"},
 		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)}}
 	if len(previous) > 0 {
 		s.Data[podcontract.FrameKeySecretPrevious] = []byte(previous[0])

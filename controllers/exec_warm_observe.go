@@ -34,7 +34,7 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 	}
 	run, inFlight := w.runs.get(call.UID)
 	if inFlight && run.done && pod != nil {
-		if o, ok := w.streamOutcome(ctx, call, pod, run); ok {
+		if o, ok := w.streamOutcome(ctx, call, run); ok {
 			return w.ended(call, o, sourceStream), nil
 		}
 	}
@@ -106,7 +106,7 @@ func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, nam
 // arguments (frameTrust). A body killed by a
 // signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
 // names the reason; a pointer frame is read from the Pod log as usual.
-func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, run warmRun) (pipeline.Outcome, bool) {
+func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, run warmRun) (pipeline.Outcome, bool) {
 	msg, ok := frame.LastResultLine(run.stream.StdoutTail)
 	if !ok {
 		return pipeline.Outcome{}, false

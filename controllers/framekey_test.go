@@ -80,7 +80,7 @@ func TestFrameKeysMalformedSecret(t *testing.T) {
 		"short key":    {podcontract.FrameKeySecretKey: []byte("c2hvcnQ")},
 		"bad previous": {podcontract.FrameKeySecretKey: []byte(testMasterText), podcontract.FrameKeySecretPrevious: []byte("x")},
 	} {
-		s := frameKeySecret("ns", testMasterText)
+		s := frameKeySecret(testMasterText)
 		s.Data = data
 		c, _, creates := countingClient(t, s)
 		_, err := newFrameKeys(c, c, nil).ensure(context.Background(), "ns")
@@ -94,7 +94,7 @@ func TestFrameKeysMalformedSecret(t *testing.T) {
 // does not verify with the cached masters: frames of Pods started before it (the old master)
 // and after it (the new one) both verify; a frame of neither still does not.
 func TestFrameKeysRotation(t *testing.T) {
-	c, gets, _ := countingClient(t, frameKeySecret("ns", testMasterText))
+	c, gets, _ := countingClient(t, frameKeySecret(testMasterText))
 	env := execEnv{keys: newFrameKeys(c, c, nil)}
 	w := newExecWorld(ending{})
 	if _, err := env.keys.ensure(context.Background(), "ns"); err != nil {
@@ -102,7 +102,7 @@ func TestFrameKeysRotation(t *testing.T) {
 	}
 	newText, _ := frame.NewKey()
 	newMaster, _ := frame.ParseKey(newText)
-	rotated := frameKeySecret("ns", newText, testMasterText)
+	rotated := frameKeySecret(newText, testMasterText)
 	if err := c.Update(context.Background(), rotated); err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,8 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) corev1.PodSpe
 		corev1.EnvVar{Name: podcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.uid"}}},
 	)
-	tool.Env = append(env, frameKeyEnv(true)...)
+	env = append(env, frameKeyEnv(true)...)
+	tool.Env = env
 	return ps
 }
 

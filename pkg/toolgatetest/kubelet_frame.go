@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -33,12 +34,15 @@ func (k *Kubelet) terminate(ctx context.Context, pod *corev1.Pod, o Outcome) (*c
 }
 
 // containerEnv is the tool container's environment as a kubelet hands it to the runner:
-// $(…) references expanded, the frame key Secret's values and the Pod's uid resolved (read
-// live: the operator's cache holds no Secret).
+// $(…) references expanded, Secret values and the Pod's uid resolved (Secrets read live:
+// the operator's cache holds none). A Secret or key that does not exist leaves its variable
+// unset — a real kubelet would not start the container; the simulated runner then signs
+// nothing, as a runner without a key does (a Job a test made by hand, in a namespace the
+// operator never ran a call in).
 func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
 	c := &pod.Spec.Containers[0]
 	env := expandEnv(c)
-	var secret *corev1.Secret
+	secrets := map[string]*corev1.Secret{}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
@@ -46,17 +50,17 @@ func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod) (map[string
 			env[e.Name] = string(pod.UID)
 		case e.ValueFrom.SecretKeyRef != nil:
 			ref := e.ValueFrom.SecretKeyRef
-			if secret == nil || secret.Name != ref.Name {
+			secret, read := secrets[ref.Name]
+			if !read {
 				secret = &corev1.Secret{}
-				if err := k.reader().Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, secret); err != nil {
+				err := k.reader().Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: ref.Name}, secret)
+				if client.IgnoreNotFound(err) != nil {
 					return nil, fmt.Errorf("simulated kubelet: secret %s for %s: %w", ref.Name, e.Name, err)
 				}
+				secrets[ref.Name] = secret
 			}
-			v, ok := secret.Data[ref.Key]
-			if !ok && (ref.Optional == nil || !*ref.Optional) {
-				return nil, fmt.Errorf("simulated kubelet: secret %s has no %s for %s", ref.Name, ref.Key, e.Name)
-			}
-			if ok {
+			delete(env, e.Name)
+			if v, ok := secret.Data[ref.Key]; ok {
 				env[e.Name] = string(v)
 			}
 		}
