@@ -174,7 +174,7 @@ func terminatedOutcome(ctx context.Context, t *corev1.ContainerStateTerminated, 
 func reportOf(f frame.Frame) *pipeline.Report {
 	stdout, _ := f.StdoutData() // validated by the decoder
 	r := &pipeline.Report{ExitCode: f.ExitCode, Signal: f.Signal, Stdout: stdout,
-		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail}
+		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail, OutputLeftOpen: f.OutputLeftOpen}
 	if f.Reason != "" {
 		r.StderrTail = f.Reason + ": " + f.Error
 	}

@@ -99,6 +99,7 @@ install() {
     --set-file "approvalNotifications.caBundle=$PKI/sink-ca.crt" \
     -f "$CHART/ci/local-values.yaml" \
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
+    --set "approvalNotifications.allowCIDRs={$(node_ip)/32}" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s

@@ -46,6 +46,10 @@ const (
 	// MetaContainerExitCode is the tool container's exit code as the kubelet reported it,
 	// for such an ending: what Kubernetes saw, not what the runner vouched for.
 	MetaContainerExitCode = "containerExitCode"
+	// MetaOutputLeftOpen is "true" when a process the body left behind kept its output open
+	// after the body ended: the runner stopped reading after a grace period, so output
+	// written later is missing.
+	MetaOutputLeftOpen = "outputLeftOpen"
 )
 
 // Termination reasons the controllers pass in Outcome.TerminationReason (kubelet and
@@ -117,6 +121,9 @@ type Report struct {
 	StdoutTotalBytes int64
 	// StderrTail is the end of the body's stderr (or the runner's own error).
 	StderrTail string
+	// OutputLeftOpen: a process the body left behind held stdout or stderr open after the
+	// body ended, and the runner stopped reading (MetaOutputLeftOpen).
+	OutputLeftOpen bool
 }
 
 // NormalizeOptions configures Normalize. Zero fields take the defaults.
@@ -162,6 +169,9 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 	}
 	if o.Report == nil {
 		return lost(o, meta)
+	}
+	if o.Report.OutputLeftOpen {
+		meta[MetaOutputLeftOpen] = "true"
 	}
 	if o.Report.ExitCode != 0 || o.Report.Signal != "" {
 		// A signal means the tool did not end by itself, whatever exit code came with it.

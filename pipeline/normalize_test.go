@@ -77,6 +77,11 @@ func TestNormalize(t *testing.T) {
 		{"signal", ok(Report{ExitCode: 143, Signal: "SIGTERM"}), NormalizeOptions{},
 			Result{IsError: true, Content: "the tool was terminated by signal SIGTERM", Error: "the tool was terminated by signal SIGTERM",
 				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "143")}},
+		{"output left open", ok(Report{Stdout: []byte("hi\n"), OutputLeftOpen: true}), NormalizeOptions{},
+			Result{OK: true, Content: "hi\n", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "3", MetaOutputLeftOpen, "true")}},
+		{"output left open, non-zero exit", ok(Report{ExitCode: 1, OutputLeftOpen: true}), NormalizeOptions{},
+			Result{IsError: true, Content: "the tool exited with code 1", Error: "the tool exited with code 1",
+				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "1", MetaOutputLeftOpen, "true")}},
 		// A signal with exit code 0 (no honest runner writes it) is still not a success.
 		{"signal with exit 0", ok(Report{Signal: "SIGKILL", Stdout: []byte("x")}), NormalizeOptions{},
 			Result{IsError: true, Content: "x", Error: "the tool was terminated by signal SIGKILL",

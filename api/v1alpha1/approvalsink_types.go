@@ -52,8 +52,11 @@ type ApprovalSink struct {
 	URL string `json:"url"`
 
 	// secretRef names the key of a Secret in the call's namespace that holds the HMAC-SHA256
-	// key the operator signs each event with (the receiver holds the same key). The operator
-	// GETs only this Secret, when it delivers an event, and caches nothing.
+	// key the operator signs each event with (the receiver holds the same key). The Secret
+	// must be of type toolgate.dev/approval-sink-key (SecretTypeApprovalSinkKey): the
+	// operator signs with no other Secret, so that a scope's writer cannot have it sign with
+	// a Secret they cannot read. The operator GETs only this Secret, when it delivers an
+	// event, and caches nothing.
 	// +required
 	SecretRef SecretKeySelector `json:"secretRef"`
 
@@ -84,6 +87,11 @@ type SecretKeySelector struct {
 
 // DefaultSecretKey is the Secret key an ApprovalSink's secretRef reads when it names none.
 const DefaultSecretKey = "hmac-key"
+
+// SecretTypeApprovalSinkKey is the type a Secret must have for a sink's secretRef to use it:
+// its opt-in to being an HMAC key (a Secret's type cannot change after it is created, so no
+// existing Secret can be made one by an edit).
+const SecretTypeApprovalSinkKey = "toolgate.dev/approval-sink-key"
 
 // Wants reports whether the sink receives event e.
 func (s *ApprovalSink) Wants(e ApprovalEvent) bool {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -19,6 +18,7 @@ import (
 // the console link.
 type notifyFlags struct {
 	url, keyFile, events, console, caFile string
+	allowCIDRs, denyCIDRs                 string
 	attempts                              int
 }
 
@@ -29,6 +29,8 @@ func bindNotify(fs *flag.FlagSet) *notifyFlags {
 	fs.StringVar(&f.events, "approval-sink-events", "", "comma-separated events the default sink receives (Requested, Approved, Denied, Expired); empty: all")
 	fs.StringVar(&f.console, "console-url", "", "base URL of the approval console: events link to <url>/calls/<namespace>/<name>; empty: no link")
 	fs.StringVar(&f.caFile, "approval-sink-ca-file", "", "PEM file of CA certificates trusted for https sinks, besides the system's (sinks behind a private CA)")
+	fs.StringVar(&f.allowCIDRs, "approval-sink-allow-cidrs", "", "comma-separated CIDRs or addresses that scopes' sinks may be dialled at although a built-in range (loopback, link-local and metadata, private, multicast) or --approval-sink-deny-cidrs holds them: an in-cluster sink Service's IP, a receiver on a node address")
+	fs.StringVar(&f.denyCIDRs, "approval-sink-deny-cidrs", "", "comma-separated CIDRs or addresses that scopes' sinks are never dialled at, besides the built-in ranges: the cluster's Service and Pod ranges and node addresses where they are public")
 	fs.IntVar(&f.attempts, "approval-sink-max-attempts", notify.DefaultOptions().MaxAttempts, "attempts per event and sink (exponential backoff from 1s, at most 2m apart) before the delivery is given up")
 	return f
 }
@@ -40,12 +42,17 @@ func (f *notifyFlags) options() (notify.Options, error) {
 		return o, fmt.Errorf("--approval-sink-max-attempts %d: want at least 1", f.attempts)
 	}
 	o.MaxAttempts = f.attempts
+	var err error
+	if o.Addresses.Allow, err = notify.ParsePrefixes(f.allowCIDRs); err != nil {
+		return o, fmt.Errorf("--approval-sink-allow-cidrs: %w", err)
+	}
+	if o.Addresses.Deny, err = notify.ParsePrefixes(f.denyCIDRs); err != nil {
+		return o, fmt.Errorf("--approval-sink-deny-cidrs: %w", err)
+	}
 	if f.caFile != "" {
-		hc, err := clientTrusting(f.caFile)
-		if err != nil {
+		if o.TLSConfig, err = tlsTrusting(f.caFile); err != nil {
 			return o, err
 		}
-		o.HTTPClient = hc
 	}
 	if f.console != "" {
 		if u, err := url.Parse(f.console); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -79,9 +86,9 @@ func (f *notifyFlags) options() (notify.Options, error) {
 	return o, nil
 }
 
-// clientTrusting returns an HTTP client that trusts the system's roots and the PEM
-// certificates of caFile.
-func clientTrusting(caFile string) (*http.Client, error) {
+// tlsTrusting returns a TLS client configuration that trusts the system's roots and the
+// PEM certificates of caFile.
+func tlsTrusting(caFile string) (*tls.Config, error) {
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("--approval-sink-ca-file: %w", err)
@@ -93,7 +100,5 @@ func clientTrusting(caFile string) (*http.Client, error) {
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, fmt.Errorf("--approval-sink-ca-file %s holds no PEM certificate", caFile)
 	}
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: t}, nil
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }

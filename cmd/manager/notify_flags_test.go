@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,8 @@ func TestNotifyFlags(t *testing.T) {
 		{args: []string{"--approval-sink-key-file=/k"}, err: "need --approval-sink-url"},
 		{args: []string{"--console-url=console.example"}, err: "absolute http(s) URL"},
 		{args: []string{"--approval-sink-max-attempts=0"}, err: "at least 1"},
+		{args: []string{"--approval-sink-allow-cidrs=10.0.0.0/33"}, err: "--approval-sink-allow-cidrs: \"10.0.0.0/33\" is neither a CIDR"},
+		{args: []string{"--approval-sink-deny-cidrs=nodes.example"}, err: "--approval-sink-deny-cidrs: \"nodes.example\" is neither"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -65,6 +68,23 @@ func TestNotifyFlags(t *testing.T) {
 
 // --approval-sink-ca-file adds a private CA: the client it builds reaches a server whose
 // certificate that CA signed; a file without a certificate is refused.
+func TestNotifyAddressFlags(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f := bindNotify(fs)
+	if err := fs.Parse([]string{"--approval-sink-allow-cidrs=172.18.0.2, 10.96.0.10/32", "--approval-sink-deny-cidrs=203.0.113.0/24"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := f.options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := notify.AddressPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("172.18.0.2/32"), netip.MustParsePrefix("10.96.0.10/32")},
+		Deny: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}
+	if diff := cmp.Diff(want, o.Addresses, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Fatalf("addresses (-want +got):\n%s", diff)
+	}
+}
+
 func TestNotifyCAFile(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer srv.Close()
@@ -95,7 +115,7 @@ func TestNotifyCAFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := o.HTTPClient.Get(srv.URL)
+	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: o.TLSConfig}}).Get(srv.URL)
 	if err != nil {
 		t.Fatalf("with the CA file: %v", err)
 	}

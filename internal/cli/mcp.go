@@ -55,8 +55,10 @@ func newMCPCommand(f *Factory) *cobra.Command {
 	fl.StringVar(&o.http.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this certificate (re-read when it changes)")
 	fl.StringVar(&o.http.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file")
 	fl.DurationVar(&o.http.SessionIdle, "session-idle-timeout", gateway.DefaultSessionIdle, "close an HTTP session without a request for this long")
-	fl.IntVar(&o.http.MaxIdentities, "max-identities", gateway.DefaultMaxIdentities, "identities served at once")
-	fl.IntVar(&o.http.MaxCalls, "max-calls-per-identity", gateway.DefaultMaxCalls, "tools/calls in flight at once per identity")
+	fl.IntVar(&o.http.MaxIdentities, "max-identities", gateway.DefaultMaxIdentities, "users served at once (every token of one ServiceAccount is one user)")
+	fl.IntVar(&o.http.MaxCalls, "max-calls-per-identity", gateway.DefaultMaxCalls, "tools/calls in flight at once per user, whichever of their tokens they use")
+	fl.IntVar(&o.http.MaxParked, "max-parked-per-identity", gateway.DefaultMaxParked,
+		"calls a user's tools/calls may leave awaiting approval at once; past it a tools/call is refused until a person answers one")
 	fl.Int64Var(&o.http.MaxRequestBytes, "max-request-bytes", gateway.DefaultMaxRequestBytes, "the largest request body")
 	fl.StringSliceVar(&o.http.AllowedHosts, "allowed-hosts", nil, "the only Host headers served (DNS-rebinding protection; default: any)")
 	fl.StringSliceVar(&o.http.AllowedOrigins, "allowed-origins", nil, "browser origins allowed besides the gateway's own (e.g. http://localhost:6274)")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // toolgate mcp --http listens on loopback only unless TLS or --allow-remote says
@@ -53,5 +54,17 @@ func TestMCPHTTPRefusesRemoteAddresses(t *testing.T) {
 				t.Errorf("stderr %q does not contain %q", errOut.String(), tc.wantErrOut)
 			}
 		})
+	}
+}
+
+// controller-runtime's log goes to the command's stderr: without a logger it would print a
+// stack trace there once the process is 30 s old (the gateway's first client for a new user).
+func TestControllerRuntimeLogsToStderr(t *testing.T) {
+	var errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut}
+	Execute(context.Background(), []string{"mcp", "--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, streams)
+	ctrllog.Log.WithName("client").Info("a warning from a client", "kind", "ToolCall")
+	if got := errOut.String(); !strings.Contains(got, `controller-runtime/client: "level"=0 "msg"="a warning from a client" "kind"="ToolCall"`) {
+		t.Errorf("stderr %q does not carry controller-runtime's log line", got)
 	}
 }

@@ -55,6 +55,7 @@ func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 // Execute runs the toolgate command with args and returns its exit code, having printed
 // any error to streams.ErrOut.
 func Execute(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
+	logRuntimeTo(streams.ErrOut)
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

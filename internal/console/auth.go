@@ -26,6 +26,11 @@ const (
 	csrfHeader = "X-CSRF-Token"
 	// maxUsers bounds the identities whose clients are kept (AuthToken).
 	maxUsers = 256
+	// maxBrowsers bounds the browser sessions kept (AuthKubeconfig); past it the oldest
+	// is signed out.
+	maxBrowsers = 1024
+	// browserLifetime is how long a browser session lasts (AuthKubeconfig).
+	browserLifetime = 12 * time.Hour
 )
 
 // user is a signed-in identity's clients. Its agentclient's Namespace is where the console
@@ -44,8 +49,9 @@ type request struct {
 // errSignIn is a request without a credential the console accepts.
 var errSignIn = errors.New("sign in first")
 
-// sessions authenticates requests: the sign-in secret (AuthKubeconfig) or a bearer token
-// (AuthToken), from the session cookie or (tokens) an Authorization header.
+// sessions authenticates requests: a browser session the sign-in link opened
+// (AuthKubeconfig) or a bearer token (AuthToken), from the session cookie or (tokens) an
+// Authorization header.
 type sessions struct {
 	opts     Options
 	secret   string
@@ -55,10 +61,17 @@ type sessions struct {
 
 	mu    sync.Mutex
 	users map[string]*user // by tokenauth.Identity.Key
+	// browsers are the sessions the sign-in link opened (AuthKubeconfig), by the SHA-256 of
+	// their cookie, with when they end. The cookie is never the sign-in secret itself: a
+	// browser that signs out, or whose cookie leaked, is signed out for good, while the link
+	// still signs in others.
+	browsers map[[sha256.Size]byte]time.Time
+	now      func() time.Time
 }
 
 func newSessions(opts Options) (*sessions, error) {
-	ss := &sessions{opts: opts, secret: randomToken(), csrfKey: []byte(randomToken()), users: map[string]*user{}}
+	ss := &sessions{opts: opts, secret: randomToken(), csrfKey: []byte(randomToken()), users: map[string]*user{},
+		browsers: map[[sha256.Size]byte]time.Time{}, now: time.Now}
 	if opts.Auth == AuthKubeconfig {
 		kube, err := kubernetes.NewForConfig(opts.Config)
 		if err != nil {
@@ -96,7 +109,7 @@ func (ss *sessions) authenticate(r *http.Request) (*request, error) {
 	}
 	var u *user
 	if ss.opts.Auth == AuthKubeconfig {
-		if subtle.ConstantTimeCompare([]byte(cred), []byte(ss.secret)) != 1 {
+		if !ss.browserSignedIn(cred) {
 			return nil, errSignIn
 		}
 		u = ss.local
@@ -107,6 +120,46 @@ func (ss *sessions) authenticate(r *http.Request) (*request, error) {
 		}
 	}
 	return &request{user: u, csrf: ss.csrfToken(cred)}, nil
+}
+
+// openBrowser starts a browser session and returns its cookie value.
+func (ss *sessions) openBrowser() string {
+	id := randomToken()
+	now := ss.now()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for k, until := range ss.browsers {
+		if !now.Before(until) {
+			delete(ss.browsers, k)
+		}
+	}
+	if len(ss.browsers) >= maxBrowsers {
+		var oldest [sha256.Size]byte
+		first := true
+		for k, until := range ss.browsers {
+			if first || until.Before(ss.browsers[oldest]) {
+				oldest, first = k, false
+			}
+		}
+		delete(ss.browsers, oldest)
+	}
+	ss.browsers[sha256.Sum256([]byte(id))] = now.Add(browserLifetime)
+	return id
+}
+
+// browserSignedIn reports whether cookie is a live browser session.
+func (ss *sessions) browserSignedIn(cookie string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	until, ok := ss.browsers[sha256.Sum256([]byte(cookie))]
+	return ok && ss.now().Before(until)
+}
+
+// closeBrowser ends the browser session of cookie.
+func (ss *sessions) closeBrowser(cookie string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.browsers, sha256.Sum256([]byte(cookie)))
 }
 
 // tokenUser is the user a token names, with clients impersonating it.
@@ -221,7 +274,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Auth == AuthKubeconfig {
 		secret := r.URL.Query().Get("secret")
 		if secret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(s.sessions.secret)) == 1 {
-			s.sessions.setCookie(w, secret, time.Time{})
+			s.sessions.setCookie(w, s.sessions.openBrowser(), time.Time{})
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
@@ -257,7 +310,15 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// logout ends the browser's session: under AuthKubeconfig its cookie is refused from now on,
+// wherever it was copied to; a token (AuthToken) is the cluster's credential and stays valid
+// until it expires, only the browser forgets it.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *request) {
+	if s.opts.Auth == AuthKubeconfig {
+		if c, err := r.Cookie(cookieName); err == nil {
+			s.sessions.closeBrowser(c.Value)
+		}
+	}
 	s.sessions.clearCookie(w)
 	http.Redirect(w, r, loginPath, http.StatusSeeOther)
 }

@@ -43,12 +43,22 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	defer g.inFlight.add(sessionID(req), cancel)()
 	tool := req.Params.Name
 	log := g.log.WithValues("tool", tool)
-	if !g.acquire() {
+	c, err := g.opts.callers.clientFor(ctx, g.opts.Client)
+	if err != nil {
+		log.Error(err, "tools/call", "outcome", outcomeFailed)
+		return nil, err
+	}
+	if !g.limits.acquire() {
 		log.Info("tools/call", "outcome", outcomeRejected, "error", "too many calls in flight")
 		return textError(fmt.Sprintf("%s has %d calls in flight, the most this gateway runs at once for one identity: "+
-			"wait for one to finish and call again", g.opts.Client.Identity, cap(g.slots))), nil
+			"wait for one to finish and call again", c.Identity, cap(g.limits.slots))), nil
 	}
-	defer g.release()
+	defer g.limits.release()
+	if ok, n := g.limits.roomToPark(ctx, c); !ok {
+		log.Info("tools/call", "outcome", outcomeRejected, "error", "too many calls awaiting approval")
+		return textError(fmt.Sprintf("%s has %d calls awaiting approval, the most this gateway lets one identity leave waiting: "+
+			"wait for a person to answer one (toolgate approve or deny) and call again", c.Identity, n)), nil
+	}
 	args := bytes.TrimSpace(req.Params.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte(`{}`)
@@ -57,7 +67,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		log.Info("tools/call", "outcome", outcomeRejected, "error", "arguments are not a JSON object")
 		return textError("the arguments of a tools/call must be a JSON object"), nil
 	}
-	call, err := g.opts.Client.Create(ctx, agentclient.CallRequest{
+	call, err := c.Create(ctx, agentclient.CallRequest{
 		Tool: tool, Scope: g.opts.Scope, Session: g.opts.Session, Arguments: args, CreatedBy: CreatedBy,
 		Traceparent: metaString(req.Params.Meta, "traceparent"), // MCP's _meta trace context
 	})
@@ -65,7 +75,10 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return createFailed(log, err)
 	}
 	log = log.WithValues("toolCall", klog.KObj(call))
-	res, outcome, err := g.await(ctx, call)
+	res, outcome, err := g.await(ctx, c, call)
+	if outcome == outcomeAwaitingApproval {
+		g.limits.park(call)
+	}
 	switch {
 	case outcome == outcomeCancelled:
 		log.Info("tools/call", "outcome", outcome)
@@ -90,12 +103,12 @@ func createFailed(log logr.Logger, err error) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("creating the ToolCall: %w", err)
 }
 
-// await waits for the call and decides the answer and the logged outcome.
-func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.CallToolResult, string, error) {
+// await waits for the call (as c, the caller) and decides the answer and the logged outcome.
+func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) (*mcp.CallToolResult, string, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, g.opts.WaitBound)
 	defer cancel()
 	until := func(c *v1alpha1.ToolCall) bool { return agentclient.Done(c) || agentclient.AwaitingApproval(c) }
-	last, err := g.opts.Client.Wait(waitCtx, call.Name, until, nil)
+	last, err := c.Wait(waitCtx, call.Name, until, nil)
 	if last == nil {
 		last = call
 	}
@@ -107,7 +120,7 @@ func (g *Gateway) await(ctx context.Context, call *v1alpha1.ToolCall) (*mcp.Call
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody will read the result, so the call is
 		// cancelled rather than left running unowned.
-		g.cancelCall(ctx, last)
+		g.cancelCall(ctx, c, last)
 		return nil, outcomeCancelled, ctx.Err()
 	case waitCtx.Err() != nil:
 		return StillRunningResult(last, g.opts.WaitBound), outcomeStillRunning, nil
@@ -125,38 +138,19 @@ func sessionID(req *mcp.CallToolRequest) string {
 	return req.Session.ID()
 }
 
-// acquire takes one of the identity's call slots, if any is free (always, without a limit).
-func (g *Gateway) acquire() bool {
-	if g.slots == nil {
-		return true
-	}
-	select {
-	case g.slots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (g *Gateway) release() {
-	if g.slots != nil {
-		<-g.slots
-	}
-}
-
 // cancelCall is what a cancelled request does to its ToolCall: it sets spec.cancel, as the
 // caller (the gateway's client acts as the caller's identity: impersonation over HTTP, the
 // kubeconfig on stdio), so the toolgate-cancel admission policy sees the requester. The
 // operator then stops the Job and ends the call Failed/Cancelled; the record stays until
 // retention removes it, so a disconnected agent leaves neither work running nor a gap in
 // the audit. A call that already finished is left alone: it is history, not work.
-func (g *Gateway) cancelCall(ctx context.Context, call *v1alpha1.ToolCall) {
+func (g *Gateway) cancelCall(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) {
 	if agentclient.Done(call) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	if _, err := g.opts.Client.Cancel(ctx, call.Name); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := c.Cancel(ctx, call.Name); err != nil && !apierrors.IsNotFound(err) {
 		g.log.Error(err, "Cancelling the ToolCall of a cancelled tools/call", "toolCall", klog.KObj(call))
 	}
 }

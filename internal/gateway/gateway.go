@@ -13,7 +13,8 @@
 //     call's name; it is not cancelled.
 //   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
 //     for one audience, and the gateway acts as its identity (impersonation), one Gateway
-//     per identity; sessions are bound to the identity that created them.
+//     per user (every token of a ServiceAccount is one user, with one set of limits), each
+//     call as the very token that asked; sessions are bound to the user who created them.
 //   - A request the client cancels before the result cancels its ToolCall (spec.cancel, as
 //     the caller: the operator stops the Job and ends the call Failed/Cancelled, and the
 //     record stays), so a departed agent leaves no work behind (this needs the patch verb
@@ -61,6 +62,15 @@ type Options struct {
 	// MaxCalls bounds the tools/calls in flight at once (0: no bound); a call beyond it is
 	// answered at once with isError.
 	MaxCalls int
+	// MaxParked bounds the calls left awaiting approval (0: no bound): a parked call's
+	// tools/call has returned, so MaxCalls does not count it. A call beyond it is answered
+	// at once with isError, and no ToolCall is created.
+	MaxParked int
+
+	// limits, when set, are shared with the user's other gateways (NewHTTP); callers make
+	// the per-token clients of an authenticated request.
+	limits  *limits
+	callers *callers
 }
 
 // Gateway is an MCP server backed by toolgate.
@@ -77,9 +87,9 @@ type Gateway struct {
 	served              map[string][]byte
 	clusterHiddenLogged bool
 	notSubjectLogged    bool
-	// inFlight are the calls in flight by session; slots bound them (nil: no bound).
+	// inFlight are the calls in flight by session; limits bound them and the parked ones.
 	inFlight inFlight
-	slots    chan struct{}
+	limits   *limits
 }
 
 // New loads the scope's tools (an unknown scope is an error) and keeps them current,
@@ -97,9 +107,9 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		log = logr.Discard()
 	}
 	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
-	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}}
-	if opts.MaxCalls > 0 {
-		g.slots = make(chan struct{}, opts.MaxCalls)
+	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}, limits: opts.limits}
+	if g.limits == nil {
+		g.limits = newLimits(opts.MaxCalls, opts.MaxParked)
 	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolgate", Title: "toolgate", Version: Version}, &mcp.ServerOptions{
 		Logger:       sdkLogger(log.WithName("mcp")),

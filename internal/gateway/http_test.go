@@ -56,3 +56,16 @@ func TestRejectMalformed(t *testing.T) {
 		})
 	}
 }
+
+// An error_description holds printable ASCII without '"' and '\' (RFC 6750 §3), bounded.
+func TestErrorDescription(t *testing.T) {
+	for in, want := range map[string]string{
+		`invalid token: not for audience "toolgate"`: `invalid token: not for audience 'toolgate'`,
+		"back\\slash, tab\tand ünïcode\x00":          "backslash, taband ncode",
+		strings.Repeat("x", 300):                     strings.Repeat("x", 200),
+	} {
+		if got := description(in); got != want {
+			t.Errorf("description(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ const (
 	DefaultSessionIdle     = 10 * time.Minute
 	DefaultMaxIdentities   = 256
 	DefaultMaxCalls        = 16
+	DefaultMaxParked       = 16
 	DefaultMaxRequestBytes = 1 << 20
 )
 
@@ -55,10 +56,16 @@ type HTTPOptions struct {
 	TLSCertFile, TLSKeyFile string
 	// SessionIdle closes a session without a request for this long (DefaultSessionIdle).
 	SessionIdle time.Duration
-	// MaxIdentities bounds the identities served at once (DefaultMaxIdentities).
+	// MaxIdentities, MaxCalls and MaxParked count users, not tokens: every token of one
+	// ServiceAccount is one user (tokenauth's UserKey for an identity slot, the username
+	// for the limits).
+	// MaxIdentities bounds the users served at once (DefaultMaxIdentities).
 	MaxIdentities int
-	// MaxCalls bounds the tools/calls in flight per identity (DefaultMaxCalls).
+	// MaxCalls bounds the tools/calls in flight per user (DefaultMaxCalls).
 	MaxCalls int
+	// MaxParked bounds the calls a user's tools/calls left awaiting approval
+	// (DefaultMaxParked).
+	MaxParked int
 	// MaxRequestBytes bounds a request body (DefaultMaxRequestBytes).
 	MaxRequestBytes int64
 	// AllowedHosts, when set, are the only Host headers served (DNS-rebinding protection
@@ -83,6 +90,9 @@ func (o *HTTPOptions) defaults() {
 	}
 	if o.MaxCalls <= 0 {
 		o.MaxCalls = DefaultMaxCalls
+	}
+	if o.MaxParked <= 0 {
+		o.MaxParked = DefaultMaxParked
 	}
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
@@ -113,14 +123,14 @@ func NewHTTP(ctx context.Context, base Options, opts HTTPOptions) (*HTTPServer, 
 	if base.Logger.GetSink() == nil {
 		base.Logger = logr.Discard()
 	}
-	base.MaxCalls = opts.MaxCalls
+	base.MaxCalls, base.MaxParked = opts.MaxCalls, opts.MaxParked
 	reviewer, err := newTokenReviewer(opts.Config, opts.Audience)
 	if err != nil {
 		return nil, err
 	}
 	s := &HTTPServer{opts: opts, base: base, tenants: &tenants{
 		base: base, cfg: opts.Config, extras: opts.ImpersonateExtras, max: opts.MaxIdentities,
-		idleAfter: opts.SessionIdle, ctx: ctx, now: time.Now, byKey: map[string]*tenant{},
+		idleAfter: opts.SessionIdle, ctx: ctx, now: time.Now, byKey: map[string]*tenant{}, limits: map[string]*limits{},
 	}}
 	go s.tenants.sweep(ctx)
 	s.handler = s.buildHandler(reviewer)
@@ -165,11 +175,8 @@ func (s *HTTPServer) buildHandler(reviewer *tokenReviewer) http.Handler {
 		}
 		stream.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), gatewayKey{}, g)))
 	})
-	authed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth.RequireBearerToken(reviewer.verify, &auth.RequireBearerTokenOptions{
-			ResourceMetadataURL: s.resource(r) + metadataPath, AllowMissingExpiration: true,
-		})(rejectMalformed(asCaller, s.opts.MaxRequestBytes)).ServeHTTP(w, r)
-	})
+	metadataURL := func(r *http.Request) string { return s.resource(r) + metadataPath }
+	authed := requireToken(reviewer, metadataURL, s.base.Logger, rejectMalformed(asCaller, s.opts.MaxRequestBytes))
 	cop := http.NewCrossOriginProtection()
 	for _, o := range s.opts.AllowedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {

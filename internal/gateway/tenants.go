@@ -15,10 +15,12 @@ import (
 // errTooManyIdentities is returned when every identity slot is busy.
 var errTooManyIdentities = errors.New("the gateway serves as many identities as it may at once")
 
-// tenants holds one Gateway per identity that a client authenticated as: its own
-// agentclient (impersonating the identity), its own tool list (RBAC and scope subjects
-// differ per identity) and its own watches (three per identity). At most max are kept;
-// one without sessions or calls in flight for idleAfter is stopped.
+// tenants holds one Gateway per user that a client authenticated as (tokenauth's UserKey:
+// every token of one ServiceAccount is one user): its own agentclient (impersonating the
+// user), its own tool list (RBAC and scope subjects differ per user) and its own watches
+// (three per user); each call is made as the very token that asked (callers). At most max
+// are kept; one without sessions or calls in flight for idleAfter is stopped. The limits on
+// calls in flight and parked calls are per username, shared by all of a user's gateways.
 type tenants struct {
 	base      Options // Client is the gateway's own (for the namespace)
 	cfg       *rest.Config
@@ -30,17 +32,20 @@ type tenants struct {
 
 	mu    sync.Mutex
 	byKey map[string]*tenant
+	// limits by username; an entry outlives its gateways while calls it counts are parked.
+	limits map[string]*limits
 }
 
 type tenant struct {
 	g      *Gateway
 	cancel context.CancelFunc
 	used   time.Time
+	user   string
 }
 
-// get returns the identity's gateway, starting it on first use.
+// get returns the user's gateway, starting it on first use.
 func (t *tenants) get(ctx context.Context, id *Identity) (*Gateway, error) {
-	key := id.Key()
+	key := id.UserKey()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tn := t.byKey[key]; tn != nil {
@@ -60,13 +65,49 @@ func (t *tenants) get(ctx context.Context, id *Identity) (*Gateway, error) {
 	opts := t.base
 	opts.Client = ac
 	opts.Logger = t.base.Logger.WithValues("user", id.Username)
+	opts.limits = t.limitsOf(id.Username, ac)
+	opts.callers = newCallers(t.cfg, t.extras, ac)
 	g, err := New(gctx, opts)
 	if err != nil {
 		cancel()
+		t.unref(id.Username)
 		return nil, err
 	}
-	t.byKey[key] = &tenant{g: g, cancel: cancel, used: t.now()}
+	t.byKey[key] = &tenant{g: g, cancel: cancel, used: t.now(), user: id.Username}
 	return g, nil
+}
+
+// limitsOf returns the username's limits, counting one more gateway sharing them; t.mu is
+// held.
+func (t *tenants) limitsOf(user string, ac *agentclient.Client) *limits {
+	l := t.limits[user]
+	if l == nil {
+		l = newLimits(t.base.MaxCalls, t.base.MaxParked)
+		t.limits[user] = l
+	}
+	l.refs++
+	l.lastClient = ac
+	return l
+}
+
+// unref counts one gateway fewer sharing user's limits, and drops them when none is left
+// and no call they count is parked; t.mu is held.
+func (t *tenants) unref(user string) {
+	l := t.limits[user]
+	if l == nil {
+		return
+	}
+	if l.refs--; l.refs <= 0 && l.parkedCount() == 0 {
+		delete(t.limits, user)
+	}
+}
+
+// stop stops the gateway of key; t.mu is held.
+func (t *tenants) stop(key string) {
+	tn := t.byKey[key]
+	tn.cancel()
+	delete(t.byKey, key)
+	t.unref(tn.user)
 }
 
 // evictOne stops the longest-unused idle gateway; t.mu is held.
@@ -80,8 +121,7 @@ func (t *tenants) evictOne() bool {
 	if oldest == "" {
 		return false
 	}
-	t.byKey[oldest].cancel()
-	delete(t.byKey, oldest)
+	t.stop(oldest)
 	return true
 }
 
@@ -92,11 +132,38 @@ func (t *tenants) sweep(ctx context.Context) {
 		t.mu.Lock()
 		for k, tn := range t.byKey {
 			if tn.g.idle() && t.now().Sub(tn.used) > t.idleAfter {
-				tn.cancel()
-				delete(t.byKey, k)
+				t.stop(k)
+			}
+		}
+		var orphans []orphan
+		for _, l := range t.limits {
+			if l.refs <= 0 {
+				orphans = append(orphans, orphan{l, l.lastClient})
 			}
 		}
 		t.mu.Unlock()
+		t.forgetAnswered(ctx, orphans)
+	}
+}
+
+// orphan is the limits of a user without a gateway, and the user's last client.
+type orphan struct {
+	l *limits
+	c *agentclient.Client
+}
+
+// forgetAnswered reads again the parked calls of users without a gateway and drops the
+// limits of those with none left parked.
+func (t *tenants) forgetAnswered(ctx context.Context, orphans []orphan) {
+	for _, o := range orphans {
+		o.l.recheck(ctx, o.c)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for user, l := range t.limits {
+		if l.refs <= 0 && l.parkedCount() == 0 {
+			delete(t.limits, user)
+		}
 	}
 }
 

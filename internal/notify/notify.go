@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,8 +37,9 @@ import (
 // in pkg/notifyconfig, so that controllers.Options and the test kit can expose them to
 // other modules: add a setting there.
 type (
-	Options     = notifyconfig.Options
-	DefaultSink = notifyconfig.DefaultSink
+	Options       = notifyconfig.Options
+	DefaultSink   = notifyconfig.DefaultSink
+	AddressPolicy = notifyconfig.AddressPolicy
 )
 
 // DefaultOptions are the settings of a notifier given none.
@@ -76,10 +78,12 @@ type Notifier struct {
 	scopes  client.Reader
 	secrets client.Reader
 	rec     recorder.EventRecorder
-	http    *http.Client
-	log     logr.Logger
-	queue   workqueue.TypedRateLimitingInterface[*delivery]
-	pending atomic.Int64
+	// http sends to the default sink; scopeHTTP to scopes' sinks, dialling only addresses
+	// that opts.Addresses allows.
+	http, scopeHTTP *http.Client
+	log             logr.Logger
+	queue           workqueue.TypedRateLimitingInterface[*delivery]
+	pending         atomic.Int64
 	// requested remembers the calls whose Requested event this process queued (by call,
 	// with its uid): a call still parked after a restart is announced again, once.
 	requested sync.Map
@@ -107,17 +111,29 @@ func New(opts Options, scopes, secrets client.Reader, rec recorder.EventRecorder
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = def.MaxPending
 	}
-	hc := &http.Client{Timeout: opts.Timeout}
-	if opts.HTTPClient != nil {
-		c := *opts.HTTPClient
-		hc = &c
-	}
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Notifier{opts: opts, scopes: scopes, secrets: secrets, rec: rec, http: hc,
+	return &Notifier{opts: opts, scopes: scopes, secrets: secrets, rec: rec,
+		http: newClient(opts, nil), scopeHTTP: newClient(opts, &opts.Addresses),
 		log: ctrl.Log.WithName("approval-notify"),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[*delivery](opts.BaseDelay, opts.MaxDelay),
 			workqueue.TypedRateLimitingQueueConfig[*delivery]{Name: "approval_notifications"})}
+}
+
+// newClient returns a client that follows no redirect (a 3xx is an answer), bounded by
+// opts.Timeout. With a policy it dials only the addresses the policy allows, directly: an
+// HTTP proxy from the environment would connect on its behalf to any address.
+func newClient(opts Options, policy *AddressPolicy) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if opts.TLSConfig != nil {
+		t.TLSClientConfig = opts.TLSConfig.Clone()
+	}
+	if policy != nil {
+		t.Proxy = nil
+		d := &net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second, Control: dialControl(*policy)}
+		t.DialContext = d.DialContext
+	}
+	return &http.Client{Transport: t, Timeout: opts.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // FirstRequest reports whether the call's Requested event has not been queued by this
@@ -202,7 +218,7 @@ func (n *Notifier) sinks(ctx context.Context, ev Event) []*delivery {
 			if key == "" {
 				key = v1alpha1.DefaultSecretKey
 			}
-			out = append(out, &delivery{origin: originScope, name: scope + "/" + sink.Name, url: sink.URL,
+			out = append(out, &delivery{origin: originScope, name: scope + "/" + sink.Name, url: sink.URL, scope: scope, sinkName: sink.Name,
 				secret: types.NamespacedName{Namespace: ev.Data.Namespace, Name: sink.SecretRef.Name}, secretKey: key})
 		}
 		scope = s.Spec.Parent

@@ -2,8 +2,10 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,8 +46,27 @@ func TestCheckURL(t *testing.T) {
 }
 
 // newTestNotifier returns a notifier whose only sink is scope "team"'s, at url, with its
-// Secret in namespace ns.
-func newTestNotifier(t *testing.T, url string, hc *http.Client) *Notifier {
+// Secret (of the sink key type) in namespace ns; it may dial loopback, where the tests'
+// servers are, and trusts srv's certificate.
+func newTestNotifier(t *testing.T, url string, srv *httptest.Server) *Notifier {
+	t.Helper()
+	return newNotifierWith(t, url, srv, AddressPolicy{Allow: mustPrefixes("127.0.0.0/8")},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}, Type: v1alpha1.SecretTypeApprovalSinkKey,
+			Data: map[string][]byte{"hmac-key": []byte("key")}})
+}
+
+// newNotifierWith is newTestNotifier with its own address policy and sink Secret.
+func newNotifierWith(t *testing.T, url string, srv *httptest.Server, policy AddressPolicy, secret *corev1.Secret) *Notifier {
+	t.Helper()
+	opts := Options{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, Timeout: 2 * time.Second, Addresses: policy}
+	if srv != nil {
+		opts.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	}
+	return newNotifierOpts(t, url, opts, secret)
+}
+
+// newNotifierOpts is a notifier with opts whose only sink is scope "team"'s, at url.
+func newNotifierOpts(t *testing.T, url string, opts Options, secret *corev1.Secret) *Notifier {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -53,10 +74,47 @@ func newTestNotifier(t *testing.T, url string, hc *http.Client) *Notifier {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		&v1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: "ns"}, Spec: v1alpha1.ToolScopeSpec{
 			ApprovalSinks: []v1alpha1.ApprovalSink{{Name: "s", URL: url, SecretRef: v1alpha1.SecretKeySelector{Name: "k"}}}}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}, Data: map[string][]byte{"hmac-key": []byte("key")}},
+		secret,
 	).Build()
-	return New(Options{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond, HTTPClient: hc}, c, c, nil)
+	return New(opts, c, c, &notes{})
 }
+
+// notes records the events a notifier emits.
+type notes struct {
+	mu  sync.Mutex
+	got []note
+}
+
+type note struct {
+	regarding, related  string
+	typ, reason, action string
+	text                string
+}
+
+func (r *notes) Eventf(regarding, related runtime.Object, eventtype, reason, action, format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := note{typ: eventtype, reason: reason, action: action, text: fmt.Sprintf(format, args...)}
+	if o, ok := regarding.(metav1.Object); ok {
+		n.regarding = o.GetNamespace() + "/" + o.GetName()
+	}
+	if ref, ok := related.(*corev1.ObjectReference); ok {
+		n.related = ref.Kind + " " + ref.Namespace + "/" + ref.Name + " " + ref.FieldPath
+	}
+	r.got = append(r.got, n)
+}
+
+func (r *notes) AnnotatedEventf(regarding, related runtime.Object, _ map[string]string, eventtype, reason, action, format string, args ...any) {
+	r.Eventf(regarding, related, eventtype, reason, action, format, args...)
+}
+
+func (r *notes) list() []note {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]note(nil), r.got...)
+}
+
+func notesOf(n *Notifier) []note { return n.rec.(*notes).list() }
 
 func event() Event {
 	return Event{Kind: v1alpha1.ApprovalEventRequested, Scope: "team", At: time.Now(),
@@ -64,12 +122,10 @@ func event() Event {
 }
 
 // drain works the queue until it is empty, at most limit items.
-func drain(ctx context.Context, n *Notifier, limit int) int {
-	done := 0
-	for ; done < limit && n.pending.Load() > 0; done++ {
+func drain(ctx context.Context, n *Notifier, limit int) {
+	for done := 0; done < limit && n.pending.Load() > 0; done++ {
 		n.work(ctx)
 	}
-	return done
 }
 
 func TestDeliveryAnswers(t *testing.T) {
@@ -104,7 +160,7 @@ func TestDeliveryAnswers(t *testing.T) {
 				w.WriteHeader(code)
 			}))
 			defer srv.Close()
-			n := newTestNotifier(t, srv.URL, srv.Client())
+			n := newTestNotifier(t, srv.URL, srv)
 			n.Notify(context.Background(), event())
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

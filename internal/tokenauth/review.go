@@ -66,6 +66,24 @@ func (id *Identity) Key() string {
 	return id.Username + "/" + hex.EncodeToString(sum[:8])
 }
 
+// UserKey identifies the user behind a token, whichever of their tokens it is: Key without
+// the extras that describe the token rather than the user (SAExtras: each token of a
+// ServiceAccount has a credential-id of its own, a token bound to a Pod names that Pod). Two
+// tokens of one ServiceAccount are one user, with one set of permissions (RBAC sees the
+// username and groups); limits that count users count this.
+func (id *Identity) UserKey() string {
+	u := Identity{Username: id.Username, UID: id.UID, Groups: id.Groups}
+	for k, v := range id.Extra {
+		if !slices.Contains(SAExtras, k) {
+			if u.Extra == nil {
+				u.Extra = map[string][]string{}
+			}
+			u.Extra[k] = v
+		}
+	}
+	return u.Key()
+}
+
 // Impersonate is cfg acting as id; extras whose key is not in keep are left out.
 func (id *Identity) Impersonate(cfg *rest.Config, keep []string) *rest.Config {
 	out := rest.CopyConfig(cfg)

@@ -156,3 +156,32 @@ func TestTokenReviewRefusalsAreCachedBriefly(t *testing.T) {
 		t.Errorf("%d refused and %d accepted entries", len(r.refused), len(r.cache))
 	}
 }
+
+// Two tokens of one ServiceAccount differ only in the extras that name the token: one user
+// (UserKey), two identities (Key). Groups and other extras make another user.
+func TestUserKey(t *testing.T) {
+	sa := func(credential, pod string, groups ...string) *Identity {
+		return &Identity{Username: "system:serviceaccount:ns:a", UID: "u1", Groups: groups, Extra: map[string][]string{
+			"authentication.kubernetes.io/credential-id": {credential}, "authentication.kubernetes.io/pod-name": {pod}}}
+	}
+	first, second := sa("JTI=1", "p1", "g"), sa("JTI=2", "p2", "g")
+	if first.Key() == second.Key() {
+		t.Error("two tokens have one Key")
+	}
+	if first.UserKey() != second.UserKey() {
+		t.Error("two tokens of one ServiceAccount have two UserKeys")
+	}
+	if first.UserKey() == sa("JTI=1", "p1", "g", "admins").UserKey() {
+		t.Error("another group set is the same user")
+	}
+	scoped := sa("JTI=1", "p1", "g")
+	scoped.Extra["scopes.example/team"] = []string{"x"}
+	if scoped.UserKey() == first.UserKey() {
+		t.Error("an extra that is not a token's is ignored")
+	}
+	other := sa("JTI=1", "p1", "g")
+	other.Username = "system:serviceaccount:ns:b"
+	if other.UserKey() == first.UserKey() {
+		t.Error("another username is the same user")
+	}
+}

@@ -5,7 +5,8 @@
 package notifyconfig
 
 import (
-	"net/http"
+	"crypto/tls"
+	"net/netip"
 	"time"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -28,9 +29,23 @@ type Options struct {
 	Timeout time.Duration
 	// MaxPending bounds the deliveries waiting in memory; past it new ones are dropped.
 	MaxPending int
-	// HTTPClient sends the requests; nil: one with Timeout that follows no redirects. Its
-	// CheckRedirect is replaced so that no client follows one.
-	HTTPClient *http.Client
+	// TLSConfig is the TLS client configuration of every sink connection (RootCAs: sinks
+	// behind a private CA); nil: the system's roots.
+	TLSConfig *tls.Config
+	// Addresses are where scopes' sinks may be dialled (the default sink, set by the
+	// operator's own flags, is not checked).
+	Addresses AddressPolicy
+}
+
+// AddressPolicy decides which addresses a scope's sink may be dialled at, besides the
+// ranges internal/notify always refuses (loopback, link-local, metadata, private, …).
+type AddressPolicy struct {
+	// Deny are refused besides the built-in ranges: the cluster's Service and Pod ranges
+	// and node addresses where they are not private addresses.
+	Deny []netip.Prefix
+	// Allow are dialled even when a built-in or Deny range holds them (an in-cluster sink
+	// Service, a receiver on a node address).
+	Allow []netip.Prefix
 }
 
 // DefaultSink is the operator's own sink, given by flags (a chart value): its key is read

@@ -28,6 +28,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	gs "github.com/onsi/gomega/gstruct"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -51,6 +52,7 @@ var _ = Describe("approval notifications reach a sink", Label("approval", "notif
 	It("delivers the signed requested and approved events of a call to an HTTPS receiver; a sink that is down changes nothing", func(ctx SpecContext) {
 		expectSinkCATrusted(ctx)
 		nodeIP := nodeAddress()
+		expectSinkAddressAllowed(ctx, nodeIP)
 		key := make([]byte, 32)
 		_, err := rand.Read(key)
 		Expect(err).NotTo(HaveOccurred())
@@ -117,12 +119,29 @@ func expectSinkCATrusted(ctx context.Context) {
 		"the operator trusts another sink CA than %s: run make up again", crtFile)
 }
 
+// expectSinkAddressAllowed checks that the installed operator may dial scopes' sinks at
+// the node address, where this suite's receiver listens: a private address, refused unless
+// the chart's approvalNotifications.allowCIDRs names it (make up sets it to <node-ip>/32).
+func expectSinkAddressAllowed(ctx context.Context, nodeIP string) {
+	GinkgoHelper()
+	var d appsv1.Deployment
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: release}, &d)).To(Succeed())
+	var args []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		args = append(args, c.Args...)
+	}
+	Expect(args).To(ContainElement("--approval-sink-allow-cidrs="+nodeIP+"/32"),
+		"the operator may not dial sinks at the node address %s: run make up again (hack/up.sh sets approvalNotifications.allowCIDRs)", nodeIP)
+}
+
 // createSinkSecret creates the sink's HMAC key Secret in the demo namespace (the local
-// values let the operator read Secrets there: approvalNotifications.secretNamespaces).
+// values let the operator read Secrets there: approvalNotifications.secretNamespaces), of
+// the type that opts a Secret in as a sink key.
 func createSinkSecret(ctx context.Context, name string, key []byte) {
 	GinkgoHelper()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: map[string]string{e2eLabel: "true"}},
+		Type:       toolgatev1alpha1.SecretTypeApprovalSinkKey,
 		Data:       map[string][]byte{toolgatev1alpha1.DefaultSecretKey: bytes.Clone(key)},
 	}
 	Expect(admin.Create(ctx, s)).To(Succeed())

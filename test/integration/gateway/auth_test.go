@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -114,17 +115,28 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 	`","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 
 var _ = Describe("The HTTP gateway authenticates every client", Label("http", "auth"), func() {
-	It("answers 401 with the resource metadata to a request without a token or with another audience's", func(ctx SpecContext) {
+	It("answers 401 with the resource metadata to a request without a token or with another audience's (RFC 6750 §3)", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
 		_, apiToken := serviceAccountAgent(ctx, ns, "other", "https://kubernetes.default.svc")
+		challenge := `Bearer resource_metadata="` + url + `/.well-known/oauth-protected-resource"`
 
-		for _, tok := range []string{"", "not-a-token", apiToken} {
+		By("no token: the challenge, without an error code (§3.1)")
+		resp := rawRequest(ctx, http.MethodPost, url, "", "", initialize)
+		Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized))
+		Expect(resp.Header.Values("WWW-Authenticate")).To(Equal([]string{challenge}))
+		Expect(readBody(resp)).To(Equal("no bearer token: send Authorization: Bearer <token>\n"))
+
+		By("a token the API server refuses: error=\"invalid_token\" and why, said once")
+		refused := `the API server does not accept this token for audience "toolgate"`
+		for _, tok := range []string{"not-a-token", apiToken} {
 			resp := rawRequest(ctx, http.MethodPost, url, tok, "", initialize)
 			Expect(resp.StatusCode).To(Equal(http.StatusUnauthorized), "token %.12q", tok)
-			Expect(resp.Header.Get("WWW-Authenticate")).To(Equal(`Bearer resource_metadata="` + url + `/.well-known/oauth-protected-resource"`))
+			Expect(resp.Header.Values("WWW-Authenticate")).To(Equal([]string{challenge +
+				`, error="invalid_token", error_description="invalid token: ` + strings.ReplaceAll(refused, `"`, "'") + `"`}))
+			Expect(readBody(resp)).To(Equal("invalid token: " + refused + "\n"))
 		}
-		resp := rawRequest(ctx, http.MethodGet, url+"/.well-known/oauth-protected-resource", "", "", "")
+		resp = rawRequest(ctx, http.MethodGet, url+"/.well-known/oauth-protected-resource", "", "", "")
 		Expect(resp.StatusCode).To(Equal(http.StatusOK))
 		var meta map[string]any
 		Expect(decodeJSON(resp, &meta)).To(Succeed())
@@ -219,6 +231,13 @@ var _ = Describe("The HTTP gateway authenticates every client", Label("http", "a
 })
 
 func decodeJSON(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+func readBody(resp *http.Response) string {
+	GinkgoHelper()
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
+}
 
 // The official TypeScript SDK against the authenticating gateway, when it is installed
 // (TOOLGATE_TS_SDK: a directory whose node_modules holds @modelcontextprotocol/sdk, e.g.

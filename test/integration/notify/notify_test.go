@@ -30,7 +30,7 @@ var teamKey = []byte("team-sink-key")
 func setup(ctx SpecContext, sink *receiver, events ...v1alpha1.ApprovalEvent) string {
 	ns := suite.NewNamespace(ctx, env, "nt")
 	create(ctx,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "team-sink", Namespace: ns}, Data: map[string][]byte{"hmac-key": teamKey}},
+		sinkSecret("team-sink", ns, teamKey),
 		MakeTool("echo", ns).Image("example/echo:1").Command("/echo").Presentation(`'echo: ' + arguments.text`, "").
 			Parameters(map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}).Obj(),
 		MakeToolScope("team", ns).ApprovalSink("chat", sink.URL+"/hook?token=t0ps3cret", "team-sink", events...).Obj(),
@@ -38,6 +38,12 @@ func setup(ctx SpecContext, sink *receiver, events ...v1alpha1.ApprovalEvent) st
 		MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).ApprovalWindow(10*time.Minute).
 			Rule(v1alpha1.PolicyRule{Name: "always", Expression: "true", Verdict: v1alpha1.VerdictAsk, Message: "echo needs a person"}).Obj())
 	return ns
+}
+
+// sinkSecret is an approval sink's HMAC key Secret, of the type that opts it in.
+func sinkSecret(name, ns string, key []byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: v1alpha1.SecretTypeApprovalSinkKey,
+		Data: map[string][]byte{"hmac-key": key}}
 }
 
 // park creates a call by "agent" in scope and waits until it awaits approval.

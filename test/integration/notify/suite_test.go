@@ -6,6 +6,7 @@ package notify_test
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -56,7 +57,10 @@ var _ = BeforeSuite(func() {
 	notifyOpts = notify.Options{
 		Default:    &notify.DefaultSink{URL: defaultSink.URL + "/default", KeyFile: writeKeyFile(defaultKey)},
 		ConsoleURL: consoleURL, MaxAttempts: maxAttempts, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond,
-		Timeout: 2 * time.Second, HTTPClient: tlsClient,
+		Timeout: 2 * time.Second, TLSConfig: tlsClient.Transport.(*http.Transport).TLSClientConfig,
+		// The receivers are httptest servers on loopback, which sinks may not reach unless
+		// allowed.
+		Addresses: notify.AddressPolicy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 	}
 	startManager()
 })
