@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // Reasons of the operator's own, declared in the API with every other reason.
@@ -45,7 +46,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	// written: stopped first, a write that lost a race would be retried against a deleting
 	// Job and record JobDeleted instead.
 	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
-	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
+	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(ctx, call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
@@ -105,7 +106,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 			"the PostExecute policies could not be read by "+deadline.UTC().Format(time.RFC3339)+": "+err.Error())
 		return final, d, nil
 	}
-	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), policyInput(call, frozen), res, output)
+	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), catalog.CallInput(call, frozen), res, output)
 	if schemaErr != nil && !final.IsError {
 		final, d = pipeline.Withhold(final, pipeline.ReasonOutputSchemaInvalid,
 			"the tool's output schema does not compile: "+schemaErr.Error())
