@@ -93,6 +93,8 @@ type execEnv struct {
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
+	// frozen is the reconciler's carrier of the arguments admission froze.
+	frozen *frozenArguments
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
@@ -101,10 +103,10 @@ func (e *execEnv) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
 	return attemptDeadline(call, e.Clock.Now(), e.Options.DeadlineGrace)
 }
 
-// refreeze reproduces the arguments admission froze (the same canonical bytes under the
-// digest recorded in status).
-func (e *execEnv) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return refreeze(call, e.Options.MaxArgumentBytes)
+// frozenArguments are the arguments admission froze: the canonical bytes under the digest
+// recorded in status, carried rather than frozen again (frozenargs.go).
+func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	return e.frozen.get(call, e.Options.MaxArgumentBytes)
 }
 
 // executors are the reconciler's backends, in the order chooseExecutor offers them a new
@@ -112,7 +114,7 @@ func (e *execEnv) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
 func (r *ToolCallReconciler) executors() []executor {
 	r.execOnce.Do(func() {
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation}
+			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation, frozen: &r.frozen}
 		r.execs = []executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

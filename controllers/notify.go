@@ -89,7 +89,7 @@ func (r *ToolCallReconciler) approvalData(call *v1alpha1.ToolCall) approvalevent
 // card renders the call for people: the tool's presentation.call over the frozen arguments
 // (what UIs show as present_call), else "<tool> <canonical arguments>" cut at 1 KiB.
 func (r *ToolCallReconciler) card(call *v1alpha1.ToolCall, in pipeline.Input) string {
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
+	frozen, err := r.frozenArguments(call)
 	if err != nil {
 		return in.Tool.Name
 	}

@@ -105,6 +105,10 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	})
 	out := r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
 	out.stages = adm
+	if adm.Frozen != nil && !call.Status.Phase.IsTerminal() {
+		// Frozen once, here: the Job, post-execute and the approval card use these bytes.
+		r.frozen.put(call, adm.Frozen)
+	}
 	return out
 }
 

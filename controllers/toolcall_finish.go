@@ -89,7 +89,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 // admitted digest withhold it as PolicyError, an output schema that does not compile as
 // OutputSchemaInvalid.
 func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
-	frozen, err := r.refreeze(call)
+	frozen, err := r.frozenArguments(call)
 	if err != nil {
 		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
 			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
@@ -143,21 +143,10 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 	return deadline
 }
 
-// refreeze reproduces the arguments admission froze: the same canonical bytes under the
-// digest recorded in status.
-func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return refreeze(call, r.Options.MaxArgumentBytes)
-}
-
-func refreeze(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: maxBytes})
-	if err != nil {
-		return nil, err
-	}
-	if frozen.Digest() != call.Status.ArgumentsDigest {
-		return nil, errors.New("they no longer freeze to the admitted digest")
-	}
-	return frozen, nil
+// frozenArguments are the arguments admission froze: the canonical bytes under the digest
+// recorded in status, carried rather than frozen again (frozenargs.go).
+func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	return r.frozen.get(call, r.Options.MaxArgumentBytes)
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
