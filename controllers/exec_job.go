@@ -43,7 +43,7 @@ func (j *jobExecutor) claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alp
 // between the status write and the create): one Job per attempt, whatever happens.
 func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
 	attempt := currentAttempt(call)
-	frozen, err := j.refreeze(call)
+	frozen, err := j.frozenArguments(call)
 	if err != nil {
 		return refuseInternal("the frozen arguments could not be reproduced"), nil
 	}

@@ -144,7 +144,7 @@ func (w *warmExecutor) wakeups() chan ctrlevent.GenericEvent { return w.runs.eve
 // waits for its end or its deadline.
 func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
 	a := current(call)
-	frozen, err := w.refreeze(call)
+	frozen, err := w.frozenArguments(call)
 	if err != nil {
 		return refuseInternal("the frozen arguments could not be reproduced"), nil
 	}

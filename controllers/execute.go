@@ -96,6 +96,8 @@ type execEnv struct {
 	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
 	// derived for it, and a namespace has its Secret before its first tool Pod.
 	keys *frameKeys
+	// frozen is the reconciler's carrier of the arguments admission froze.
+	frozen *frozenArguments
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
@@ -119,10 +121,10 @@ func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (m
 	return masters, step{}, true, nil
 }
 
-// refreeze reproduces the arguments admission froze (the same canonical bytes under the
-// digest recorded in status).
-func (e *execEnv) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return refreeze(call, e.Options.MaxArgumentBytes)
+// frozenArguments are the arguments admission froze: the canonical bytes under the digest
+// recorded in status, carried rather than frozen again (frozenargs.go).
+func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	return e.frozen.get(call, e.Options.MaxArgumentBytes)
 }
 
 // executors are the reconciler's backends, in the order chooseExecutor offers them a new
@@ -133,7 +135,7 @@ func (r *ToolCallReconciler) executors() []executor {
 			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation, keys: r.keys}
+			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}
 		r.execs = []executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

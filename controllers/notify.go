@@ -11,6 +11,7 @@ import (
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/approvalevents"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // maxFallbackCardArguments bounds the canonical arguments in a card of a tool without a
@@ -65,7 +66,7 @@ func (r *ToolCallReconciler) forgetNotified(key types.NamespacedName) {
 // approvalData is what a person needs to decide: the call's card, tool, requester, digest,
 // deadline and the reason it asks. The notifier adds the commands and the console link.
 func (r *ToolCallReconciler) approvalData(call *v1alpha1.ToolCall) approvalevents.Data {
-	in := policyInput(call, nil)
+	in := catalog.CallInput(call, nil)
 	d := approvalevents.Data{Namespace: call.Namespace, Name: call.Name, UID: string(call.UID),
 		Tool: in.Tool.Name, Scope: call.Spec.Scope, Requester: call.Spec.Requester,
 		ArgumentsDigest: call.Status.ArgumentsDigest}
@@ -88,7 +89,7 @@ func (r *ToolCallReconciler) approvalData(call *v1alpha1.ToolCall) approvalevent
 // card renders the call for people: the tool's presentation.call over the frozen arguments
 // (what UIs show as present_call), else "<tool> <canonical arguments>" cut at 1 KiB.
 func (r *ToolCallReconciler) card(call *v1alpha1.ToolCall, in pipeline.Input) string {
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes})
+	frozen, err := r.frozenArguments(call)
 	if err != nil {
 		return in.Tool.Name
 	}

@@ -32,17 +32,21 @@ func TestApprovalCard(t *testing.T) {
 			if tc.expr != "" {
 				spec.Presentation = &v1alpha1.Presentation{Call: tc.expr}
 			}
+			frozen, err := pipeline.Freeze([]byte(tc.args), pipeline.FreezeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			call := &v1alpha1.ToolCall{
 				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
 				Spec:       v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(tc.args)}},
-				Status: v1alpha1.ToolCallStatus{ArgumentsDigest: "sha256:ab",
+				Status: v1alpha1.ToolCallStatus{ArgumentsDigest: frozen.Digest(),
 					Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "sh", Spec: spec}},
 			}
 			d := r.approvalData(call)
 			if d.Card != tc.want {
 				t.Errorf("card %q\nwant %q", d.Card, tc.want)
 			}
-			if d.Tool != "sh" || d.ToolKind != "Tool" || d.Requester != "alice" || d.ArgumentsDigest != "sha256:ab" {
+			if d.Tool != "sh" || d.ToolKind != "Tool" || d.Requester != "alice" || d.ArgumentsDigest != frozen.Digest() {
 				t.Errorf("data %+v", d)
 			}
 		})
@@ -53,10 +57,15 @@ func TestApprovalCard(t *testing.T) {
 // queued: re-freezing the arguments and rendering the card.
 func BenchmarkApprovalData(b *testing.B) {
 	r := &ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}
+	args := []byte(`{"command":"wget -qO- http://10.0.0.1"}`)
+	frozen, err := pipeline.Freeze(args, pipeline.FreezeOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	call := &v1alpha1.ToolCall{
 		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
-		Spec:       v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(`{"command":"wget -qO- http://10.0.0.1"}`)}},
-		Status: v1alpha1.ToolCallStatus{ArgumentsDigest: "sha256:ab", Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "sh",
+		Spec:       v1alpha1.ToolCallSpec{Tool: "sh", Requester: "alice", Arguments: runtime.RawExtension{Raw: args}},
+		Status: v1alpha1.ToolCallStatus{ArgumentsDigest: frozen.Digest(), Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "sh",
 			Spec: &v1alpha1.ToolSpec{Presentation: &v1alpha1.Presentation{Call: `'sh: ' + arguments.command`}}}},
 	}
 	for b.Loop() {

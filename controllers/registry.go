@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,8 +17,7 @@ import (
 // pipeline's resolution index plus the objects behind it and the namespace's policies.
 type registry struct {
 	index    *pipeline.Index
-	tools    map[string]*v1alpha1.Tool
-	cluster  map[string]*v1alpha1.ClusterTool
+	objects  catalog.Objects
 	policies []pipeline.PolicySpec
 }
 
@@ -46,9 +44,9 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 		return nil, policiesErr
 	}
 	reg := &registry{}
-	reg.index, reg.tools, reg.cluster = l.Index()
+	reg.index, reg.objects = l.Index()
 	for i := range policies.Items {
-		reg.policies = append(reg.policies, policySpec(&policies.Items[i]))
+		reg.policies = append(reg.policies, catalog.PolicySpec(&policies.Items[i]))
 	}
 	return reg, nil
 }
@@ -68,31 +66,9 @@ func (reg *registry) resolve(scope, name string) (*resolvedTool, pipeline.Decisi
 	if err != nil {
 		return nil, resolveDecision(err)
 	}
-	kind, objName, _ := strings.Cut(found.Key, "/")
-	var spec *v1alpha1.ToolSpec
-	var annotations map[string]string
-	var generation int64
-	toolScope := ""
-	switch v1alpha1.ToolKind(kind) {
-	case v1alpha1.ToolKindTool:
-		t := reg.tools[objName]
-		spec, annotations, generation, toolScope = &t.Spec.ToolSpec, t.Annotations, t.Generation, t.Spec.Scope
-	default:
-		t := reg.cluster[objName]
-		spec, annotations, generation = &t.Spec, t.Annotations, t.Generation
-	}
-	return &resolvedTool{
-		spec: spec,
-		snapshot: &v1alpha1.ToolSnapshot{
-			Kind:        v1alpha1.ToolKind(kind),
-			Name:        objName,
-			Scope:       toolScope,
-			SpecDigest:  found.SpecDigest,
-			Generation:  generation,
-			Spec:        spec.DeepCopy(),
-			Annotations: snapshotAnnotations(annotations),
-		},
-	}, pipeline.Decision{Verdict: pipeline.Allow}
+	tool := reg.objects.Lookup(found)
+	return &resolvedTool{spec: tool.Spec, snapshot: catalog.Snapshot(tool, found.SpecDigest)},
+		pipeline.Decision{Verdict: pipeline.Allow}
 }
 
 func resolveDecision(err error) pipeline.Decision {
@@ -101,6 +77,14 @@ func resolveDecision(err error) pipeline.Decision {
 		d.Reason = re.Reason
 	}
 	return d
+}
+
+// compileSchema compiles an optional schema: an absent one is nil (any value passes).
+func compileSchema(c *pipeline.Compiler, raw []byte) (*pipeline.Schema, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return c.CompileSchema(raw)
 }
 
 // rawOf returns the bytes of an optional raw JSON field (nil when absent).

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // admit runs the pure stages in one pass (subject check, resolution, freeze, validate,
@@ -92,7 +93,7 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	if _, err := compileSchema(r.Compiler, rawOf(tool.spec.Output)); err != nil {
 		return r.refuse(call, notReady("output", err), now)
 	}
-	in := policyInput(call, nil)
+	in := catalog.CallInput(call, nil)
 	adm := pipeline.Admit(pipeline.AdmitInput{
 		Arguments: call.Spec.Arguments.Raw,
 		Freeze:    pipeline.FreezeOptions{MaxBytes: r.Options.MaxArgumentBytes},
@@ -104,6 +105,10 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	})
 	out := r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
 	out.stages = adm
+	if adm.Frozen != nil && !call.Status.Phase.IsTerminal() {
+		// Frozen once, here: the Job, post-execute and the approval card use these bytes.
+		r.frozen.put(call, adm.Frozen)
+	}
 	return out
 }
 

@@ -82,6 +82,8 @@ type ToolCallReconciler struct {
 
 	written written
 	audits  pendingAudits
+	// frozen carries the arguments admission froze to every later use (frozenargs.go).
+	frozen frozenArguments
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
 	registries coalescer[*registry]
 	isolation  coalescer[isolationRead]
@@ -110,6 +112,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.audits.forget(req.NamespacedName)
 			r.forgetNotified(req.NamespacedName)
+			r.frozen.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
 		}
@@ -180,6 +183,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))
+		r.frozen.forget(client.ObjectKeyFromObject(call))
 		r.emitAudit(ctx, call, false)
 	}
 	return nil

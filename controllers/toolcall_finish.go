@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // Reasons of the operator's own, declared in the API with every other reason.
@@ -45,7 +46,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	// written: stopped first, a write that lost a race would be retried against a deleting
 	// Job and record JobDeleted instead.
 	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
-	if retry := pipeline.DecideRetry(retryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
+	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(ctx, call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
@@ -88,7 +89,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 // admitted digest withhold it as PolicyError, an output schema that does not compile as
 // OutputSchemaInvalid.
 func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
-	frozen, err := r.refreeze(call)
+	frozen, err := r.frozenArguments(call)
 	if err != nil {
 		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
 			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
@@ -105,7 +106,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 			"the PostExecute policies could not be read by "+deadline.UTC().Format(time.RFC3339)+": "+err.Error())
 		return final, d, nil
 	}
-	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), policyInput(call, frozen), res, output)
+	final, d := pipeline.PostExecute(r.Compiler.CompilePolicies(reg.policies), catalog.CallInput(call, frozen), res, output)
 	if schemaErr != nil && !final.IsError {
 		final, d = pipeline.Withhold(final, pipeline.ReasonOutputSchemaInvalid,
 			"the tool's output schema does not compile: "+schemaErr.Error())
@@ -142,21 +143,10 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 	return deadline
 }
 
-// refreeze reproduces the arguments admission froze: the same canonical bytes under the
-// digest recorded in status.
-func (r *ToolCallReconciler) refreeze(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return refreeze(call, r.Options.MaxArgumentBytes)
-}
-
-func refreeze(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
-	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: maxBytes})
-	if err != nil {
-		return nil, err
-	}
-	if frozen.Digest() != call.Status.ArgumentsDigest {
-		return nil, errors.New("they no longer freeze to the admitted digest")
-	}
-	return frozen, nil
+// frozenArguments are the arguments admission froze: the canonical bytes under the digest
+// recorded in status, carried rather than frozen again (frozenargs.go).
+func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	return r.frozen.get(call, r.Options.MaxArgumentBytes)
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed

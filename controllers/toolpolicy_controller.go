@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/catalog"
 )
 
 // ToolPolicyReconciler compiles a policy's CEL rules and reports Ready. A policy that does
@@ -29,7 +30,7 @@ func (r *ToolPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue,
 		Reason: v1alpha1.ReasonReady, Message: "every rule compiles", ObservedGeneration: policy.Generation}
-	if err := r.Compiler.CompilePolicy(policySpec(policy)).Err(); err != nil {
+	if err := r.Compiler.CompilePolicy(catalog.PolicySpec(policy)).Err(); err != nil {
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonPolicyCompileError
 		cond.Message = err.Error() + " (calls this policy applies to are denied until it is fixed)"
 	}

@@ -29,6 +29,8 @@ type VisibleTool struct {
 	Scope       string
 	Spec        *v1alpha1.ToolSpec
 	Annotations map[string]string
+	// Generation is the object's metadata.generation.
+	Generation int64
 }
 
 // Catalog is what a scope sees.
@@ -54,7 +56,7 @@ func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, reques
 	if err != nil {
 		return nil, err
 	}
-	idx, tools, cluster := l.Index()
+	idx, objects := l.Index()
 	regs, err := idx.Visible(scope)
 	if err != nil {
 		return nil, err
@@ -68,18 +70,30 @@ func VisibleTools(ctx context.Context, c client.Reader, namespace, scope, reques
 	}
 	out := make([]VisibleTool, 0, len(regs))
 	for _, r := range regs {
-		kind, objName, _ := strings.Cut(r.Key, "/")
-		v := VisibleTool{Name: r.Name, Kind: v1alpha1.ToolKind(kind), Object: objName}
-		if v.Kind == v1alpha1.ToolKindTool {
-			t := tools[objName]
-			v.Scope, v.Spec, v.Annotations = t.Spec.Scope, &t.Spec.ToolSpec, t.Annotations
-		} else {
-			t := cluster[objName]
-			v.Spec, v.Annotations = &t.Spec, t.Annotations
-		}
-		out = append(out, v)
+		out = append(out, objects.Lookup(r))
 	}
 	return &Catalog{Tools: out, ClusterToolsHidden: l.ClusterHidden}, nil
+}
+
+// Objects are the objects behind an index's registrations, by metadata.name.
+type Objects struct {
+	Tools   map[string]*v1alpha1.Tool
+	Cluster map[string]*v1alpha1.ClusterTool
+}
+
+// Lookup is the tool behind r, a registration of the index these objects were indexed
+// with (Lists.Index), found by its Key.
+func (o Objects) Lookup(r pipeline.Registration) VisibleTool {
+	kind, objName, _ := strings.Cut(r.Key, "/")
+	v := VisibleTool{Name: r.Name, Kind: v1alpha1.ToolKind(kind), Object: objName}
+	if v.Kind == v1alpha1.ToolKindTool {
+		t := o.Tools[objName]
+		v.Scope, v.Spec, v.Annotations, v.Generation = t.Spec.Scope, &t.Spec.ToolSpec, t.Annotations, t.Generation
+	} else {
+		t := o.Cluster[objName]
+		v.Spec, v.Annotations, v.Generation = &t.Spec, t.Annotations, t.Generation
+	}
+	return v
 }
 
 // Lists is what an index is built from: one namespace's Tools and ToolScopes and every
@@ -128,7 +142,7 @@ func Fetch(ctx context.Context, c client.Reader, namespace string, skipForbidden
 
 // Index builds the resolution index (objects being deleted are left out) and the objects
 // behind it by name.
-func (l *Lists) Index() (*pipeline.Index, map[string]*v1alpha1.Tool, map[string]*v1alpha1.ClusterTool) {
+func (l *Lists) Index() (*pipeline.Index, Objects) {
 	tools := map[string]*v1alpha1.Tool{}
 	cluster := map[string]*v1alpha1.ClusterTool{}
 	var nsRegs, clusterRegs []pipeline.Registration
@@ -150,7 +164,7 @@ func (l *Lists) Index() (*pipeline.Index, map[string]*v1alpha1.Tool, map[string]
 	for i := range l.Scopes.Items {
 		scopes = append(scopes, ScopeOf(&l.Scopes.Items[i]))
 	}
-	return pipeline.NewIndex(clusterRegs, nsRegs, scopes), tools, cluster
+	return pipeline.NewIndex(clusterRegs, nsRegs, scopes), Objects{Tools: tools, Cluster: cluster}
 }
 
 // ToolName is the model-facing name of a tool: spec.name, or metadata.name when empty (as

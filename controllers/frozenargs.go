@@ -1,0 +1,144 @@
+package controllers
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+// Arguments are frozen once, at admission (hard rule 1). What admission froze is carried
+// to every later use in the operator — the Job or the warm Pod's handover, post-execute's
+// policies, the approval card — instead of being frozen again from spec.arguments: the
+// canonical bytes with their parsed tree (pipeline.Frozen), which policies and the card
+// need, so no later stage parses the arguments again.
+//
+// The carrier is memory, so it is checked on every use: an entry is used only for the same
+// call (UID) and only when its bytes still hash to status.argumentsDigest, the digest the
+// status recorded and the CRD keeps immutable. Memory is bounded (maxFrozenCalls calls,
+// maxFrozenBytes canonical bytes; past either, an entry is dropped), and an entry is
+// forgotten when its call ends or is deleted. A call with no entry (after a restart, or one
+// dropped) has spec.arguments frozen once more, under the same limit and against the same
+// digest as before, and that result is kept: at most one freeze per call per process.
+
+const (
+	// maxFrozenCalls bounds how many calls' arguments are held.
+	maxFrozenCalls = 4096
+	// maxFrozenBytes bounds the canonical bytes held; the parsed trees come on top (their
+	// strings share the canonical bytes, so a tree costs its maps and slices, about as much
+	// again for dense JSON).
+	maxFrozenBytes = 64 << 20
+)
+
+// errDigestMismatch: the arguments do not freeze to the digest admission recorded (e.g.
+// --max-argument-bytes lowered since, or a status not written by this operator).
+var errDigestMismatch = errors.New("they no longer freeze to the admitted digest")
+
+// frozenArguments holds what admission froze, per call. The zero value is ready to use.
+type frozenArguments struct {
+	// maxCalls and maxBytes bound what is held; zero: maxFrozenCalls and maxFrozenBytes.
+	maxCalls, maxBytes int
+
+	mu      sync.Mutex
+	entries map[types.NamespacedName]frozenEntry
+	bytes   int
+}
+
+type frozenEntry struct {
+	uid    types.UID
+	frozen *pipeline.Frozen
+}
+
+// put keeps what admission froze for call (its UID and the frozen arguments).
+func (s *frozenArguments) put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
+	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Name}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entries == nil {
+		s.entries = map[types.NamespacedName]frozenEntry{}
+	}
+	s.dropLocked(key)
+	maxCalls, maxBytes := cmp.Or(s.maxCalls, maxFrozenCalls), cmp.Or(s.maxBytes, maxFrozenBytes)
+	if f.Len() > maxBytes {
+		return
+	}
+	for k := range s.entries { // map order: an arbitrary entry goes, which costs one freeze later
+		if len(s.entries) < maxCalls && s.bytes+f.Len() <= maxBytes {
+			break
+		}
+		s.dropLocked(k)
+	}
+	s.entries[key] = frozenEntry{uid: call.UID, frozen: f}
+	s.bytes += f.Len()
+}
+
+// get returns the call's frozen arguments: admission's, when the entry is this call's and
+// its bytes hash to status.argumentsDigest; otherwise spec.arguments frozen once more
+// under maxBytes, checked against the digest and kept.
+func (s *frozenArguments) get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
+	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Name}
+	s.mu.Lock()
+	e, ok := s.entries[key]
+	s.mu.Unlock()
+	if ok && e.uid == call.UID && e.frozen.Digest() == call.Status.ArgumentsDigest &&
+		hashes(e.frozen.String(), call.Status.ArgumentsDigest) {
+		return e.frozen, nil
+	}
+	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: maxBytes})
+	if err != nil {
+		return nil, err
+	}
+	if frozen.Digest() != call.Status.ArgumentsDigest {
+		return nil, errDigestMismatch
+	}
+	s.put(call, frozen)
+	return frozen, nil
+}
+
+// forget drops the call's entry (it ended or is gone).
+func (s *frozenArguments) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropLocked(key)
+}
+
+func (s *frozenArguments) dropLocked(key types.NamespacedName) {
+	if e, ok := s.entries[key]; ok {
+		s.bytes -= e.frozen.Len()
+		delete(s.entries, key)
+	}
+}
+
+// size is how many calls' arguments are held.
+func (s *frozenArguments) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+// hashes reports whether the sha256 of canonical is digest ("sha256:<hex>"). It hashes the
+// string through a stack buffer, so checking an entry allocates nothing but the hash.
+func hashes(canonical, digest string) bool {
+	want, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(want) != 2*sha256.Size {
+		return false
+	}
+	h := sha256.New()
+	var chunk [4096]byte
+	for canonical != "" {
+		n := copy(chunk[:], canonical)
+		h.Write(chunk[:n])
+		canonical = canonical[n:]
+	}
+	var sum [sha256.Size]byte
+	var got [2 * sha256.Size]byte
+	hex.Encode(got[:], h.Sum(sum[:0]))
+	return string(got[:]) == want
+}
