@@ -81,12 +81,16 @@ func (s *frozenArguments) put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
 
 // get returns the call's frozen arguments: admission's, when the entry is this call's and
 // its bytes hash to status.argumentsDigest; otherwise spec.arguments frozen once more
-// under maxBytes, checked against the digest and kept.
+// under maxBytes, checked against the digest and kept. A nil store (an executor built
+// without one, in tests) keeps nothing and freezes every time.
 func (s *frozenArguments) get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
-	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Name}
-	s.mu.Lock()
-	e, ok := s.entries[key]
-	s.mu.Unlock()
+	var e frozenEntry
+	ok := false
+	if s != nil {
+		s.mu.Lock()
+		e, ok = s.entries[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}]
+		s.mu.Unlock()
+	}
 	if ok && e.uid == call.UID && e.frozen.Digest() == call.Status.ArgumentsDigest &&
 		hashes(e.frozen.String(), call.Status.ArgumentsDigest) {
 		return e.frozen, nil
@@ -98,7 +102,9 @@ func (s *frozenArguments) get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.
 	if frozen.Digest() != call.Status.ArgumentsDigest {
 		return nil, errDigestMismatch
 	}
-	s.put(call, frozen)
+	if s != nil {
+		s.put(call, frozen)
+	}
 	return frozen, nil
 }
 
