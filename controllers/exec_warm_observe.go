@@ -45,6 +45,12 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		return step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
 	}
 	past := !w.Clock.Now().Before(w.attemptDeadline(call))
+	if inFlight && !run.done && !past && pod != nil && podEnded(pod) {
+		// The container ended, so its attach stream is ending too, and its end wakes the call
+		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
+		// line, handover time and figures, whichever event came first.
+		return step{requeue: time.Second}, nil
+	}
 	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
 	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)) {
 		base.TerminationReason = pipeline.TerminationPodDeleted
