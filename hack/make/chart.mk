@@ -96,7 +96,7 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@grep -q -- '--approval-sink-key-file=/etc/toolgate/approval-sink/hmac-key' $(CHART_OUT)/notify.yaml || { echo "the default approval sink's key is not mounted"; exit 1; }
 	@test "$$(grep -c 'namespace: team-' $(CHART_OUT)/notify.yaml)" -eq 2 || { echo "no RoleBindings for the approval sink Secrets"; exit 1; }
 	@grep -q -- '- --approval-sink-allow-cidrs=10.96.0.10/32,192.168.7.0/24' $(CHART_OUT)/notify.yaml && grep -q -- '- --approval-sink-deny-cidrs=203.0.113.0/24' $(CHART_OUT)/notify.yaml || { echo "the sink address lists are not passed to the operator"; exit 1; }
-	@! grep -q 'approval-sink' $(CHART_OUT)/default.yaml || { echo "approval notifications are rendered by default"; exit 1; }
+	@! grep -qE -- '--approval-sink|-approval-sink-secrets' $(CHART_OUT)/default.yaml || { echo "approval notifications are rendered by default"; exit 1; }
 	@# make up's install: the local values plus the sink CA file (hack/up.sh --set-file).
 	printf -- '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n' > $(CHART_OUT)/sink-ca.crt
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml \
