@@ -62,7 +62,11 @@ func kubectlYAML(ctx context.Context, kind, name string) string {
 
 var _ = Describe("the frame key: in no object a viewer reads", Label("framekey", "hostile"), func() {
 	It("kubectl get pod/job -o yaml of a running call shows a secretKeyRef, never the key", func(ctx SpecContext) {
-		call := createCall(ctx, "sleep", demoScope, map[string]any{"seconds": 8})
+		// The demo's sleep tool stops at 5 s: a tool of its own keeps the body running long
+		// enough to read its objects, and ends well within its timeout.
+		createTool(ctx, toolgatetest.MakeTool("e2e-framekey-sleep", demoNS).Image(toolImage).
+			Command("/tools/sleep").Timeout(time.Minute).Obj())
+		call := createCall(ctx, "e2e-framekey-sleep", "", map[string]any{"seconds": 8})
 		var running *toolgatev1alpha1.ToolCall
 		var pod corev1.Pod
 		Eventually(func(g Gomega) {
