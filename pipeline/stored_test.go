@@ -126,7 +126,7 @@ func TestStoreResultBoundHoldsOnEveryPath(t *testing.T) {
 	big := map[string]any{"rows": []any{strings.Repeat("r", 64<<10), json.Number("1.0")}}
 	ok := Result{OK: true, Reason: ReasonSucceeded, Content: big, Meta: map[string]string{MetaAttempt: "1"}}
 	grow := []PolicySpec{post("grow", 0, act("x4", `true`, ActionRedact,
-		`[result.content, result.content, result.content, result.content]`, ""))}
+		`[result.content, [result.content], {"a": result.content, "b": [result.content]}]`, ""))}
 	grown, d := PostExecute(c.CompilePolicies(grow), Input{}, ok, nil)
 	if d.Reason != ReasonResultRedacted {
 		t.Fatalf("the Replace did not apply: %+v", d)
@@ -205,7 +205,7 @@ func TestStoreResultNumbersAsTheAPIServerStores(t *testing.T) {
 	}
 }
 
-// The caller's content is not changed, and a tree the API server keeps as it is is not
+// The caller's content is not changed, and a tree the API server keeps unchanged is not
 // copied.
 func TestStoreResultCopiesOnlyWhatChanges(t *testing.T) {
 	in := map[string]any{"a": json.Number("1.0"), "b": []any{json.Number("1E+2"), "x"}, "c": map[string]any{"d": "e"}}
