@@ -214,3 +214,29 @@ func TestFrozenArgumentsConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkArgumentsAfterAdmission is what a call's arguments cost after admission froze
+// them: stage 5 (the Job or the warm handover) and post-execute each take them.
+func BenchmarkArgumentsAfterAdmission(b *testing.B) {
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("args=%dKiB", size>>10), func(b *testing.B) {
+			args := []byte(`{"n":1,"text":"` + strings.Repeat("a", size) + `"}`)
+			f, err := pipeline.Freeze(args, pipeline.FreezeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			call := unitCall("c", "echo")
+			call.Spec.Arguments = runtime.RawExtension{Raw: args}
+			call.Status.ArgumentsDigest = f.Digest()
+			var s frozenArguments
+			s.put(call, f)
+			for b.Loop() {
+				for range 2 {
+					if _, err := s.get(call, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -95,8 +95,8 @@ func FuzzLiteralEnv(f *testing.F) {
 
 // FuzzBounded: a message cut to its field's limit fits it, says that it was cut and how
 // long it was in full, is valid UTF-8, keeps as much of a valid message as fits, and is
-// the message itself when it fits; boundResult cuts a result's error (and its content
-// when it is the same text) without changing the caller's meta.
+// the message itself when it fits; stage 8 (pipeline.StoreResult) cuts a result's error
+// (and its content when it is the same text) without changing the caller's meta.
 func FuzzBounded(f *testing.F) {
 	for _, s := range []string{"hello", strings.Repeat("é", 600), strings.Repeat("\xff", 700), "日本" + strings.Repeat("語", 400)} {
 		f.Add(s, uint16(0), uint8(0), true)
@@ -104,8 +104,8 @@ func FuzzBounded(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, repeat uint16, which uint8, sameContent bool) {
 		s = strings.Repeat(s, 1+int(repeat%128))
-		limit := []int{maxConditionMessage, maxResultError, maxEventNote, 64 + int(repeat)%4096}[which%4]
-		out, cut := bounded(s, limit)
+		limit := []int{maxConditionMessage, pipeline.MaxResultErrorBytes, maxEventNote, 64 + int(repeat)%4096}[which%4]
+		out, cut := pipeline.Bounded(s, limit)
 		if cut != (len(s) > limit) || len(out) > limit || !cut && out != s {
 			t.Fatalf("bounded(%d bytes, %d) = %d bytes, cut %v", len(s), limit, len(out), cut)
 		}
@@ -130,11 +130,18 @@ func checkBoundResult(t *testing.T, msg string, sameContent bool) {
 	if sameContent {
 		in.Content = msg
 	}
-	out := boundResult(in)
-	if len(out.Error) > maxResultError || !maps.Equal(meta, map[string]string{pipeline.MetaAttempt: "1"}) {
+	stored, err := pipeline.StoreResult(in)
+	if err != nil {
+		if utf8.ValidString(msg) {
+			t.Fatalf("a valid result could not be stored: %v", err)
+		}
+		return // JSON cannot carry invalid UTF-8: the result is unrepresentable
+	}
+	out := stored.Result
+	if len(out.Error) > pipeline.MaxResultErrorBytes || !maps.Equal(meta, map[string]string{pipeline.MetaAttempt: "1"}) {
 		t.Fatalf("error of %d bytes, caller's meta %v", len(out.Error), meta)
 	}
-	cut := len(msg) > maxResultError
+	cut := len(msg) > pipeline.MaxResultErrorBytes
 	if cut != (out.Meta[pipeline.MetaMessageBytes] == strconv.Itoa(len(msg))) || !cut && out.Error != msg {
 		t.Fatalf("cut %v, meta %v", cut, out.Meta)
 	}

@@ -82,7 +82,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 }
 
 // postExecute applies the PostExecute policies and the tool's output schema to res, with
-// the same tool and call admission saw (policyInput over the snapshot) and the policies
+// the same tool and call admission saw (catalog.CallInput over the snapshot) and the policies
 // read live, as admission reads them. It fails closed: policies that cannot be read are an
 // error (the pass is retried by the controller's rate limiter) until postExecuteDeadline,
 // then the result is withheld as PolicyError; arguments that no longer freeze to the
@@ -152,17 +152,18 @@ func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
 // conditions, phase, completion time and duration. In memory; the caller writes.
 func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
-	apiResult, digest, err := toAPIResult(boundResult(res))
+	stored, err := pipeline.StoreResult(res)
 	if err != nil {
 		// A result JSON cannot hold (a NaN a policy produced, say) would leave the digest
 		// empty and the status write refused: the call would never end. End it honestly.
-		res = unrepresentable(res)
-		apiResult, digest, _ = toAPIResult(res)
+		stored = unrepresentable(res)
+		res = stored.Result
 		if phase == v1alpha1.PhaseSucceeded {
 			phase = v1alpha1.PhaseFailed
 		}
 	}
-	call.Status.Result = apiResult
+	digest := stored.Frozen.Digest()
+	call.Status.Result = apiResult(stored)
 	call.Status.ResultDigest = digest
 	call.Status.Phase = phase
 	call.Status.CompletionTime = ptrTime(now)
@@ -224,31 +225,29 @@ func refusal(d pipeline.Decision) pipeline.Result {
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }
 
-// toAPIResult returns the API form of a result and its digest (both of the content as the
-// API server stores it, storedForm), or an error when the result cannot be represented as
-// JSON or stored (then neither may be written).
-func toAPIResult(res pipeline.Result) (*v1alpha1.ToolResult, string, error) {
+// apiResult is the API form of a stored result (stage 8, pipeline.StoreResult): its
+// content is written as the JSON its digest was made of.
+func apiResult(stored pipeline.StoredResult) *v1alpha1.ToolResult {
+	res := stored.Result
 	out := &v1alpha1.ToolResult{OK: res.OK, IsError: res.IsError, Error: res.Error, Reason: string(res.Reason), Meta: res.Meta}
-	if res.Content != nil {
-		content, raw, err := storedForm(res.Content)
-		if err != nil {
-			return nil, "", err
-		}
-		res.Content = content
-		out.Content = &apiextensionsv1.JSON{Raw: raw}
+	if stored.Content != nil {
+		out.Content = &apiextensionsv1.JSON{Raw: stored.Content}
 	}
-	f, err := pipeline.FreezeResult(res)
-	if err != nil {
-		return nil, "", err
-	}
-	return out, f.Digest(), nil
+	return out
 }
 
-// unrepresentable is the isError result that replaces one JSON cannot represent; it keeps
-// the attempt's meta (facts about the call) and nothing of the content.
-func unrepresentable(res pipeline.Result) pipeline.Result {
+// unrepresentable is the stored isError result that replaces one JSON cannot represent;
+// it keeps the attempt's meta (facts about the call) when that can be stored, and nothing
+// of the content.
+func unrepresentable(res pipeline.Result) pipeline.StoredResult {
 	msg := "the call's result could not be represented as JSON"
-	return pipeline.Result{IsError: true, Reason: ReasonOperatorError, Error: msg, Content: msg, Meta: res.Meta}
+	out := pipeline.Result{IsError: true, Reason: ReasonOperatorError, Error: msg, Content: msg, Meta: res.Meta}
+	if stored, err := pipeline.StoreResult(out); err == nil {
+		return stored
+	}
+	out.Meta = nil
+	stored, _ := pipeline.StoreResult(out) // a fixed message and nothing else: always stored
+	return stored
 }
 
 func executedMessage(res pipeline.Result) string {

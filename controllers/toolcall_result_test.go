@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,6 +33,10 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
 		{name: "denied stays denied", res: pipeline.Result{IsError: true, Reason: pipeline.ReasonPolicyDenied, Content: math.Inf(1)},
 			phase: v1alpha1.PhaseDenied, wantPhase: v1alpha1.PhaseDenied, wantError: true},
+		{name: "meta over its key limit", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: "hi", Meta: hugeMeta()},
+			phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
+		{name: "meta that JSON cannot carry", res: pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: "hi",
+			Meta: map[string]string{"bad": "\xff"}}, phase: v1alpha1.PhaseSucceeded, wantPhase: v1alpha1.PhaseFailed, wantError: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +55,9 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 			if tc.wantError && tc.res.Reason == pipeline.ReasonSucceeded && call.Status.Result.Reason != v1alpha1.ReasonOperatorError {
 				t.Errorf("reason %q, want %q", call.Status.Result.Reason, v1alpha1.ReasonOperatorError)
 			}
+			if n := len(call.Status.Result.Meta); n > pipeline.MaxResultMetaKeys {
+				t.Errorf("a meta of %d keys is written; the API server refuses it", n)
+			}
 		})
 	}
 }
@@ -59,20 +67,27 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 // so that the stored result matches its digest.
 func TestResultDigestIsOfTheStoredContent(t *testing.T) {
 	content := map[string]any{"one": json.Number("1.0"), "exp": json.Number("1E+2"), "big": json.Number("123456789012345678901234567890")}
-	out, digest, err := toAPIResult(pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: content})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const stored = `{"big":1.2345678901234568e+29,"exp":100,"one":1}`
-	if string(out.Content.Raw) != stored {
-		t.Errorf("content %s, want %s", out.Content.Raw, stored)
+	r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}
+	call := unitCall("c", "echo")
+	r.setTerminal(call, v1alpha1.PhaseSucceeded, pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: content}, r.Clock.Now())
+	const stored = `{"big":1.2345678901234568e29,"exp":100,"one":1}`
+	if got := string(call.Status.Result.Content.Raw); got != stored {
+		t.Errorf("content %s, want %s", got, stored)
 	}
 	want, err := pipeline.FreezeResult(pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: map[string]any{
 		"one": json.Number("1"), "exp": json.Number("100"), "big": json.Number("1.2345678901234568e+29")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if digest != want.Digest() {
-		t.Errorf("digest %s is not of the stored content (%s)", digest, want.Digest())
+	if call.Status.ResultDigest != want.Digest() {
+		t.Errorf("digest %s is not of the stored content (%s)", call.Status.ResultDigest, want.Digest())
 	}
+}
+
+func hugeMeta() map[string]string {
+	meta := map[string]string{}
+	for i := range pipeline.MaxResultMetaKeys + 1 {
+		meta["k"+strconv.Itoa(i)] = "v"
+	}
+	return meta
 }

@@ -24,7 +24,8 @@ limitations under the License.
 //  5. Execute: the controllers' Job; DecideApproval and DecideRetry decide around it.
 //  6. PostExecute: Accept, Block or Redact the result, then check the output schema.
 //  7. Normalize: every outcome, failures included, becomes one structured Result.
-//  8. FreezeResult: canonical bytes and digest of the final Result.
+//  8. StoreResult: the final Result fitted to its stored fields, in the form the API
+//     server stores, with its canonical bytes and digest (FreezeResult), in one encoding.
 //
 // Index resolves tools through scopes, Runnable schedules a session, and
 // Compiler.PresentCall/PresentResult render calls for UIs. Every stage fails closed.

@@ -1,0 +1,83 @@
+package catalog
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+)
+
+func TestPolicySpecAndRetryPolicy(t *testing.T) {
+	p := &v1alpha1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1alpha1.ToolPolicySpec{
+		Stage: v1alpha1.StagePreExecute, Order: 3, Tools: []string{"sh"},
+		ApprovalWindow: &metav1.Duration{Duration: time.Minute},
+		Rules:          []v1alpha1.PolicyRule{{Name: "r", Expression: "true", Verdict: v1alpha1.VerdictAsk, Message: "m"}},
+	}}
+	want := pipeline.PolicySpec{Name: "p", Stage: pipeline.StagePreExecute, Order: 3, Tools: []string{"sh"},
+		ApprovalWindow: time.Minute, Rules: []pipeline.Rule{{Name: "r", Expression: "true", Verdict: pipeline.Ask, Message: "m"}}}
+	if diff := cmp.Diff(want, PolicySpec(p)); diff != "" {
+		t.Errorf("PolicySpec (-want +got):\n%s", diff)
+	}
+	spec := &v1alpha1.ToolSpec{Retry: v1alpha1.RetryPolicy{MaxAttempts: 3, OnReasons: []string{"OOMKilled"}}}
+	if diff := cmp.Diff(pipeline.RetryPolicy{MaxAttempts: 3, OnReasons: []pipeline.Reason{pipeline.ReasonOOMKilled}}, RetryPolicy(spec)); diff != "" {
+		t.Errorf("RetryPolicy (-want +got):\n%s", diff)
+	}
+}
+
+// The snapshot a call keeps is found through the index (the same lookup the catalogue
+// lists with), keeps the spec as a copy and drops kubectl's copy of it.
+func TestSnapshotThroughTheIndex(t *testing.T) {
+	l := &Lists{}
+	l.Tools.Items = []v1alpha1.Tool{{
+		ObjectMeta: metav1.ObjectMeta{Name: "grep-v2", Generation: 4, Annotations: map[string]string{
+			"risk": "high", corev1.LastAppliedConfigAnnotation: "{}"}},
+		Spec: v1alpha1.NamespacedToolSpec{Scope: "team", ToolSpec: v1alpha1.ToolSpec{Name: "grep"}},
+	}}
+	l.Scopes.Items = []v1alpha1.ToolScope{{ObjectMeta: metav1.ObjectMeta{Name: "team"}}}
+	l.Cluster.Items = []v1alpha1.ClusterTool{{ObjectMeta: metav1.ObjectMeta{Name: "echo", Generation: 2}}}
+	idx, objects := l.Index()
+	for _, tc := range []struct {
+		scope, name string
+		want        v1alpha1.ToolSnapshot
+	}{
+		{"team", "grep", v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "grep-v2", Scope: "team", Generation: 4,
+			Annotations: map[string]string{"risk": "high"}, Spec: &v1alpha1.ToolSpec{Name: "grep"}}},
+		{"", "echo", v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindClusterTool, Name: "echo", Generation: 2, Spec: &v1alpha1.ToolSpec{}}},
+	} {
+		found, err := idx.Resolve(tc.scope, tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := objects.Lookup(found)
+		snap := Snapshot(v, found.SpecDigest)
+		tc.want.SpecDigest = found.SpecDigest
+		if diff := cmp.Diff(&tc.want, snap); diff != "" {
+			t.Errorf("%s: snapshot (-want +got):\n%s", tc.name, diff)
+		}
+		if snap.Spec == v.Spec {
+			t.Errorf("%s: the snapshot shares the object's spec", tc.name)
+		}
+	}
+	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Namespace: "ns"},
+		Spec:   v1alpha1.ToolCallSpec{Requester: "alice", Arguments: runtime.RawExtension{Raw: []byte(`{}`)}},
+		Status: v1alpha1.ToolCallStatus{Tool: Snapshot(objects.Lookup(mustResolve(t, idx, "team", "grep")), ""), CallLabels: map[string]string{"a": "b"}}}
+	in := CallInput(call, nil)
+	if in.Tool.Name != "grep" || in.Tool.Scope != "team" || in.Tool.Annotations["risk"] != "high" || in.Call.Labels["a"] != "b" || in.Call.Requester != "alice" {
+		t.Errorf("input %+v", in)
+	}
+}
+
+func mustResolve(t *testing.T, idx *pipeline.Index, scope, name string) pipeline.Registration {
+	t.Helper()
+	found, err := idx.Resolve(scope, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
