@@ -1,0 +1,138 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// WorkspaceReconciler deletes a session's workspace claim once the session has been idle
+// (no call of it unfinished) for the claim's retention, counted from the end of its last
+// call. The end it counts from is recorded on the claim (AnnotationWorkspaceIdleSince), so
+// that calls deleted by their own retention do not make the session look newer or older.
+type WorkspaceReconciler struct {
+	client.Client
+	Clock clock.PassiveClock
+}
+
+// isWorkspaceClaim selects toolgate's workspace claims.
+func isWorkspaceClaim(o client.Object) bool {
+	return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue &&
+		o.GetLabels()[podcontract.LabelWorkspaceScope] != ""
+}
+
+// SetupWithManager watches workspace claims and the calls of their sessions (a call that
+// ends moves its session's idle time; one that starts keeps the claim).
+// It needs the ToolCall session index (ToolCallReconciler.SetupWithManager sets it up).
+func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&corev1.PersistentVolumeClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(isWorkspaceClaim))).
+		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionClaims)).
+		Named("workspace").
+		Complete(r)
+}
+
+// sessionClaims maps a call to the workspace claims of its session.
+func (r *WorkspaceReconciler) sessionClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	call, ok := o.(*v1alpha1.ToolCall)
+	if !ok || call.Spec.Session == "" {
+		return nil
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.List(ctx, claims, client.InNamespace(call.Namespace),
+		client.MatchingLabels{podcontract.LabelWorkspaceSession: WorkspaceSessionLabelValue(call.Spec.Session)}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range claims.Items {
+		if c := &claims.Items[i]; isWorkspaceClaim(c) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return reqs
+}
+
+// Reconcile records when the claim's session went idle and deletes the claim once its
+// retention has passed since.
+func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := r.Get(ctx, req.NamespacedName, pvc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pvc.DeletionTimestamp.IsZero() || !isWorkspaceClaim(pvc) {
+		return ctrl.Result{}, nil
+	}
+	idle, busy, err := r.idleSince(ctx, pvc)
+	if err != nil || busy {
+		return ctrl.Result{}, err // a call of the session runs: its end wakes the claim
+	}
+	if recorded := pvc.Annotations[podcontract.AnnotationWorkspaceIdleSince]; recorded != idle.Format(time.RFC3339) {
+		patch := client.MergeFrom(pvc.DeepCopy())
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[podcontract.AnnotationWorkspaceIdleSince] = idle.Format(time.RFC3339)
+		if err := r.Patch(ctx, pvc, patch); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+	if wait := idle.Add(claimRetention(pvc)).Sub(r.Clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("claim", pvc.Name)
+	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	log.Info("deleted an idle session workspace", "idleSince", idle)
+	return ctrl.Result{}, nil
+}
+
+// idleSince is when the claim's session last went idle: the latest end of its calls, the
+// recorded one, or the claim's creation, whichever is latest. busy: a call of the session
+// has not ended.
+func (r *WorkspaceReconciler) idleSince(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (time.Time, bool, error) {
+	idle := pvc.CreationTimestamp.Time
+	if t, err := time.Parse(time.RFC3339, pvc.Annotations[podcontract.AnnotationWorkspaceIdleSince]); err == nil && t.After(idle) {
+		idle = t
+	}
+	calls := &v1alpha1.ToolCallList{}
+	if err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
+		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]}); err != nil {
+		return idle, false, err
+	}
+	for i := range calls.Items {
+		st := calls.Items[i].Status
+		if !st.Phase.IsTerminal() {
+			return idle, true, nil
+		}
+		if st.CompletionTime != nil && st.CompletionTime.After(idle) {
+			idle = st.CompletionTime.Time
+		}
+	}
+	return idle.Truncate(time.Second), false, nil
+}
+
+// claimRetention is the retention the claim was created with (the default when the
+// annotation is missing or unreadable: someone edited it).
+func claimRetention(pvc *corev1.PersistentVolumeClaim) time.Duration {
+	d, err := time.ParseDuration(pvc.Annotations[podcontract.AnnotationWorkspaceRetention])
+	if err != nil || d <= 0 {
+		return defaultWorkspaceRetention
+	}
+	return d
+}
