@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -107,6 +108,8 @@ func (r *Root) explain(rel string, err error) error {
 		return fmt.Errorf("%s: %w (a symbolic link or \"..\" points out of it)", r.Show(rel), ErrEscape)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: no such file or folder", r.Show(rel))
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%s: read-only file system (the tool mounts the workspace ReadOnly)", r.Show(rel))
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%s: permission denied (a ReadOnly workspace cannot be written)", r.Show(rel))
 	case errors.As(err, &pe):
