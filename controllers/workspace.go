@@ -248,12 +248,15 @@ func workspaceRetention(decl *v1alpha1.Workspace) time.Duration {
 	return decl.Retention.Duration
 }
 
-// workspaceUnbound turns the end of an attempt whose body never started into
-// WorkspaceUnbound when the session's claim is still not bound: the Pod waited for its
-// volume until the deadline, and saying DeadlineExceeded or ImageNeverStarted would send
-// whoever reads it to the wrong place. Not ok: the outcome stands.
+// workspaceUnbound turns the end of an attempt whose session claim never bound into
+// WorkspaceUnbound: a Pod whose claim is unbound is never scheduled, so the body did not
+// run whatever the outcome's guess (the Job controller deletes such a Pod at the Job's
+// deadline, and a Job failed without a Pod reads as started), and saying DeadlineExceeded
+// would send whoever reads it to the wrong place. A claim that was ever bound stays Bound
+// (or Lost): then the outcome stands, as it does when the runner vouched for a run or the
+// claim cannot be read.
 func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (step, bool) {
-	if o.Started || workspaceAccess(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
+	if o.Report != nil || workspaceAccess(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
 		return step{}, false
 	}
 	scope, decl, err := e.workspaceDeclaration(ctx, call)
@@ -265,7 +268,7 @@ func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall,
 	if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
 		return step{}, false
 	}
-	if pvc.Status.Phase == corev1.ClaimBound {
+	if pvc.Status.Phase == corev1.ClaimBound || pvc.Status.Phase == corev1.ClaimLost {
 		return step{}, false
 	}
 	class := "the cluster's default"
