@@ -16,6 +16,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -97,7 +98,7 @@ var _ = Describe("session workspaces", Label("workspace"), func() {
 			map[string]any{"path": "app/greet.sh", "old_string": "hello", "new_string": "good morning"})))
 		sh := succeeded(sessionCall(ctx, scope, session, "sh",
 			map[string]any{"command": "sh app/greet.sh e2e > app/out.txt && cat app/out.txt && pwd"}))
-		Expect(content(sh)["stdout"]).To(Equal("good morning, e2e\n/workspace\n"))
+		Expect(content(sh)["stdout"]).To(Equal("good morning, e2e\n" + podcontract.WorkspaceMountPath + "\n"))
 		calls = append(calls, sh)
 		grep := succeeded(sessionCall(ctx, scope, session, "grep", map[string]any{"pattern": "morning", "path": "app"}))
 		Expect(content(grep)["matches"]).To(HaveLen(2), "the edited script and its output")
