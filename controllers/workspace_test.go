@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -123,6 +125,29 @@ func TestBuildClaim(t *testing.T) {
 		}
 		if pvc.Name != WorkspaceClaimName("coding", "agent@x/1") || pvc.Labels[podcontract.LabelWorkspaceScope] != "coding" {
 			t.Errorf("%s: name %s labels %v", c.name, pvc.Name, pvc.Labels)
+		}
+	}
+}
+
+// A pool Pod started before its call was known cannot mount the session's volume: the
+// warm executor declines a workspace tool's attempt (it runs cold) and leaves the Pod idle.
+func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
+	for _, access := range []toolgatev1alpha1.WorkspaceAccess{toolgatev1alpha1.WorkspaceReadWrite, toolgatev1alpha1.WorkspaceReadOnly} {
+		w, _, pod := pooledWorld(t, nil)
+		w.call.Spec.Session = "s"
+		w.call.Status.Tool.Spec.Sandbox.Workspace = access
+		for _, o := range w.objs {
+			if tool, ok := o.(*toolgatev1alpha1.Tool); ok {
+				tool.Spec.Sandbox.Workspace = access
+			}
+		}
+		x := newWarmExecutor(w.env(t), stubAttach{})
+		if where, ok := x.claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
+			t.Fatalf("%s: the warm executor claimed %q", access, where)
+		}
+		got := &corev1.Pod{}
+		if err := x.APIReader.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil || got.Annotations[podcontract.AnnotationClaimedBy] != "" {
+			t.Fatalf("%s: the pool Pod: %v, annotations %v", access, err, got.Annotations)
 		}
 	}
 }

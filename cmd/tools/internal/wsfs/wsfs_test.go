@@ -100,3 +100,41 @@ func TestOpenNamesAMissingWorkspace(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A folder swapped for a symbolic link pointing out of the root while the tool reads
+// through it (check-then-open) never yields the file outside: os.Root opens each component
+// beneath the root, there is no separate check to race.
+func TestSwappedFolderNeverLeaksTheOutside(t *testing.T) {
+	r, dir := fixture(t)
+	outside := filepath.Join(dir, "outside")
+	must(t, os.MkdirAll(outside, 0o755))
+	must(t, os.WriteFile(filepath.Join(outside, "a.txt"), []byte("SECRET\n"), 0o644))
+	src := filepath.Join(r.Base, "src")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = os.Rename(src, src+".real")
+			_ = os.Symlink(outside, src)
+			_ = os.Remove(src)
+			_ = os.Rename(src+".real", src)
+		}
+	}()
+	leaks := 0
+	for range 20000 {
+		if data, _, _, err := r.ReadText("src/a.txt", 100); err == nil && string(data) == "SECRET\n" {
+			leaks++
+		}
+	}
+	close(stop)
+	<-done
+	if leaks > 0 {
+		t.Fatalf("read the file outside the root %d times", leaks)
+	}
+}
