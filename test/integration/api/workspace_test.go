@@ -1,12 +1,18 @@
 package api_test
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -73,5 +79,35 @@ var _ = Describe("Session workspace validation", Label("workspace", "validation"
 		s := tgt.MakeToolScope("s", ns).Workspace("1Gi", time.Minute).Obj()
 		s.Spec.Workspace.AccessMode = "ReadOnlyMany"
 		Expect(k8sClient.Create(ctx, s)).To(tgt.BeAPIError(metav1.StatusReasonInvalid, "spec.workspace.accessMode", "Unsupported value"))
+	})
+})
+
+var _ = Describe("The example workspace manifests", Label("workspace", "samples"), func() {
+	It("(config/examples/workspace.yaml and the session demo's calls) pass validation and admission", func(ctx SpecContext) {
+		root, err := tgt.ModuleRoot()
+		Expect(err).NotTo(HaveOccurred())
+		files, err := filepath.Glob(filepath.Join(root, "config", "examples", "calls", "session", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).To(HaveLen(7))
+		files = append([]string{filepath.Join(root, "config", "examples", "workspace.yaml")}, files...)
+		ns := newNamespace(ctx)
+		kinds := map[string]int{}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			Expect(err).NotTo(HaveOccurred())
+			dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+			for {
+				u := &unstructured.Unstructured{}
+				if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+					break
+				} else {
+					Expect(err).NotTo(HaveOccurred(), f)
+				}
+				kinds[u.GetKind()]++
+				u.SetNamespace(ns)
+				Expect(sampleClient(u).Create(ctx, u, client.DryRunAll)).To(Succeed(), f)
+			}
+		}
+		Expect(kinds).To(Equal(map[string]int{"ToolScope": 1, "Tool": 6, "ToolCall": 7}))
 	})
 })
