@@ -4,7 +4,9 @@ import (
 	"context"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +24,7 @@ import (
 // (no call of it unfinished) for the claim's retention, counted from the end of its last
 // call. The end it counts from is recorded on the claim (AnnotationWorkspaceIdleSince), so
 // that calls deleted by their own retention do not make the session look newer or older.
+// The session's ended Jobs go with the claim (deleteJobs): their Pods would hold it.
 type WorkspaceReconciler struct {
 	client.Client
 	Clock clock.PassiveClock
@@ -77,9 +80,13 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pvc.DeletionTimestamp.IsZero() || !isWorkspaceClaim(pvc) {
 		return ctrl.Result{}, nil
 	}
-	idle, busy, err := r.idleSince(ctx, pvc)
-	if err != nil || busy {
-		return ctrl.Result{}, err // a call of the session runs: its end wakes the claim
+	calls, err := r.sessionCalls(ctx, pvc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	idle, busy := idleSince(pvc, calls)
+	if busy {
+		return ctrl.Result{}, nil // a call of the session runs: its end wakes the claim
 	}
 	if recorded := pvc.Annotations[podcontract.AnnotationWorkspaceIdleSince]; recorded != idle.Format(time.RFC3339) {
 		patch := client.MergeFrom(pvc.DeepCopy())
@@ -95,6 +102,9 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("claim", pvc.Name)
+	if err := r.deleteJobs(ctx, calls); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
@@ -102,29 +112,57 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, nil
 }
 
+// sessionCalls are the calls of the claim's session (in its namespace, any scope).
+func (r *WorkspaceReconciler) sessionCalls(ctx context.Context, pvc *corev1.PersistentVolumeClaim) ([]v1alpha1.ToolCall, error) {
+	calls := &v1alpha1.ToolCallList{}
+	err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
+		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]})
+	return calls.Items, err
+}
+
 // idleSince is when the claim's session last went idle: the latest end of its calls, the
 // recorded one, or the claim's creation, whichever is latest. busy: a call of the session
 // has not ended.
-func (r *WorkspaceReconciler) idleSince(ctx context.Context, pvc *corev1.PersistentVolumeClaim) (time.Time, bool, error) {
+func idleSince(pvc *corev1.PersistentVolumeClaim, calls []v1alpha1.ToolCall) (time.Time, bool) {
 	idle := pvc.CreationTimestamp.Time
 	if t, err := time.Parse(time.RFC3339, pvc.Annotations[podcontract.AnnotationWorkspaceIdleSince]); err == nil && t.After(idle) {
 		idle = t
 	}
-	calls := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
-		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]}); err != nil {
-		return idle, false, err
-	}
-	for i := range calls.Items {
-		st := calls.Items[i].Status
+	for i := range calls {
+		st := calls[i].Status
 		if !st.Phase.IsTerminal() {
-			return idle, true, nil
+			return idle, true
 		}
 		if st.CompletionTime != nil && st.CompletionTime.After(idle) {
 			idle = st.CompletionTime.Time
 		}
 	}
-	return idle.Truncate(time.Second), false, nil
+	return idle.Truncate(time.Second), false
+}
+
+// deleteJobs deletes the Jobs of the session's workspace calls (all ended, their outcomes
+// recorded) ahead of --job-retention: a Pod that mounted the claim, even one that ended,
+// keeps it from being deleted (the pvc-protection finalizer waits for every scheduled Pod
+// that names it). The Job executor's tidy releases their JobFinalizer on the calls' next
+// pass; the garbage collector then removes their Pods.
+func (r *WorkspaceReconciler) deleteJobs(ctx context.Context, calls []v1alpha1.ToolCall) error {
+	for i := range calls {
+		call := &calls[i]
+		if call.Status.Tool == nil || workspaceAccess(call.Status.Tool.Spec) == "" {
+			continue
+		}
+		for _, a := range call.Status.Attempts {
+			if a.JobName == "" {
+				continue
+			}
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: call.Namespace, Name: a.JobName}}
+			err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // claimRetention is the retention the claim was created with (the default when the

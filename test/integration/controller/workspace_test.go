@@ -231,6 +231,9 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		pokeClaim(ctx, ns, name)
 		Eventually(func() error { _, err := getClaim(ctx, ns, name); return err }).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Expect(kubelet.Workspace(ns, name)).To(BeNil(), "its files went with it")
+		Eventually(func() error {
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, &batchv1.Job{})
+		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the session's ended Jobs go with it, ahead of their retention: their Pods would hold the claim")
 	})
 
 	It("runs ReadWrite calls as barriers and ReadOnly calls between them in parallel", func(ctx SpecContext) {
