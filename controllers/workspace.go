@@ -72,15 +72,16 @@ func sessionSafe(spec *v1alpha1.ToolSpec) bool {
 	return spec != nil && spec.ConcurrencySafe
 }
 
-// WorkspaceClaimName is the deterministic name of the claim of a session in the scope that
-// declared the workspace: the scope (cut) for people and a hash of scope and session, so
-// two sessions, or one session name in two scopes, never share a claim.
-func WorkspaceClaimName(scope, session string) string {
+// WorkspaceClaimName is the deterministic name of the claim of a requester's session in
+// the scope that declared the workspace: the scope (cut) for people and a hash of scope,
+// requester and session, so two sessions, one session name in two scopes, or one session
+// name chosen by two requesters (an agent guessing another's session) never share a claim.
+func WorkspaceClaimName(scope, requester, session string) string {
 	readable := scope
 	if len(readable) > 30 {
 		readable = readable[:30]
 	}
-	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+session, 16)
+	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+requester+"\x00"+session, 16)
 }
 
 func trimDash(s string) string {
@@ -188,7 +189,8 @@ func (e *execEnv) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scop
 	}
 	if got.Labels[podcontract.LabelManagedBy] != podcontract.ManagedByValue ||
 		got.Labels[podcontract.LabelWorkspaceScope] != scope.Name ||
-		got.Annotations[podcontract.AnnotationWorkspaceSession] != call.Spec.Session {
+		got.Annotations[podcontract.AnnotationWorkspaceSession] != call.Spec.Session ||
+		got.Annotations[podcontract.AnnotationWorkspaceRequester] != call.Spec.Requester {
 		return nil, errForeignClaim{name: got.Name}
 	}
 	return got, nil
@@ -220,7 +222,7 @@ func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alph
 	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      WorkspaceClaimName(scope.Name, call.Spec.Session),
+			Name:      WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session),
 			Namespace: call.Namespace,
 			Labels: map[string]string{
 				podcontract.LabelManagedBy:        podcontract.ManagedByValue,
@@ -229,6 +231,7 @@ func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alph
 			},
 			Annotations: map[string]string{
 				podcontract.AnnotationWorkspaceSession:   call.Spec.Session,
+				podcontract.AnnotationWorkspaceRequester: call.Spec.Requester,
 				podcontract.AnnotationWorkspaceRetention: workspaceRetention(decl).String(),
 			},
 		},
@@ -263,7 +266,7 @@ func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall,
 	if err != nil || decl == nil {
 		return step{}, false
 	}
-	name := WorkspaceClaimName(scope.Name, call.Spec.Session)
+	name := WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
 		return step{}, false

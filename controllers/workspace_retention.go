@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -112,12 +113,16 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	return ctrl.Result{}, nil
 }
 
-// sessionCalls are the calls of the claim's session (in its namespace, any scope).
+// sessionCalls are the calls of the claim's session and requester (in its namespace, any
+// scope).
 func (r *WorkspaceReconciler) sessionCalls(ctx context.Context, pvc *corev1.PersistentVolumeClaim) ([]v1alpha1.ToolCall, error) {
 	calls := &v1alpha1.ToolCallList{}
-	err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
-		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]})
-	return calls.Items, err
+	if err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
+		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]}); err != nil {
+		return nil, err
+	}
+	requester := pvc.Annotations[podcontract.AnnotationWorkspaceRequester]
+	return slices.DeleteFunc(calls.Items, func(c v1alpha1.ToolCall) bool { return c.Spec.Requester != requester }), nil
 }
 
 // idleSince is when the claim's session last went idle: the latest end of its calls, the

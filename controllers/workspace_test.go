@@ -21,9 +21,10 @@ import (
 func TestWorkspaceClaimNameIsDeterministicDistinctAndAName(t *testing.T) {
 	long := strings.Repeat("s", 63)
 	names := map[string]string{}
-	for _, c := range [][2]string{{"coding", "s1"}, {"coding", "s2"}, {"other", "s1"}, {long, "x/y:z@w"}, {"a-", "b"}, {"a", "-b"}} {
-		name := WorkspaceClaimName(c[0], c[1])
-		if name != WorkspaceClaimName(c[0], c[1]) {
+	for _, c := range [][3]string{{"coding", "alice", "s1"}, {"coding", "alice", "s2"}, {"other", "alice", "s1"},
+		{"coding", "bob", "s1"}, {long, "alice", "x/y:z@w"}, {"a-", "alice", "b"}, {"a", "alice", "-b"}, {"a", "alice\x00b", ""}, {"a", "alice", "\x00b"}} {
+		name := WorkspaceClaimName(c[0], c[1], c[2])
+		if name != WorkspaceClaimName(c[0], c[1], c[2]) {
 			t.Fatalf("%v: not deterministic", c)
 		}
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
@@ -32,7 +33,7 @@ func TestWorkspaceClaimNameIsDeterministicDistinctAndAName(t *testing.T) {
 		if prev, dup := names[name]; dup {
 			t.Errorf("%v and %s share the claim %q", c, prev, name)
 		}
-		names[name] = c[0] + "/" + c[1]
+		names[name] = c[0] + "/" + c[1] + "/" + c[2]
 	}
 }
 
@@ -97,7 +98,7 @@ func TestBuildJobMountsTheWorkspaceInTheToolContainerOnly(t *testing.T) {
 
 func TestBuildClaim(t *testing.T) {
 	call := &toolgatev1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "agents"},
-		Spec: toolgatev1alpha1.ToolCallSpec{Session: "agent@x/1"}}
+		Spec: toolgatev1alpha1.ToolCallSpec{Session: "agent@x/1", Requester: "alice"}}
 	scope := &toolgatev1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "coding", Namespace: "agents"}}
 	size := resource.MustParse("2Gi")
 	cases := []struct {
@@ -116,14 +117,15 @@ func TestBuildClaim(t *testing.T) {
 		if diff := cmp.Diff(c.class, pvc.Spec.StorageClassName); diff != "" {
 			t.Errorf("%s: storage class (-want +got):\n%s", c.name, diff)
 		}
-		want := map[string]string{podcontract.AnnotationWorkspaceSession: "agent@x/1", podcontract.AnnotationWorkspaceRetention: "1m30s"}
+		want := map[string]string{podcontract.AnnotationWorkspaceSession: "agent@x/1", podcontract.AnnotationWorkspaceRequester: "alice",
+			podcontract.AnnotationWorkspaceRetention: "1m30s"}
 		if diff := cmp.Diff(want, pvc.Annotations); diff != "" {
 			t.Errorf("%s: annotations (-want +got):\n%s", c.name, diff)
 		}
 		if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(size) != 0 || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce {
 			t.Errorf("%s: size %s, modes %v", c.name, got.String(), pvc.Spec.AccessModes)
 		}
-		if pvc.Name != WorkspaceClaimName("coding", "agent@x/1") || pvc.Labels[podcontract.LabelWorkspaceScope] != "coding" {
+		if pvc.Name != WorkspaceClaimName("coding", "alice", "agent@x/1") || pvc.Labels[podcontract.LabelWorkspaceScope] != "coding" {
 			t.Errorf("%s: name %s labels %v", c.name, pvc.Name, pvc.Labels)
 		}
 	}

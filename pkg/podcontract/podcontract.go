@@ -98,6 +98,10 @@ const (
 	// value; AnnotationWorkspaceSession carries it exactly.
 	LabelWorkspaceSession      = "toolgate.dev/workspace-session"
 	AnnotationWorkspaceSession = "toolgate.dev/workspace-session"
+	// AnnotationWorkspaceRequester on a workspace claim is the requester whose session it
+	// is: a session is one requester's, so another requester naming the same session gets
+	// a claim of its own.
+	AnnotationWorkspaceRequester = "toolgate.dev/workspace-requester"
 	// AnnotationWorkspaceRetention on a workspace claim is the retention it was created with
 	// (a Go duration).
 	AnnotationWorkspaceRetention = "toolgate.dev/workspace-retention"

@@ -137,7 +137,7 @@ var _ = Describe("session workspaces", Label("workspace"), func() {
 		Expect(content(empty)["entries"]).To(BeEmpty())
 		missing := sessionCall(ctx, scope, other, "read_file", map[string]any{"path": "app/out.txt"})
 		Expect(missing.Status.Result.Error).To(ContainSubstring("no such file"))
-		claimA, claimB := controllers.WorkspaceClaimName(scope, session), controllers.WorkspaceClaimName(scope, other)
+		claimA, claimB := controllers.WorkspaceClaimName(scope, "agent", session), controllers.WorkspaceClaimName(scope, "agent", other)
 		Expect(claimA).NotTo(Equal(claimB))
 
 		By("the claims are deleted once their sessions were idle for the retention")
