@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,7 +130,13 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		return nil, workspaceRefusal(v1alpha1.ReasonNoWorkspace, "no ToolScope on the call's chain declares spec.workspace", msg), false, nil
 	}
 	pvc, err := e.ensureClaim(ctx, call, scope, decl)
-	if err != nil {
+	var foreign errForeignClaim
+	switch {
+	case errors.As(err, &foreign) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		// A quota, an admission policy or an object in the way: retrying will not help.
+		msg := "the call was not run: its session workspace could not be provisioned"
+		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceUnbound, "the session's PersistentVolumeClaim could not be created: "+err.Error(), msg), false, nil
+	case err != nil:
 		return nil, step{}, false, err
 	}
 	if !pvc.DeletionTimestamp.IsZero() {

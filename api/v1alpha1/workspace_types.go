@@ -88,8 +88,9 @@ const (
 	// ReasonNoWorkspace: the tool mounts a session workspace and no scope on the call's chain
 	// declares one (ToolScope spec.workspace); it was not run.
 	ReasonNoWorkspace = "NoWorkspace"
-	// ReasonWorkspaceUnbound: the session's PersistentVolumeClaim was not bound (no
-	// provisioner, an unknown storage class, no capacity) before the attempt's deadline; the
-	// body never started. The Executed condition names the claim.
+	// ReasonWorkspaceUnbound: the session's PersistentVolumeClaim could not be created (a
+	// quota, an admission policy) or was not bound (no provisioner, an unknown storage class,
+	// no capacity) before the attempt's deadline; the body never started. The Executed
+	// condition names the claim.
 	ReasonWorkspaceUnbound = "WorkspaceUnbound"
 )

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -215,6 +216,25 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		Expect(done).To(HaveCondition(v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonWorkspaceUnbound))
 		Expect(done.Status.Result.Error).NotTo(ContainSubstring("no-such-class"), "host configuration stays out of the result")
 		Expect(kubelet.PodStarts()).NotTo(ContainElement(HaveField("Call", "c")), "no body ever started")
+	})
+
+	It("ends a call whose claim the API server refuses WorkspaceUnbound at once, the refusal for operators only", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		probe := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+		remove, err := MakeRefusal("no-claims-"+ns, "", "persistentvolumeclaims", "claims are rationed here").
+			Reason(metav1.StatusReasonForbidden).InNamespace(ns).Apply(ctx, k8sClient, probe)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(remove)
+		create(ctx, MakeToolScope("coding", ns).Workspace("1Gi", time.Hour).Obj(),
+			MakeTool("write", ns).Image("example/write:1").Command("/write").Workspace(v1alpha1.WorkspaceReadWrite).Timeout(time.Hour).Obj())
+		create(ctx, fileCall("c", ns, "write", "coding", "s", "a", "b"))
+		done := waitTerminal(ctx, ns, "c")
+		expectFailure(done, v1alpha1.ReasonWorkspaceUnbound)
+		Expect(meta.FindStatusCondition(done.Status.Conditions, v1alpha1.ConditionExecuted).Message).To(ContainSubstring("claims are rationed here"))
+		Expect(done.Status.Result.Error).NotTo(ContainSubstring("rationed"), "the model does not see the cluster's policies")
+		Expect(jobExists(ctx, Default, ns, "c")).To(BeFalse())
 	})
 
 	It("keeps a session's claim while a call runs, and deletes it once the session was idle for the retention", func(ctx SpecContext) {
