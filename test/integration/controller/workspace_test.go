@@ -215,7 +215,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		expectFailure(done, v1alpha1.ReasonWorkspaceUnbound)
 		Expect(done).To(HaveCondition(v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonWorkspaceUnbound))
 		Expect(done.Status.Result.Error).NotTo(ContainSubstring("no-such-class"), "host configuration stays out of the result")
-		Expect(kubelet.PodStarts()).NotTo(ContainElement(HaveField("Call", "c")), "no body ever started")
+		Expect(kubelet.PodStarts()).NotTo(ContainElement(And(HaveField("Namespace", ns), HaveField("Call", "c"))), "no body ever started")
 	})
 
 	It("ends a call whose claim the API server refuses WorkspaceUnbound at once, the refusal for operators only", func(ctx SpecContext) {
