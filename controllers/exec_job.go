@@ -263,8 +263,14 @@ func containerStartTime(pod *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-// withClaim mounts the session's workspace in the Job's Pod (nil: none). The Job is built
-// before the claim is made ready, so the isolation check and the claim see the same Job.
+// withClaim mounts the session's workspace in the Job's Pod (nil: none) and labels Job and
+// Pod with the claim, so that the claim's retention finds the Jobs whose Pods hold it.
 func withClaim(job *batchv1.Job, ws *WorkspaceMount) {
+	if ws == nil {
+		return
+	}
 	job.Spec.Template.Spec = withWorkspace(job.Spec.Template.Spec, ws)
+	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
+		labels[podcontract.LabelWorkspaceClaim] = ws.ClaimName
+	}
 }

@@ -103,7 +103,7 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("claim", pvc.Name)
-	if err := r.deleteJobs(ctx, calls); err != nil {
+	if err := r.deleteJobs(ctx, pvc); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.Delete(ctx, pvc, client.Preconditions{UID: &pvc.UID}); client.IgnoreNotFound(err) != nil {
@@ -145,26 +145,24 @@ func idleSince(pvc *corev1.PersistentVolumeClaim, calls []v1alpha1.ToolCall) (ti
 	return idle.Truncate(time.Second), false
 }
 
-// deleteJobs deletes the Jobs of the session's workspace calls (all ended, their outcomes
-// recorded) ahead of --job-retention: a Pod that mounted the claim, even one that ended,
-// keeps it from being deleted (the pvc-protection finalizer waits for every scheduled Pod
-// that names it). The Job executor's tidy releases their JobFinalizer on the calls' next
-// pass; the garbage collector then removes their Pods.
-func (r *WorkspaceReconciler) deleteJobs(ctx context.Context, calls []v1alpha1.ToolCall) error {
-	for i := range calls {
-		call := &calls[i]
-		if call.Status.Tool == nil || workspaceAccess(call.Status.Tool.Spec) == "" {
+// deleteJobs deletes the Jobs whose Pods mounted the claim (labelled with it; their calls
+// all ended, their outcomes recorded) ahead of --job-retention: a Pod that mounted the
+// claim, even one that ended, keeps it from being deleted (the pvc-protection finalizer
+// waits for every scheduled Pod that names it). The Job executor's tidy releases their
+// JobFinalizer on the calls' next pass; the garbage collector then removes their Pods.
+func (r *WorkspaceReconciler) deleteJobs(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	jobs := &batchv1.JobList{}
+	if err := r.List(ctx, jobs, client.InNamespace(pvc.Namespace), client.MatchingLabels{podcontract.LabelWorkspaceClaim: pvc.Name}); err != nil {
+		return err
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		if !job.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for _, a := range call.Status.Attempts {
-			if a.JobName == "" {
-				continue
-			}
-			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: call.Namespace, Name: a.JobName}}
-			err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
+		err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &job.UID})
+		if client.IgnoreNotFound(err) != nil {
+			return err
 		}
 	}
 	return nil

@@ -92,6 +92,8 @@ const (
 	WorkspaceVolume = "toolgate-workspace"
 	// WorkspaceMountPath is where the tool container mounts it (ReadWrite or ReadOnly).
 	WorkspaceMountPath = "/workspace"
+	// LabelWorkspaceClaim on a Job and its Pod names the workspace claim the Pod mounts.
+	LabelWorkspaceClaim = "toolgate.dev/workspace-claim"
 	// LabelWorkspaceScope on a workspace claim is the ToolScope that declared it.
 	LabelWorkspaceScope = "toolgate.dev/workspace-scope"
 	// LabelWorkspaceSession on a workspace claim is its session, hashed when it is no label
