@@ -52,9 +52,10 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:        {Label: selector},
 			&batchv1.Job{}:       {Label: selector},
+			&v1alpha1.ToolCall{}: {Transform: TransformToolCall},
+
 			// session workspace claims (workspace.go): toolgate's own only
 			&corev1.PersistentVolumeClaim{}: {Label: selector},
-			&v1alpha1.ToolCall{}: {Transform: TransformToolCall},
 		}}
 }
 

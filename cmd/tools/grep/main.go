@@ -141,4 +141,3 @@ func cut(s string) string {
 	}
 	return s + "…"
 }
-
