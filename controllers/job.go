@@ -35,6 +35,9 @@ type JobOptions struct {
 	// ephemeral-storage limit bounds what a tool Pod writes to the node's disk (emptyDirs,
 	// logs, writable layer).
 	DefaultResources corev1.ResourceRequirements
+	// DefaultRuntimeClassName is the RuntimeClass of tool Pods whose Tool sets no
+	// sandbox.runtimeClassName (--default-runtime-class); "" leaves the node's default.
+	DefaultRuntimeClassName string
 	// ScratchSizeLimit is the sizeLimit of each emptyDir of a tool Pod whose Tool sets no
 	// sandbox.scratchSizeLimit.
 	ScratchSizeLimit resource.Quantity
@@ -189,7 +192,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
 		AutomountServiceAccountToken:  ptr.To(false),
 		EnableServiceLinks:            ptr.To(false),
-		RuntimeClassName:              in.Tool.Sandbox.RuntimeClassName,
+		RuntimeClassName:              opts.runtimeClassOf(in.Tool.Sandbox),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   ptr.To(true),
 			RunAsUser:      ptr.To(opts.RunAsUser),
@@ -201,6 +204,22 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		Containers:     []corev1.Container{tool},
 		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}
+}
+
+// RuntimeClassOf is the RuntimeClass a tool's Pods run under: the Tool's, else the
+// operator's default; "" for the node's default runtime.
+func (o JobOptions) RuntimeClassOf(sandbox toolgatev1alpha1.Sandbox) string {
+	if sandbox.RuntimeClassName != nil && *sandbox.RuntimeClassName != "" {
+		return *sandbox.RuntimeClassName
+	}
+	return o.DefaultRuntimeClassName
+}
+
+func (o JobOptions) runtimeClassOf(sandbox toolgatev1alpha1.Sandbox) *string {
+	if rc := o.RuntimeClassOf(sandbox); rc != "" {
+		return &rc
+	}
+	return nil
 }
 
 // volumes are the Pod's only writable storage: none with scratch None, so that the

@@ -826,6 +826,11 @@ func (in *ToolScopeSpec) DeepCopyInto(out *ToolScopeSpec) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.RuntimeClassName != nil {
+		in, out := &in.RuntimeClassName, &out.RuntimeClassName
+		*out = new(string)
+		**out = **in
+	}
 	if in.ApprovalSinks != nil {
 		in, out := &in.ApprovalSinks, &out.ApprovalSinks
 		*out = make([]ApprovalSink, len(*in))
