@@ -156,6 +156,8 @@ func (b *bench) one(series string) sample {
 		return b.pod(ctx, true)
 	case "W":
 		return b.warmSample(ctx)
+	case "G":
+		return b.call(ctx, "G", gvisorTool, "")
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -181,7 +183,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEW", r) {
+		if !strings.ContainsRune("ABCDEGW", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -199,6 +201,14 @@ func run(o options) error {
 		if err := waitRegistered(ctx, b.admin, initTool); err != nil {
 			return err
 		}
+	}
+
+	if strings.Contains(o.series, "G") {
+		undo, err := b.createGvisorTool(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
 	}
 
 	if strings.Contains(o.series, "W") || o.burst > 0 {
