@@ -63,6 +63,12 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if _, st, ok, err := j.frameKeyReady(ctx, call); !ok {
 		return st, err
 	}
+	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
+	ws, st, ok, err := j.workspaceFor(ctx, call)
+	if !ok {
+		return st, err
+	}
+	withClaim(job, ws)
 	begun := j.Clock.Now()
 	err = j.Create(ctx, job)
 	metrics.StageDuration.WithLabelValues("job_create").Observe(j.Clock.Since(begun).Seconds())
@@ -153,6 +159,9 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 		PastDeadline: !j.Clock.Now().Before(j.attemptDeadline(call))}
 	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
+		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+			return st, nil
+		}
 		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
 	}
 	return step{requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
@@ -252,4 +261,10 @@ func containerStartTime(pod *corev1.Pod) time.Time {
 		return cs.State.Running.StartedAt.Time
 	}
 	return time.Time{}
+}
+
+// withClaim mounts the session's workspace in the Job's Pod (nil: none). The Job is built
+// before the claim is made ready, so the isolation check and the claim see the same Job.
+func withClaim(job *batchv1.Job, ws *WorkspaceMount) {
+	job.Spec.Template.Spec = withWorkspace(job.Spec.Template.Spec, ws)
 }

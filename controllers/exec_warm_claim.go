@@ -38,6 +38,12 @@ func (w *warmExecutor) claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	if w.attach == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
 		return "", false
 	}
+	// A pool Pod started before its call was known: it cannot mount the session's
+	// workspace volume now. Such attempts run cold, where the Job's Pod mounts it.
+	if workspaceAccess(snap.Spec) != "" {
+		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "workspace").Inc()
+		return "", false
+	}
 	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
 	var pod *corev1.Pod
 	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces

@@ -70,6 +70,9 @@ type startRefusal struct {
 	detail string
 	// err is the API server's refusal (ExecutionRejected).
 	err error
+	// message is the model-facing sentence of a refusal that ends the call with its own
+	// reason (refuseStart); empty for the reasons above, which have paths of their own.
+	message string
 }
 
 func refuseInternal(detail string) step {
@@ -216,6 +219,9 @@ func (r *ToolCallReconciler) refuseAttempt(ctx context.Context, call *v1alpha1.T
 		return r.refuseUnisolated(ctx, call, f.detail)
 	case string(pipeline.ReasonExecutionRejected):
 		return r.rejectExecution(ctx, call, f.detail, f.err)
+	}
+	if f.message != "" {
+		return r.refuseStart(ctx, call, f)
 	}
 	return r.finishInternal(ctx, call, f.detail)
 }

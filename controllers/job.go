@@ -85,6 +85,8 @@ type JobInput struct {
 	// Traceparent is the attempt's execution span context (internal/tracing), handed to
 	// the body as TRACEPARENT; empty when the operator does not trace.
 	Traceparent string
+	// Workspace is the session workspace the Pod mounts at /workspace; nil: none.
+	Workspace *WorkspaceMount
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -154,7 +156,7 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 			// recorded the attempt's outcome (CallOptions.JobRetention).
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec:       buildPodSpec(in, opts, deadline),
+				Spec:       withWorkspace(buildPodSpec(in, opts, deadline), in.Workspace),
 			},
 		},
 	}
@@ -377,4 +379,19 @@ func networkLabel(mode toolgatev1alpha1.NetworkMode) string {
 		return "egress"
 	}
 	return "none"
+}
+
+// withWorkspace adds the session's claim to a tool Pod's spec, mounted in the tool
+// container only (the runner init container has no business there).
+func withWorkspace(spec corev1.PodSpec, m *WorkspaceMount) corev1.PodSpec {
+	if m == nil {
+		return spec
+	}
+	spec.Volumes = append(spec.Volumes, workspaceVolume(m))
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == podcontract.ToolContainerName {
+			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, workspaceVolumeMount(m))
+		}
+	}
+	return spec
 }

@@ -50,9 +50,11 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Label: selector},
-			&batchv1.Job{}:       {Label: selector},
-			&v1alpha1.ToolCall{}: {Transform: TransformToolCall},
+			&corev1.Pod{}:  {Label: selector},
+			&batchv1.Job{}: {Label: selector},
+			// session workspace claims (workspace.go): toolgate's own only
+			&corev1.PersistentVolumeClaim{}: {Label: selector},
+			&v1alpha1.ToolCall{}:            {Transform: TransformToolCall},
 		}}
 }
 
@@ -99,6 +101,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
 		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		// after the ToolCallReconciler: it uses the session index that one sets up
+		&WorkspaceReconciler{Client: mgr.GetClient(), Clock: opts.Clock},
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {

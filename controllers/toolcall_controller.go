@@ -50,6 +50,8 @@ type CallOptions struct {
 	NetworkPolicy NetworkPolicyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
+	// Workspace configures session workspaces (workspace.go).
+	Workspace WorkspaceOptions
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.

@@ -87,7 +87,7 @@ func (r *ToolCallReconciler) runnable(ctx context.Context, call *v1alpha1.ToolCa
 	calls := make([]pipeline.SessionCall, 0, len(items))
 	for i := range items {
 		st := items[i].Status
-		safe := st.Tool != nil && st.Tool.Spec != nil && st.Tool.Spec.ConcurrencySafe &&
+		safe := st.Tool != nil && sessionSafe(st.Tool.Spec) &&
 			st.Phase != v1alpha1.PhasePending && st.Phase != ""
 		calls = append(calls, pipeline.SessionCall{Key: items[i].Name, ConcurrencySafe: safe, Done: st.Phase.IsTerminal()})
 	}

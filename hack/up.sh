@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make up: the local cluster, toolgate installed with its Helm chart, and the demo.
 #
-#   hack/up.sh            cluster up, images, helm upgrade --install, examples, demo calls, table
+#   hack/up.sh            cluster up, images, helm upgrade --install, examples, demo calls, table,
+#                         a coding session of several calls on one workspace
 #   hack/up.sh demo       only the demo calls and the table (toolgate already installed)
 #
 # Idempotent: run it again and it upgrades the release, re-applies the examples, deletes
@@ -106,7 +107,7 @@ install() {
   wait_for - "operator leader elected" 60 leader_pod
   log "operator: $(kc -n "$SYSTEM_NS" get deployment "$RELEASE" -o jsonpath='{.status.readyReplicas}/{.spec.replicas}') replicas ready; leader $(leader_pod) (Lease $SYSTEM_NS/toolgate.dev), the others stand by"
   kc apply -k "$EXAMPLES" >/dev/null
-  wait_for - "examples registered (7 Tools, ToolScope demo, 2 ToolPolicies)" 60 examples_ready
+  wait_for - "examples registered (13 Tools, ToolScopes demo and coding, 2 ToolPolicies)" 60 examples_ready
 }
 
 # leader_pod: the operator Pod holding the leader-election Lease (its holderIdentity is
@@ -243,6 +244,41 @@ demo() {
   fi
 }
 
+# session_demo: one coding session of several calls (config/examples/calls/session/, in
+# order), in scope coding whose spec.workspace gives the session a volume: each call runs
+# in a Pod of its own and builds on the files the previous calls left in /workspace. The
+# calls are created one after another, each once the previous one ended.
+session_demo() {
+  local f name start deadline
+  CALL_NAMES=()
+  log "a coding session (scope coding, session demo-coding): each call its own Pod, one workspace"
+  for f in "$EXAMPLES"/calls/session/*.yaml; do
+    name="$(kagent create -f "$f" -o name)"
+    CALL_NAMES+=("${name#toolcall.toolgate.dev/}")
+    start="$(now_us)"
+    deadline=$((start + DEMO_TIMEOUT * 1000000))
+    until all_terminal; do
+      if [ "$(now_us)" -gt "$deadline" ]; then
+        table "$(calls_json)"
+        die "timed out after ${DEMO_TIMEOUT}s waiting for the session call ${CALL_NAMES[-1]}"
+      fi
+      sleep 0.5
+    done
+  done
+  local json bad
+  json="$(calls_json)"
+  echo
+  table "$json"
+  echo
+  kc -n "$DEMO_NS" get pvc -l toolgate.dev/workspace-scope=coding
+  echo
+  bad="$(unexpected "$json")"
+  if [ "$bad" -gt 0 ]; then
+    log "WARNING: $bad session call(s) ended differently from what the demo expects (column OK)"
+    [ "${DEMO_STRICT:-0}" != 1 ] || exit 1
+  fi
+}
+
 # cli_call makes one call the way a person would: the toolgate CLI, as user agent.
 cli_call() {
   local agent="$ROOT/.cluster/kubeconfigs/agent.kubeconfig"
@@ -284,6 +320,7 @@ main() {
       images
       install
       demo
+      session_demo
       cli_call
       log "done in $(fmt_secs "$(($(now_us) - _T0))")s"
       hints
@@ -291,6 +328,7 @@ main() {
     demo)
       ensure_tools
       demo
+      session_demo
       ;;
     *) sed -n '/^#   hack/s/^# *//p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
   esac

@@ -34,6 +34,9 @@ var controllerReasons = map[string]string{
 	"OperatorError":           "ToolCall: result",
 	"NetworkIsolationMissing": "ToolCall: result, Executed=False (the namespace's NetworkPolicies do not isolate the Pod)",
 	"PolicyUnavailable":       "ToolCall: ResultAccepted=Unknown (post-execute waits for its policies)",
+	"WorkspaceNeedsSession":   "ToolCall: result, Executed=False (a workspace tool called without spec.session)",
+	"NoWorkspace":             "ToolCall: result, Executed=False (no scope on the chain declares a workspace)",
+	"WorkspaceUnbound":        "ToolCall: result, Executed=False (the session's claim did not bind in time)",
 }
 
 // stringConsts returns the string constants declared in the non-test Go files of dir whose

@@ -73,6 +73,7 @@ const (
 // description, schemas, hints), the body that runs, and the host settings around it.
 // Host settings (timeout, body, sandbox) never reach the model.
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.scratch) || self.sandbox.scratch != 'None' || (has(self.body.runnerInImage) && self.body.runnerInImage)",message="sandbox.scratch None requires body.runnerInImage (the runner init container needs a volume to copy into)"
+// +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.workspace) || self.sandbox.workspace != 'ReadWrite' || !has(self.concurrencySafe) || !self.concurrencySafe",message="a tool with sandbox.workspace ReadWrite is a barrier in its session: concurrencySafe must be false"
 type ToolSpec struct {
 	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
 	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
@@ -318,6 +319,16 @@ type Sandbox struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="scratchSizeLimit must be positive"
 	ScratchSizeLimit *resource.Quantity `json:"scratchSizeLimit,omitempty"`
+
+	// workspace mounts the call's session workspace (declared by its scope, see
+	// ToolScope spec.workspace) at /workspace: ReadWrite (the call is a barrier in its
+	// session; concurrencySafe must be false) or ReadOnly (mounted read-only; such calls
+	// run in parallel between the session's barriers, whatever concurrencySafe says).
+	// Absent: no workspace. A call of such a tool needs spec.session (else it is refused,
+	// WorkspaceNeedsSession), always runs cold (a warm pool Pod cannot mount a session's
+	// volume after it started) and waits, within its deadline, for the claim to bind.
+	// +optional
+	Workspace WorkspaceAccess `json:"workspace,omitempty"`
 }
 
 // Presentation renders calls and results for people. Each field is a CEL expression over

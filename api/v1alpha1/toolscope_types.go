@@ -77,6 +77,15 @@ type ToolScopeSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	ApprovalSinks []ApprovalSink `json:"approvalSinks,omitempty"`
+
+	// workspace declares a session workspace: each spec.session of the calls made in this
+	// scope, or in a scope below it that declares none, gets a PersistentVolumeClaim of its
+	// own, which tools that ask for it (sandbox.workspace) mount at /workspace. Absent: the
+	// nearest ancestor's declaration applies; none on the chain, a call whose tool asks for
+	// a workspace is refused (NoWorkspace). A change applies to sessions whose claim is
+	// created afterwards.
+	// +optional
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // ToolScopeStatus is the resolved state of a ToolScope, written by the controller.

@@ -46,6 +46,7 @@ func main() {
 	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")
 	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
+	flag.StringVar(&opts.Workspace.StorageClass, "workspace-storage-class", "", "StorageClass of session workspace claims whose ToolScope's spec.workspace names none; empty: the cluster's default StorageClass")
 	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
 	flag.StringVar(&opts.Job.DefaultRuntimeClassName, "default-runtime-class", "", "RuntimeClass of tool Pods whose Tool sets no sandbox.runtimeClassName (e.g. gvisor); empty: the node's default runtime")
 	flag.DurationVar(&opts.Retention.TTL, "toolcall-ttl", opts.Retention.TTL, "how long a finished ToolCall is kept when neither it (spec.ttlSecondsAfterFinished) nor its tool (spec.callTTLSecondsAfterFinished) says; 0 keeps such calls forever")

@@ -31,7 +31,8 @@ var (
 	// WarmMisses counts attempts of a pooled Tool that ran cold, by why: empty (no Ready Pod
 	// of the call's template), conflict (every candidate was claimed first), error (the pool
 	// could not be read or the claim was refused), unlisted (a ClusterTool's call in a
-	// namespace its spec.warmPool.namespaces does not list).
+	// namespace its spec.warmPool.namespaces does not list), workspace (the tool mounts a
+	// session workspace, which a started pool Pod cannot).
 	WarmMisses = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "warmpool_misses_total",
 		Help: "Call attempts of a Tool with a warm pool that ran cold, by namespace, kind, tool and why (empty, conflict, error, unlisted).",

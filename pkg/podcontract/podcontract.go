@@ -85,6 +85,31 @@ const (
 	AnnotationClaimedBy = "toolgate.dev/claimed-by"
 )
 
+// Session workspaces: the PersistentVolumeClaim the operator creates for each session of
+// a scope that declares a workspace, and where a tool Pod mounts it.
+const (
+	// WorkspaceVolume is the tool Pod's volume of the session's claim.
+	WorkspaceVolume = "toolgate-workspace"
+	// WorkspaceMountPath is where the tool container mounts it (ReadWrite or ReadOnly).
+	WorkspaceMountPath = "/workspace"
+	// LabelWorkspaceScope on a workspace claim is the ToolScope that declared it.
+	LabelWorkspaceScope = "toolgate.dev/workspace-scope"
+	// LabelWorkspaceSession on a workspace claim is its session, hashed when it is no label
+	// value; AnnotationWorkspaceSession carries it exactly.
+	LabelWorkspaceSession      = "toolgate.dev/workspace-session"
+	AnnotationWorkspaceSession = "toolgate.dev/workspace-session"
+	// AnnotationWorkspaceRequester on a workspace claim is the requester whose session it
+	// is: a session is one requester's, so another requester naming the same session gets
+	// a claim of its own.
+	AnnotationWorkspaceRequester = "toolgate.dev/workspace-requester"
+	// AnnotationWorkspaceRetention on a workspace claim is the retention it was created with
+	// (a Go duration).
+	AnnotationWorkspaceRetention = "toolgate.dev/workspace-retention"
+	// AnnotationWorkspaceIdleSince on a workspace claim is when (RFC 3339) the session's
+	// last call ended, as the operator last saw it; retention counts from there.
+	AnnotationWorkspaceIdleSince = "toolgate.dev/workspace-idle-since"
+)
+
 // The namespace's frame key Secret: the operator creates it (FrameKeySecretKey, 32 random
 // bytes as frame.NewKey encodes them) in each namespace where it runs tool Pods, before the
 // first; tool containers read it by secretKeyRef. A rotation moves the key to

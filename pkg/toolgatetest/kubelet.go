@@ -94,6 +94,8 @@ type Kubelet struct {
 	handovers []WarmHandover
 	// poolPaused leaves new pool Pods Pending (PausePool).
 	poolPaused bool
+	// ws are the session workspaces' claims and files (kubelet_workspace.go).
+	ws workspaces
 }
 
 // LogRead is one read of a simulated Pod's log, with the bounds the reader asked for.
@@ -158,6 +160,9 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	if err := k.setupWarm(mgr); err != nil {
 		return err
 	}
+	if err := k.setupWorkspaces(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
@@ -191,6 +196,10 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil {
 		return ctrl.Result{}, nil
 	}
+	if ready, err := k.workspaceReady(ctx, job); err != nil || !ready {
+		return ctrl.Result{RequeueAfter: claimPoll}, err
+	}
+	o = k.workspaceOutcome(job, o)
 	pod, err := k.createPod(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -1,6 +1,7 @@
 // Command sh runs {"command": "..."} with busybox `sh -c` (applets are preferred over PATH,
 // so wget, ls, cat… work in an image that holds only /bin/busybox) and returns its exit
 // code, stdout and stderr. A non-zero exit is an isError result carrying the same fields.
+// It runs in the session workspace (/workspace) when its Pod mounts one, else in /tmp.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolgate/toolgate/cmd/tools/internal/toolio"
+	"github.com/toolgate/toolgate/cmd/tools/internal/wsfs"
 )
 
 // maxStream bounds what is kept of each of stdout and stderr.
@@ -48,7 +50,7 @@ func run(raw []byte) (any, error) {
 		return nil, errors.New("command is empty")
 	}
 	cmd := exec.Command(busybox(), "sh", "-c", a.Command)
-	cmd.Dir = os.TempDir()
+	cmd.Dir = workDir()
 	cmd.Env = append(os.Environ(), "HOME="+os.TempDir())
 	var stdout, stderr capped
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -96,6 +98,15 @@ func (c *capped) String() string {
 		s += fmt.Sprintf("\n[%d more bytes dropped]", c.dropped)
 	}
 	return s
+}
+
+// workDir is where the command runs: the session workspace when the Pod mounts one (the
+// command then works on the session's files), else the temporary folder.
+func workDir() string {
+	if info, err := os.Stat(wsfs.RootPath()); err == nil && info.IsDir() {
+		return wsfs.RootPath()
+	}
+	return os.TempDir()
 }
 
 func lastLine(s string) string {

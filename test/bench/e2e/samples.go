@@ -45,8 +45,14 @@ func (b *bench) del(obj client.Object) {
 }
 
 func (b *bench) call(ctx context.Context, series, tool, scope string) sample {
+	return b.callIn(ctx, series, tool, scope, "")
+}
+
+// callIn is call, in a session ("": none).
+func (b *bench) callIn(ctx context.Context, series, tool, scope, session string) sample {
 	s := sample{series: series, parts: map[string]time.Duration{}}
 	tc := toolgatetest.MakeToolCall("", ns).Tool(tool).Scope(scope).Requester("agent").Args(b.args).Obj()
+	tc.Spec.Session = session
 	tc.GenerateName = "bench-" + strings.ToLower(series) + "-"
 	tc.Labels = b.labels()
 	t0 := time.Now()
@@ -158,6 +164,8 @@ func (b *bench) one(series string) sample {
 		return b.warmSample(ctx)
 	case "G":
 		return b.call(ctx, "G", gvisorTool, "")
+	case "S", "P", "N":
+		return b.workspaceSample(ctx, series)
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -183,7 +191,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEGW", r) {
+		if !strings.ContainsRune("ABCDEGWSPN", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -205,6 +213,14 @@ func run(o options) error {
 
 	if strings.Contains(o.series, "G") {
 		undo, err := b.createGvisorTool(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
+
+	if strings.ContainsAny(o.series, "SPN") {
+		undo, err := b.createWorkspaceTools(ctx)
 		if err != nil {
 			return err
 		}
@@ -265,6 +281,7 @@ func run(o options) error {
 	loadAfter := loadavg()
 	report(res, series, loadBefore, loadAfter, time.Since(start))
 	reportWarm(res, burst, burstFails, o.burst)
+	reportWorkspace(res)
 	if nfail > 0 {
 		return failed{nfail}
 	}

@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+
+// WorkspaceOptions are the operator-wide settings of session workspaces.
+type WorkspaceOptions struct {
+	// StorageClass is the storage class of the claims of scopes whose workspace names none
+	// (--workspace-storage-class, the chart's workspace.storageClassName); empty: the
+	// cluster's default StorageClass.
+	StorageClass string
+}
+
+const (
+	// defaultWorkspaceSize and defaultWorkspaceRetention apply when a declaration was
+	// stored without the CRD's defaults (a client that bypassed them cannot: they are
+	// applied by the API server; these keep the operator total).
+	defaultWorkspaceSize      = "1Gi"
+	defaultWorkspaceRetention = time.Hour
+	// maxScopeChain bounds the walk up a call's scope chain (the ToolScope controller
+	// refuses cycles; this keeps a cycle written meanwhile from looping).
+	maxScopeChain = 32
+	// workspaceWait is how soon a call looks again at a claim that is being deleted.
+	workspaceWait = 500 * time.Millisecond
+)
+
+// WorkspaceMount is the session workspace one attempt's Pod mounts at /workspace.
+type WorkspaceMount struct {
+	// ClaimName is the session's PersistentVolumeClaim.
+	ClaimName string
+	// ReadOnly mounts it read-only (sandbox.workspace ReadOnly).
+	ReadOnly bool
+}
+
+// workspaceAccess is what the tool asks for: "" when it mounts no workspace.
+func workspaceAccess(spec *v1alpha1.ToolSpec) v1alpha1.WorkspaceAccess {
+	if spec == nil {
+		return ""
+	}
+	return spec.Sandbox.Workspace
+}
+
+// sessionSafe says whether a call of the tool may run beside other calls of its session:
+// a ReadWrite workspace tool is always a barrier, a ReadOnly one never is (it only reads
+// what the barriers before it left), any other tool is what its concurrencySafe says.
+func sessionSafe(spec *v1alpha1.ToolSpec) bool {
+	switch workspaceAccess(spec) {
+	case v1alpha1.WorkspaceReadWrite:
+		return false
+	case v1alpha1.WorkspaceReadOnly:
+		return true
+	}
+	return spec != nil && spec.ConcurrencySafe
+}
+
+// WorkspaceClaimName is the deterministic name of the claim of a requester's session in
+// the scope that declared the workspace: the scope (cut) for people and a hash of scope,
+// requester and session, so two sessions, one session name in two scopes, or one session
+// name chosen by two requesters (an agent guessing another's session) never share a claim.
+func WorkspaceClaimName(scope, requester, session string) string {
+	readable := scope
+	if len(readable) > 30 {
+		readable = readable[:30]
+	}
+	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+requester+"\x00"+session, 16)
+}
+
+func trimDash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '-' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// WorkspaceSessionLabelValue is the value of podcontract.LabelWorkspaceSession: the
+// session when it is a label value, else a hash of it (AnnotationWorkspaceSession has it exactly).
+func WorkspaceSessionLabelValue(session string) string {
+	if len(validation.IsValidLabelValue(session)) == 0 {
+		return session
+	}
+	return "h" + shortHash(session, 40)
+}
+
+// workspaceRefusal ends a call whose tool asks for a workspace the call cannot have.
+func workspaceRefusal(reason, detail, message string) step {
+	return step{refused: &startRefusal{reason: reason, detail: detail, message: message}}
+}
+
+// workspaceFor makes ready the session workspace the call's attempt mounts: nil when its
+// tool asks for none. The claim is created on the session's first such call; its binding
+// is not waited for here (a storage class that binds on first use binds only once the Pod
+// exists): the Pod waits for it, and an attempt that never started because its claim did
+// not bind ends WorkspaceUnbound (workspaceUnbound). Not ok: st or err is what this pass
+// comes to (a refusal, or a wait for a claim being deleted to go).
+func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *WorkspaceMount, st step, ok bool, err error) {
+	access := workspaceAccess(call.Status.Tool.Spec)
+	if access == "" {
+		return nil, step{}, true, nil
+	}
+	if call.Spec.Session == "" {
+		msg := "the call was not run: its tool works in a session workspace, and the call names no session"
+		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceNeedsSession, "spec.session is empty", msg), false, nil
+	}
+	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	if err != nil {
+		return nil, step{}, false, err
+	}
+	if decl == nil {
+		msg := "the call was not run: its tool works in a session workspace, and no workspace is declared for the call's scope"
+		return nil, workspaceRefusal(v1alpha1.ReasonNoWorkspace, "no ToolScope on the call's chain declares spec.workspace", msg), false, nil
+	}
+	pvc, err := e.ensureClaim(ctx, call, scope, decl)
+	var foreign errForeignClaim
+	switch {
+	case errors.As(err, &foreign) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+		// A quota, an admission policy or an object in the way: retrying will not help.
+		msg := "the call was not run: its session workspace could not be provisioned"
+		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceUnbound, "the session's PersistentVolumeClaim could not be created: "+err.Error(), msg), false, nil
+	case err != nil:
+		return nil, step{}, false, err
+	}
+	if !pvc.DeletionTimestamp.IsZero() {
+		// The session was idle past its retention a moment ago: the next claim is a new one.
+		return nil, step{requeue: workspaceWait}, false, nil
+	}
+	return &WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly}, step{}, true, nil
+}
+
+// workspaceDeclaration is the nearest scope on the call's chain (its own first) that
+// declares a workspace, and the declaration; nil when none does (or the call is made in
+// the namespace layer, which declares none).
+func (e *execEnv) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
+	name := call.Spec.Scope
+	for range maxScopeChain {
+		if name == "" {
+			return nil, nil, nil
+		}
+		scope := &v1alpha1.ToolScope{}
+		if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
+			return nil, nil, client.IgnoreNotFound(err)
+		}
+		if scope.Spec.Workspace != nil {
+			return scope, scope.Spec.Workspace, nil
+		}
+		name = scope.Spec.Parent
+	}
+	return nil, nil, nil
+}
+
+// ensureClaim returns the session's claim, creating it when it does not exist. A claim of
+// that name that is not the session's (another session whose name hashes alike, or an
+// object someone else made) is an error: its files are not this session's.
+func (e *execEnv) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
+	want := buildClaim(call, scope, decl, e.Options.Workspace)
+	if err := controllerutil.SetOwnerReference(scope, want, e.Scheme); err != nil {
+		return nil, err
+	}
+	got := &corev1.PersistentVolumeClaim{}
+	key := client.ObjectKeyFromObject(want)
+	err := e.Get(ctx, key, got)
+	if apierrors.IsNotFound(err) {
+		// The cache may not hold a claim an earlier call of the session created a moment ago.
+		err = e.APIReader.Get(ctx, key, got)
+	}
+	if apierrors.IsNotFound(err) {
+		if err = e.Create(ctx, want); err == nil {
+			ctrl.LoggerFrom(ctx).Info("created session workspace", "claim", want.Name, "scope", scope.Name)
+			return want, nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			err = e.APIReader.Get(ctx, key, got)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got.Labels[podcontract.LabelManagedBy] != podcontract.ManagedByValue ||
+		got.Labels[podcontract.LabelWorkspaceScope] != scope.Name ||
+		got.Annotations[podcontract.AnnotationWorkspaceSession] != call.Spec.Session ||
+		got.Annotations[podcontract.AnnotationWorkspaceRequester] != call.Spec.Requester {
+		return nil, errForeignClaim{name: got.Name}
+	}
+	return got, nil
+}
+
+type errForeignClaim struct{ name string }
+
+func (e errForeignClaim) Error() string {
+	return "the PersistentVolumeClaim " + e.name + " is not this session's workspace"
+}
+
+// buildClaim is the session's claim as the declaration asks for it (the owner reference
+// is set by the caller: it needs the scheme).
+func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace, opts WorkspaceOptions) *corev1.PersistentVolumeClaim {
+	size := resource.MustParse(defaultWorkspaceSize)
+	if decl.Size != nil && decl.Size.Sign() > 0 {
+		size = decl.Size.DeepCopy()
+	}
+	mode := corev1.ReadWriteOnce
+	if decl.AccessMode != "" {
+		mode = corev1.PersistentVolumeAccessMode(decl.AccessMode)
+	}
+	var class *string
+	switch {
+	case decl.StorageClassName != nil && *decl.StorageClassName != "":
+		class = decl.StorageClassName
+	case opts.StorageClass != "":
+		class = &opts.StorageClass
+	}
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session),
+			Namespace: call.Namespace,
+			Labels: map[string]string{
+				podcontract.LabelManagedBy:        podcontract.ManagedByValue,
+				podcontract.LabelWorkspaceScope:   scope.Name,
+				podcontract.LabelWorkspaceSession: WorkspaceSessionLabelValue(call.Spec.Session),
+			},
+			Annotations: map[string]string{
+				podcontract.AnnotationWorkspaceSession:   call.Spec.Session,
+				podcontract.AnnotationWorkspaceRequester: call.Spec.Requester,
+				podcontract.AnnotationWorkspaceRetention: workspaceRetention(decl).String(),
+			},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},
+			StorageClassName: class,
+			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+}
+
+func workspaceRetention(decl *v1alpha1.Workspace) time.Duration {
+	if decl.Retention == nil || decl.Retention.Duration <= 0 {
+		return defaultWorkspaceRetention
+	}
+	return decl.Retention.Duration
+}
+
+// workspaceUnbound turns the end of an attempt whose session claim never bound into
+// WorkspaceUnbound: a Pod whose claim is unbound is never scheduled, so the body did not
+// run whatever the outcome's guess (the Job controller deletes such a Pod at the Job's
+// deadline, and a Job failed without a Pod reads as started), and saying DeadlineExceeded
+// would send whoever reads it to the wrong place. A claim that was ever bound stays Bound
+// (or Lost): then the outcome stands, as it does when the runner vouched for a run or the
+// claim cannot be read.
+func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (step, bool) {
+	if o.Report != nil || workspaceAccess(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
+		return step{}, false
+	}
+	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	if err != nil || decl == nil {
+		return step{}, false
+	}
+	name := WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
+		return step{}, false
+	}
+	if pvc.Status.Phase == corev1.ClaimBound || pvc.Status.Phase == corev1.ClaimLost {
+		return step{}, false
+	}
+	class := "the cluster's default"
+	if pvc.Spec.StorageClassName != nil {
+		class = *pvc.Spec.StorageClassName
+	}
+	detail := "the PersistentVolumeClaim " + name + " (storage class " + class + ") was not bound before the attempt's deadline"
+	msg := "the call was not run: its session workspace could not be provisioned in time"
+	return workspaceRefusal(v1alpha1.ReasonWorkspaceUnbound, detail, msg), true
+}
+
+// workspaceVolume and workspaceVolumeMount mount the session's claim at /workspace.
+func workspaceVolume(m *WorkspaceMount) corev1.Volume {
+	return corev1.Volume{Name: podcontract.WorkspaceVolume, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.ClaimName, ReadOnly: m.ReadOnly}}}
+}
+
+func workspaceVolumeMount(m *WorkspaceMount) corev1.VolumeMount {
+	return corev1.VolumeMount{Name: podcontract.WorkspaceVolume, MountPath: podcontract.WorkspaceMountPath, ReadOnly: m.ReadOnly}
+}
