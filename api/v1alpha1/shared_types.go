@@ -280,6 +280,7 @@ type EnvVar struct {
 
 // Sandbox is the isolation of a tool body's Pod beyond the fixed hardening (non-root,
 // read-only root filesystem, no capabilities, no service-account token).
+// +kubebuilder:validation:XValidation:rule="!has(self.egress) || (has(self.network) && self.network == 'Egress')",message="sandbox.egress.allow requires sandbox.network: Egress (the Pod then reaches only the egress proxy, which lets through only the listed hosts)"
 type Sandbox struct {
 	// runtimeClassName runs the Pod under that RuntimeClass (gVisor, Kata). Default: the node's.
 	// +optional
@@ -292,6 +293,12 @@ type Sandbox struct {
 	// +optional
 	// +kubebuilder:default=None
 	Network NetworkMode `json:"network,omitempty"`
+
+	// egress lets the body reach the named hosts, and only those, through toolgate's egress
+	// proxy: requires network Egress, and the Pod then reaches only the proxy (see Egress).
+	// Absent: network Egress reaches anything outside the cluster's ranges.
+	// +optional
+	Egress *Egress `json:"egress,omitempty"`
 
 	// maxOutputBytes bounds what the runner reads from the body's stdout; more is an
 	// OutputTooLarge failure, never a silent cut. Default and maximum 1048576 (1 MiB): the
