@@ -50,8 +50,12 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
 		return j.tooLate(call, attempt), nil
 	}
+	proxyURL, why := j.Options.EgressProxy.egressProxyURL(call, attempt, j.attemptDeadline(call))
+	if why != "" {
+		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, nil
+	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt,
+		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: proxyURL,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return step{}, err

@@ -82,6 +82,9 @@ type JobInput struct {
 	// Traceparent is the attempt's execution span context (internal/tracing), handed to
 	// the body as TRACEPARENT; empty when the operator does not trace.
 	Traceparent string
+	// EgressProxyURL is the egress proxy with the attempt's grant, handed to a body whose
+	// Tool names sandbox.egress as HTTPS_PROXY and HTTP_PROXY (egress.go); empty: none.
+	EgressProxyURL string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -132,7 +135,7 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 		podcontract.LabelCall:      CallLabelValue(in.Call.Name),
 		podcontract.LabelAttempt:   strconv.Itoa(int(in.Attempt)),
 		podcontract.LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
-		podcontract.LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
+		podcontract.LabelNetwork:   sandboxNetworkLabel(in.Tool.Sandbox),
 	}
 	annotations := map[string]string{podcontract.AnnotationArgDigest: in.Digest, podcontract.AnnotationCallName: in.Call.Name, podcontract.AnnotationTool: in.Call.Spec.Tool}
 	return &batchv1.Job{
@@ -177,7 +180,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      append(toolEnv(in), toolOTLPEnv(body.Env, opts)...),
+		Env:                      append(append(toolEnv(in), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),

@@ -73,6 +73,7 @@ const (
 // description, schemas, hints), the body that runs, and the host settings around it.
 // Host settings (timeout, body, sandbox) never reach the model.
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.scratch) || self.sandbox.scratch != 'None' || (has(self.body.runnerInImage) && self.body.runnerInImage)",message="sandbox.scratch None requires body.runnerInImage (the runner init container needs a volume to copy into)"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.size == 0 || !has(self.sandbox) || !has(self.sandbox.egress)",message="a warm pool cannot serve a tool with sandbox.egress: each attempt's Pod carries its own egress proxy credential, which a Pod started before the call cannot have"
 type ToolSpec struct {
 	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
 	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
