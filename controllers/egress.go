@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -55,6 +56,10 @@ type EgressProxyOptions struct {
 	PeerCIDRs []string
 	// HTTPClient reads the records; nil: one with a 5 s timeout.
 	HTTPClient *http.Client
+	// Resolver resolves a URL host that is a name (a .svc name): the Pod gets it as a
+	// hostAlias, because its NetworkPolicy allows no DNS (a resolver the body could query
+	// would be a way out around the proxy). nil: net.DefaultResolver.
+	Resolver egress.Resolver
 }
 
 // port is the URL's port (default 80).
@@ -135,6 +140,30 @@ func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, atte
 	}
 	u.User = url.UserPassword(egress.ProxyUser, cred)
 	return u.String(), ""
+}
+
+// proxyHostAlias maps the proxy URL's host to its address in the Pod's /etc/hosts when the
+// host is a name; nil when it is an address already (a ClusterIP, a node address).
+func (o EgressProxyOptions) proxyHostAlias(ctx context.Context) (*corev1.HostAlias, error) {
+	u, err := url.Parse(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil, nil
+	}
+	res := o.Resolver
+	if res == nil {
+		res = net.DefaultResolver
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := res.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return nil, fmt.Errorf("resolving the egress proxy's host %q: %v", host, err)
+	}
+	return &corev1.HostAlias{IP: addrs[0].Unmap().String(), Hostnames: []string{host}}, nil
 }
 
 // egressProxyEnv is the proxy environment of a body with a proxy URL; nothing without.
@@ -254,4 +283,11 @@ func egressLog(rec egress.Record) *toolgatev1alpha1.EgressLog {
 			Port: min(max(d.Port, 0), 65535), Allowed: max(d.Allowed, 0), Refused: max(d.Refused, 0), Reason: reason})
 	}
 	return out
+}
+
+func hostAliases(a *corev1.HostAlias) []corev1.HostAlias {
+	if a == nil {
+		return nil
+	}
+	return []corev1.HostAlias{*a}
 }

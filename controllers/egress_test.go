@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -190,5 +191,29 @@ func TestRecordEgress(t *testing.T) {
 	r.recordEgress(context.Background(), call, 0)
 	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "could not be read") || len(u.Unavailable) > 256 {
 		t.Errorf("unreachable proxy: %+v", u)
+	}
+}
+
+// A proxy URL with a name (a .svc name) reaches the Pod as a hostAlias: its policy allows
+// no DNS. An address needs none.
+func TestEgressProxyHostAlias(t *testing.T) {
+	o := egressTestOptions()
+	if a, err := o.proxyHostAlias(context.Background()); a != nil || err != nil {
+		t.Errorf("ClusterIP URL: alias %+v, %v", a, err)
+	}
+	o.URL = "http://toolgate-egress-proxy.toolgate-system.svc:3128"
+	o.Resolver = egress.StaticResolver{Hosts: map[string][]netip.Addr{"toolgate-egress-proxy.toolgate-system.svc": {netip.MustParseAddr("10.0.0.12")}}}
+	a, err := o.proxyHostAlias(context.Background())
+	if err != nil || a == nil || a.IP != "10.0.0.12" || len(a.Hostnames) != 1 || a.Hostnames[0] != "toolgate-egress-proxy.toolgate-system.svc" {
+		t.Errorf(".svc URL: alias %+v, %v", a, err)
+	}
+	in := testJobInput(withEgress)
+	in.EgressProxyAlias = a
+	if got := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.HostAliases; len(got) != 1 || got[0].IP != "10.0.0.12" {
+		t.Errorf("Pod hostAliases %+v", got)
+	}
+	o.Resolver = egress.StaticResolver{}
+	if _, err := o.proxyHostAlias(context.Background()); err == nil {
+		t.Error("an unresolvable proxy name gave no error")
 	}
 }

@@ -85,6 +85,8 @@ type JobInput struct {
 	// EgressProxyURL is the egress proxy with the attempt's grant, handed to a body whose
 	// Tool names sandbox.egress as HTTPS_PROXY and HTTP_PROXY (egress.go); empty: none.
 	EgressProxyURL string
+	// EgressProxyAlias maps the proxy URL's host name to its address (the Pod has no DNS).
+	EgressProxyAlias *corev1.HostAlias
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -202,6 +204,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		},
 		InitContainers: initContainers,
 		Containers:     []corev1.Container{tool},
+		HostAliases:    hostAliases(in.EgressProxyAlias),
 		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}
 }
