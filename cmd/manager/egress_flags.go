@@ -24,7 +24,7 @@ func bindEgressProxy(fs *flag.FlagSet) *egressFlags {
 	fs.StringVar(&f.recordsURL, "egress-proxy-records-url", "", "base URL of the egress proxy's records listener, as the operator reaches it (e.g. http://<ClusterIP>:3129)")
 	fs.StringVar(&f.keyFile, "egress-proxy-key-file", "", "file holding the key the operator signs each attempt's egress grant with (the proxy's --key-file; at least 32 bytes)")
 	fs.StringVar(&f.namespace, "egress-proxy-namespace", "", "namespace of the egress proxy's Pods (the NetworkPolicy of tools with sandbox.egress lets them reach those Pods only)")
-	fs.StringVar(&f.podLabels, "egress-proxy-pod-labels", "app.kubernetes.io/name=toolgate-egress-proxy", "labels of the egress proxy's Pods, k=v,k=v")
+	fs.StringVar(&f.podLabels, "egress-proxy-pod-labels", "app.kubernetes.io/name=toolgate,app.kubernetes.io/component=egress-proxy", "labels of the egress proxy's Pods, k=v,k=v")
 	fs.StringVar(&f.peerCIDRs, "egress-proxy-peer-cidrs", "", "comma-separated CIDRs tools with sandbox.egress may also reach on the proxy's port: the node address when the proxy is reached there")
 	return f
 }
