@@ -1,8 +1,9 @@
 // Command fetch makes one HTTP(S) GET, for end-to-end checks of sandbox.network and the
 // egress proxy: through the proxy the Pod's HTTPS_PROXY / HTTP_PROXY name (Go's
 // ProxyFromEnvironment), or with {"direct": true} straight to the destination, as a body
-// that ignores the proxy would. {"url", "direct", "ca" (PEM to trust besides the system's),
-// "timeoutSeconds" (default 5)}. The result is always an object: the status and the first
+// that ignores the proxy would. {"url" or "urls" (up to 8, one after the other), "direct",
+// "ca" (PEM to trust besides the system's), "timeoutSeconds" (default 5, per request)}.
+// The result is always an object, {"results": [...]} for urls: the status and the first
 // bytes of the body, or the error; never isError, so a test reads what happened.
 package main
 
@@ -21,8 +22,11 @@ import (
 
 const maxBody = 1024
 
+const maxURLs = 8
+
 type args struct {
-	URL            string `json:"url"`
+	URL            string   `json:"url"`
+	URLs           []string `json:"urls"`
 	Direct         bool   `json:"direct"`
 	CA             string `json:"ca"`
 	TimeoutSeconds int    `json:"timeoutSeconds"`
@@ -42,14 +46,23 @@ func run(raw []byte) (any, error) {
 	if err := toolio.Decode(raw, &a); err != nil {
 		return nil, err
 	}
-	if a.URL == "" {
-		return nil, errors.New("url is required")
+	if (a.URL == "") == (len(a.URLs) == 0) || len(a.URLs) > maxURLs {
+		return nil, fmt.Errorf("give url or urls (1 to %d)", maxURLs)
 	}
 	client, err := newClient(a)
 	if err != nil {
 		return nil, err
 	}
-	return get(client, a), nil
+	if a.URL != "" {
+		return get(client, a.URL), nil
+	}
+	out := struct {
+		Results []result `json:"results"`
+	}{}
+	for _, u := range a.URLs {
+		out.Results = append(out.Results, get(client, u))
+	}
+	return out, nil
 }
 
 func newClient(a args) (*http.Client, error) {
@@ -75,8 +88,8 @@ func newClient(a args) (*http.Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
-func get(c *http.Client, a args) result {
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, a.URL, nil)
+func get(c *http.Client, url string) result {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 	if err != nil {
 		return result{Error: err.Error()}
 	}

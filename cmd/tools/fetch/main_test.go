@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -33,4 +34,20 @@ func TestFetchNeedsURL(t *testing.T) {
 
 func quote(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}
+
+func TestFetchURLs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.URL.Path)) }))
+	defer srv.Close()
+	got, err := run([]byte(`{"urls":["` + srv.URL + `/a","` + srv.URL + `/b"],"direct":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if !strings.Contains(string(b), `"body":"/a"`) || !strings.Contains(string(b), `"body":"/b"`) {
+		t.Errorf("results %s", b)
+	}
+	if _, err := run([]byte(`{"url":"x","urls":["y"]}`)); err == nil {
+		t.Error("url and urls: no error")
+	}
 }
