@@ -219,7 +219,7 @@ func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *toolgatev1a
 	if call.Status.Tool == nil || call.Status.Tool.Spec == nil || !hasEgressAllow(call.Status.Tool.Spec.Sandbox) || a.Egress != nil {
 		return
 	}
-	log, err := readEgressRecord(ctx, r.Options.EgressProxy, string(call.UID), a.Attempt)
+	log, err := readEgressRecord(ctx, r.Options.EgressProxy, string(call.UID), a.Attempt, a.StartTime)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("egress records unavailable", "attempt", a.Attempt, "error", err.Error())
 		msg := "the egress proxy's records could not be read: " + err.Error()
@@ -228,7 +228,7 @@ func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *toolgatev1a
 	a.Egress = log
 }
 
-func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, attempt int32) (*toolgatev1alpha1.EgressLog, error) {
+func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, attempt int32, started *metav1.Time) (*toolgatev1alpha1.EgressLog, error) {
 	if o.RecordsURL == "" || len(o.Key) == 0 {
 		return nil, fmt.Errorf("no records URL configured (--egress-proxy-records-url)")
 	}
@@ -253,7 +253,11 @@ func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, att
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxEgressRecordBytes)).Decode(&rec); err != nil {
 		return nil, fmt.Errorf("decoding: %w", err)
 	}
-	return egressLog(rec), nil
+	log := egressLog(rec)
+	if started != nil && rec.ProxyStarted > started.Unix() {
+		log.Unavailable = "the egress proxy restarted during the attempt: what it saw before is lost"
+	}
+	return log, nil
 }
 
 // refusalReasons are the words a destination's reason may hold.

@@ -186,6 +186,19 @@ func TestRecordEgress(t *testing.T) {
 	if call.Status.Attempts[0].Egress != got {
 		t.Error("the record was read again")
 	}
+	// A proxy that started after the attempt: the record is marked incomplete.
+	rec.ProxyStarted = time.Now().Unix()
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(rec) }))
+	defer srv2.Close()
+	r.Options.EgressProxy.RecordsURL = srv2.URL
+	call.Status.Attempts[0].Egress = nil
+	call.Status.Attempts[0].StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+	r.recordEgress(context.Background(), call, 0)
+	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "restarted") || len(u.Destinations) == 0 {
+		t.Errorf("a restarted proxy: %+v", u)
+	}
+	r.Options.EgressProxy.RecordsURL = srv.URL
+
 	// A proxy that cannot be read: the attempt says so.
 	call.Status.Attempts[0].Egress = nil
 	r.recordEgress(context.Background(), call, 0)

@@ -52,7 +52,8 @@ type EgressLog struct {
 	Omitted int32 `json:"omitted,omitempty"`
 
 	// unavailable says why the proxy's records could not be read (the proxy unreachable,
-	// or not configured); destinations is then empty.
+	// or not configured; destinations is then empty), or that the proxy restarted during
+	// the attempt (what it saw before is lost).
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Unavailable string `json:"unavailable,omitempty"`

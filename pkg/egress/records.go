@@ -39,12 +39,16 @@ type Record struct {
 	Destinations []Destination `json:"destinations,omitempty"`
 	// Omitted counts requests to destinations beyond MaxDestinations.
 	Omitted int32 `json:"omitted,omitempty"`
+	// ProxyStarted (Unix seconds) is when the proxy that answers started: a record of an
+	// attempt that started before it lost what the previous proxy saw.
+	ProxyStarted int64 `json:"proxyStarted"`
 }
 
 // Recorder keeps the records of the attempts the proxy serves, bounded in count and time.
 type Recorder struct {
 	mu      sync.Mutex
 	now     func() time.Time
+	started time.Time
 	entries map[string]*entry
 }
 
@@ -56,7 +60,7 @@ type entry struct {
 
 // NewRecorder returns an empty recorder on the given clock.
 func NewRecorder(now func() time.Time) *Recorder {
-	return &Recorder{now: now, entries: map[string]*entry{}}
+	return &Recorder{now: now, started: now(), entries: map[string]*entry{}}
 }
 
 // Note records one request of grant g to host:port: allowed, or refused for reason.
@@ -100,9 +104,9 @@ func (r *Recorder) Get(key string) (Record, bool) {
 	defer r.mu.Unlock()
 	e, ok := r.entries[key]
 	if !ok {
-		return Record{}, false
+		return Record{ProxyStarted: r.started.Unix()}, false
 	}
-	out := Record{Omitted: e.record.Omitted, Destinations: append([]Destination(nil), e.record.Destinations...)}
+	out := Record{Omitted: e.record.Omitted, ProxyStarted: r.started.Unix(), Destinations: append([]Destination(nil), e.record.Destinations...)}
 	sort.Slice(out.Destinations, func(i, j int) bool {
 		a, b := out.Destinations[i], out.Destinations[j]
 		return a.Host < b.Host || a.Host == b.Host && a.Port < b.Port
