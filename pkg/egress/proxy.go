@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -36,11 +37,17 @@ type Config struct {
 	Log *slog.Logger
 	// DialTimeout bounds the lookup and the connection to a destination.
 	DialTimeout time.Duration
+	// MaxTunnels bounds the CONNECT tunnels one attempt holds open at once (default 64):
+	// one body cannot take every connection of the proxy.
+	MaxTunnels int
 }
 
 // proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
 // CONNECT tunnelling.
-type proxy struct{ cfg Config }
+type proxy struct {
+	cfg     Config
+	tunnels *tunnels
+}
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
 // plain HTTP. Every request needs a grant (Proxy-Authorization: Basic, user ProxyUser,
@@ -59,7 +66,10 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	p := &proxy{cfg: cfg}
+	if cfg.MaxTunnels <= 0 {
+		cfg.MaxTunnels = 64
+	}
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]int{}, max: cfg.MaxTunnels}}
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(io.Discard, "", 0)
 	// Never chain to the proxy process's own HTTPS_PROXY; dial only what decide checked.
@@ -81,10 +91,38 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		ctx.Resp = resp
 		return goproxy.RejectConnect, hostport
 	}
+	release, ok := p.tunnels.acquire(g.Key())
+	if !ok {
+		host, port, _ := splitHostPort(hostport, 443)
+		if n, valid := NormalizeHost(host); valid {
+			host = n
+		} else {
+			host = InvalidHost
+		}
+		p.note(g, host, port, RefusedTooManyTunnels)
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels)
+		return goproxy.RejectConnect, hostport
+	}
 	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
 	if refusal != "" {
+		release()
 		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal)
 		return goproxy.RejectConnect, hostport
+	}
+	// The tunnel's slot is held until its connection to the destination closes.
+	ctx.Dialer = func(c context.Context, network, addr string) (net.Conn, error) {
+		conn, err := p.dialChecked(c, network, addr)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		tcp, isTCP := conn.(*net.TCPConn)
+		if !isTCP { // never: dialChecked dials TCP
+			release()
+			_ = conn.Close()
+			return nil, fmt.Errorf("egress proxy: %T is not a TCP connection", conn)
+		}
+		return &releasingConn{TCPConn: tcp, release: release}, nil
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, dest
 }
@@ -245,4 +283,43 @@ func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
 // RecordsURL is where the operator reads an attempt's record, below the proxy's base URL.
 func RecordsURL(base, uid string, attempt int32) string {
 	return strings.TrimSuffix(base, "/") + recordsPath + uid + "/" + strconv.Itoa(int(attempt))
+}
+
+// tunnels counts each attempt's open CONNECT tunnels.
+type tunnels struct {
+	mu   sync.Mutex
+	open map[string]int
+	max  int
+}
+
+// acquire takes a slot for key; release gives it back (once, however often it is called).
+func (t *tunnels) acquire(key string) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open[key] >= t.max {
+		return nil, false
+	}
+	t.open[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.open[key]--; t.open[key] <= 0 {
+				delete(t.open, key)
+			}
+		})
+	}, true
+}
+
+// releasingConn gives its tunnel slot back when closed; it stays a *net.TCPConn underneath
+// so goproxy can half-close it.
+type releasingConn struct {
+	*net.TCPConn
+	release func()
+}
+
+func (c *releasingConn) Close() error {
+	c.release()
+	return c.TCPConn.Close()
 }

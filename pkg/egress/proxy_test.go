@@ -1,9 +1,14 @@
 package egress
 
 import (
+	"bufio"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -33,9 +38,12 @@ type proxyFixture struct {
 func newProxyFixture(t *testing.T) *proxyFixture {
 	t.Helper()
 	f := &proxyFixture{now: time.Unix(1_000_000, 0)}
-	f.target = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.target = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "hello from "+r.Host)
 	}))
+	// Tunnels the tests close before a handshake are not the listener's errors to print.
+	f.target.Config.ErrorLog = log.New(io.Discard, "", 0)
+	f.target.StartTLS()
 	t.Cleanup(f.target.Close)
 	f.certPool = x509.NewCertPool()
 	f.certPool.AddCert(f.target.Certificate())
@@ -237,4 +245,74 @@ func mustURL(s string) *url.URL {
 		panic(err)
 	}
 	return u
+}
+
+// connectRaw opens a CONNECT tunnel by hand and returns the connection and the status line.
+func connectRaw(t *testing.T, proxyAddr, target, cred string) (net.Conn, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", proxyAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte(ProxyUser + ":" + cred))
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\n\r\n", target, target, auth)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, strings.TrimSpace(line)
+}
+
+// One attempt holds at most MaxTunnels tunnels open; a closed one frees its slot; another
+// attempt is not affected.
+func TestProxyTunnelLimit(t *testing.T) {
+	f := newProxyFixture(t)
+	h, err := NewProxy(Config{Key: testKey, Resolver: StaticResolver{Hosts: map[string][]netip.Addr{"allowed.test": {netip.MustParseAddr("127.0.0.1")}}},
+		Deny: nil, Now: func() time.Time { return f.now }, Recorder: f.rec, MaxTunnels: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	addr := mustURL(srv.URL).Host
+	target := "allowed.test:" + strconv.Itoa(int(f.port))
+	cred, _ := Sign(testKey, f.grant("ut", Rule{"allowed.test", f.port}))
+	other, _ := Sign(testKey, f.grant("uo", Rule{"allowed.test", f.port}))
+
+	var open []net.Conn
+	for range 2 {
+		c, status := connectRaw(t, addr, target, cred)
+		if !strings.Contains(status, " 200 ") {
+			t.Fatalf("tunnel %d: %q", len(open)+1, status)
+		}
+		open = append(open, c)
+	}
+	c, status := connectRaw(t, addr, target, cred)
+	c.Close()
+	if !strings.Contains(status, " 429 ") {
+		t.Fatalf("a third tunnel: %q, want 429", status)
+	}
+	c, status = connectRaw(t, addr, target, other)
+	c.Close()
+	if !strings.Contains(status, " 200 ") {
+		t.Fatalf("another attempt's tunnel: %q", status)
+	}
+	open[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, status = connectRaw(t, addr, target, cred)
+		c.Close()
+		if strings.Contains(status, " 200 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed tunnel's slot was never freed: %q", status)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the proxy; no sleep stands in for an event
+	}
+	open[1].Close()
+	rec, _ := f.rec.Get("ut/1")
+	if len(rec.Destinations) != 1 || rec.Destinations[0].Reason != RefusedTooManyTunnels || rec.Destinations[0].Refused < 1 {
+		t.Errorf("record %+v", rec)
+	}
 }

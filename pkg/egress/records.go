@@ -8,19 +8,20 @@ import (
 
 // Refusal reasons, the only words a record's reason holds.
 const (
-	RefusedNotAllowed  = "NotAllowed"      // no rule of the grant matches host and port
-	RefusedIPLiteral   = "IPLiteral"       // the destination was an address, not a name
-	RefusedInvalidHost = "InvalidHost"     // not a DNS name
-	RefusedDeniedRange = "DeniedRange"     // the name resolves into a denied range
-	RefusedUnresolved  = "Unresolved"      // the name does not resolve
-	RefusedBadRequest  = "BadRequest"      // no host, or no port the proxy understands
-	RefusedDialFailed  = "DialFailed"      // allowed, but the connection failed
-	InvalidHost        = "(invalid)"       // recorded in place of a host that is not a name
-	MaxDestinations    = 32                // destinations kept per attempt; more are Omitted
-	maxAttempts        = 10000             // attempts kept in memory
-	keepAfterExpiry    = 10 * time.Minute  // records outlive their grant by this much
-	recordsPath        = "/records/"       // GET /records/<uid>/<attempt>
-	recordsContentType = "application/json" // of the records endpoint's answer
+	RefusedNotAllowed     = "NotAllowed"       // no rule of the grant matches host and port
+	RefusedIPLiteral      = "IPLiteral"        // the destination was an address, not a name
+	RefusedInvalidHost    = "InvalidHost"      // not a DNS name
+	RefusedDeniedRange    = "DeniedRange"      // the name resolves into a denied range
+	RefusedUnresolved     = "Unresolved"       // the name does not resolve
+	RefusedBadRequest     = "BadRequest"       // no host, or no port the proxy understands
+	RefusedTooManyTunnels = "TooManyTunnels"   // the attempt holds Config.MaxTunnels tunnels open
+	RefusedDialFailed     = "DialFailed"       // allowed, but the connection failed
+	InvalidHost           = "(invalid)"        // recorded in place of a host that is not a name
+	MaxDestinations       = 32                 // destinations kept per attempt; more are Omitted
+	maxAttempts           = 10000              // attempts kept in memory
+	keepAfterExpiry       = 10 * time.Minute   // records outlive their grant by this much
+	recordsPath           = "/records/"        // GET /records/<uid>/<attempt>
+	recordsContentType    = "application/json" // of the records endpoint's answer
 )
 
 // Destination counts what one attempt asked for at one host and port.
