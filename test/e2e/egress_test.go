@@ -165,7 +165,7 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 		got, res := fetchThrough(ctx, "e2e-fetch-allowed", map[string]any{"ca": ca, "direct": true, "timeoutSeconds": 8,
 			"urls": []string{"https://" + net.JoinHostPort(nodeIP, strconv.Itoa(int(port))) + "/"}})
 		Expect(res).To(HaveLen(1))
-		Expect(res[0].OK).To(BeFalse(), "a direct connection to this machine from a proxy-only Pod")
+		Expect(res[0].OK).To(BeFalse(), "a direct connection to this machine from a Pod held to the proxy")
 		Expect(served(nodeIP)).To(BeZero())
 		Expect(got.Status.Attempts[0].Egress).NotTo(BeNil())
 		Expect(got.Status.Attempts[0].Egress.Destinations).To(BeEmpty(), "the proxy saw nothing of a direct connection")

@@ -60,18 +60,18 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		})
 	})
 
-	It("runs in a Pod that reaches only the proxy, with its grant in HTTPS_PROXY, and the call keeps the proxy's record", func(ctx SpecContext) {
+	It("runs in a Pod that reaches only the proxy, with its grant in the proxy variables, and the call keeps the proxy's record", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).EgressAllow("allowed.test", 443).EgressAllow("*.corp.test", 8443).Obj(),
 			MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "hi"}).Obj())
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 
-		By("the proxy-only NetworkPolicy, as controllers.EgressProxyPolicies builds it")
+		By("the NetworkPolicy that allows only the proxy, as controllers.EgressProxyPolicies builds it")
 		want := controllers.EgressProxyPolicies(ns, opts)[0]
 		Expect(getPolicy(ctx, ns, controllers.EgressProxyPolicyName).Spec).To(Equal(want.Spec))
 
-		By("the Pod: labelled proxy-only, the four proxy variables carrying a grant for this call only")
+		By("the Pod: labelled for that policy, the four proxy variables carrying a grant for this call only")
 		job := &batchv1.Job{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
 		Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkProxy))
