@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -160,8 +161,11 @@ func (o EgressProxyOptions) proxyHostAlias(ctx context.Context) (*corev1.HostAli
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := res.LookupNetIP(ctx, "ip", host)
-	if err != nil || len(addrs) == 0 {
-		return nil, fmt.Errorf("resolving the egress proxy's host %q: %v", host, err)
+	if err == nil && len(addrs) == 0 {
+		err = errors.New("no address")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolving the egress proxy's host %q: %w", host, err)
 	}
 	return &corev1.HostAlias{IP: addrs[0].Unmap().String(), Hostnames: []string{host}}, nil
 }
