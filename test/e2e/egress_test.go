@@ -75,7 +75,10 @@ func tlsHostListener(nodeIP string) (int32, string, func(host string) int) {
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			host, _, _ := net.SplitHostPort(r.Host)
+			host, _, err := net.SplitHostPort(r.Host)
+			if err != nil { // no port in Host: the default port, 443
+				host = r.Host
+			}
 			mu.Lock()
 			seen[host]++
 			mu.Unlock()
