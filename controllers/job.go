@@ -87,6 +87,11 @@ type JobInput struct {
 	Traceparent string
 	// Workspace is the session workspace the Pod mounts at /workspace; nil: none.
 	Workspace *WorkspaceMount
+	// EgressProxyURL is the egress proxy with the attempt's grant, handed to a body whose
+	// Tool names sandbox.egress as HTTPS_PROXY and HTTP_PROXY (egress.go); empty: none.
+	EgressProxyURL string
+	// EgressProxyAlias maps the proxy URL's host name to its address (the Pod has no DNS).
+	EgressProxyAlias *corev1.HostAlias
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -137,7 +142,7 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 		podcontract.LabelCall:      CallLabelValue(in.Call.Name),
 		podcontract.LabelAttempt:   strconv.Itoa(int(in.Attempt)),
 		podcontract.LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
-		podcontract.LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
+		podcontract.LabelNetwork:   sandboxNetworkLabel(in.Tool.Sandbox),
 	}
 	annotations := map[string]string{podcontract.AnnotationArgDigest: in.Digest, podcontract.AnnotationCallName: in.Call.Name, podcontract.AnnotationTool: in.Call.Spec.Tool}
 	return &batchv1.Job{
@@ -182,7 +187,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      append(toolEnv(in), toolOTLPEnv(body.Env, opts)...),
+		Env:                      append(append(toolEnv(in), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
@@ -204,6 +209,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		},
 		InitContainers: initContainers,
 		Containers:     []corev1.Container{tool},
+		HostAliases:    hostAliases(in.EgressProxyAlias),
 		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}
 }

@@ -37,6 +37,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		// Kept across passes: the post-execute deadline counts from the first time the end
 		// was seen.
 		call.Status.Attempts[n].CompletionTime = ptrTime(start)
+		r.recordEgress(ctx, call, n)
 		traceAttempt(ctx, call, n, res, start, r.Clock.Now())
 	}
 	if res.IsError {

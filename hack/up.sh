@@ -55,6 +55,7 @@ images() {
   log "building and packing images (bin/images/)"
   "$here/cluster.sh" images
   "$here/tools-image.sh"
+  "$here/egress-proxy-image.sh"
   "$here/cluster.sh" load
 }
 
@@ -101,6 +102,7 @@ install() {
     -f "$CHART/ci/local-values.yaml" \
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set "approvalNotifications.allowCIDRs={$(node_ip)/32}" \
+    -f "$CHART/ci/egress-values.yaml" --set-string "egressProxy.testHosts=$(node_ip) allowed.test other.test" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s

@@ -58,6 +58,7 @@ func main() {
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	notifyOpts := bindNotify(flag.CommandLine)
+	egressOpts := bindEgressProxy(flag.CommandLine)
 	tracingOpts := bindTracing(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -111,6 +112,11 @@ func main() {
 	}
 	if err != nil {
 		log.Error(err, "invalid network policy settings")
+		os.Exit(2)
+	}
+
+	if opts.EgressProxy, err = egressOpts.options(); err != nil {
+		log.Error(err, "invalid egress proxy settings")
 		os.Exit(2)
 	}
 
