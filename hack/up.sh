@@ -175,14 +175,17 @@ EOF
 
 all_terminal() {
   local phases p
-  phases="$(kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')"
+  phases="$(calls_json | jq -r '.items[] | .status.phase // "-"')"
   for p in $phases; do
     case "$p" in Succeeded | Failed | Denied) ;; *) return 1 ;; esac
   done
   [ "$(wc -w <<<"$phases")" -eq "${#CALL_NAMES[@]}" ]
 }
 
-calls_json() { kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o json; }
+# calls_json: the calls as a List (kubectl prints one object, not a List, for one name).
+calls_json() {
+  kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o json | jq 'if has("items") then . else {items: [.]} end'
+}
 
 # table: one line per call; OK compares phase/reason with the call's toolgate.dev/demo-expect
 # annotation; RESULT is the error, or the content (strings as they are, anything else as
