@@ -50,8 +50,18 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
 		return j.tooLate(call, attempt), nil
 	}
+	proxyURL, why := j.Options.EgressProxy.egressProxyURL(call, attempt, j.attemptDeadline(call))
+	if why != "" {
+		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, nil
+	}
+	var alias *corev1.HostAlias
+	if proxyURL != "" {
+		if alias, err = j.Options.EgressProxy.proxyHostAlias(ctx); err != nil {
+			return step{}, err // retried: cluster DNS may be starting
+		}
+	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt,
+		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: proxyURL, EgressProxyAlias: alias,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return step{}, err

@@ -35,6 +35,9 @@ type JobOptions struct {
 	// ephemeral-storage limit bounds what a tool Pod writes to the node's disk (emptyDirs,
 	// logs, writable layer).
 	DefaultResources corev1.ResourceRequirements
+	// DefaultRuntimeClassName is the RuntimeClass of tool Pods whose Tool sets no
+	// sandbox.runtimeClassName (--default-runtime-class); "" leaves the node's default.
+	DefaultRuntimeClassName string
 	// ScratchSizeLimit is the sizeLimit of each emptyDir of a tool Pod whose Tool sets no
 	// sandbox.scratchSizeLimit.
 	ScratchSizeLimit resource.Quantity
@@ -84,6 +87,11 @@ type JobInput struct {
 	Traceparent string
 	// Workspace is the session workspace the Pod mounts at /workspace; nil: none.
 	Workspace *WorkspaceMount
+	// EgressProxyURL is the egress proxy with the attempt's grant, handed to a body whose
+	// Tool names sandbox.egress as HTTPS_PROXY and HTTP_PROXY (egress.go); empty: none.
+	EgressProxyURL string
+	// EgressProxyAlias maps the proxy URL's host name to its address (the Pod has no DNS).
+	EgressProxyAlias *corev1.HostAlias
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -134,7 +142,7 @@ func BuildJob(in JobInput, opts JobOptions) *batchv1.Job {
 		podcontract.LabelCall:      CallLabelValue(in.Call.Name),
 		podcontract.LabelAttempt:   strconv.Itoa(int(in.Attempt)),
 		podcontract.LabelTool:      ToolLabelValue(in.Call.Spec.Tool),
-		podcontract.LabelNetwork:   networkLabel(in.Tool.Sandbox.Network),
+		podcontract.LabelNetwork:   sandboxNetworkLabel(in.Tool.Sandbox),
 	}
 	annotations := map[string]string{podcontract.AnnotationArgDigest: in.Digest, podcontract.AnnotationCallName: in.Call.Name, podcontract.AnnotationTool: in.Call.Spec.Tool}
 	return &batchv1.Job{
@@ -179,7 +187,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      append(toolEnv(in), toolOTLPEnv(body.Env, opts)...),
+		Env:                      append(append(toolEnv(in), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
@@ -191,7 +199,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
 		AutomountServiceAccountToken:  ptr.To(false),
 		EnableServiceLinks:            ptr.To(false),
-		RuntimeClassName:              in.Tool.Sandbox.RuntimeClassName,
+		RuntimeClassName:              opts.runtimeClassOf(in.Tool.Sandbox),
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   ptr.To(true),
 			RunAsUser:      ptr.To(opts.RunAsUser),
@@ -201,8 +209,25 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		},
 		InitContainers: initContainers,
 		Containers:     []corev1.Container{tool},
+		HostAliases:    hostAliases(in.EgressProxyAlias),
 		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}
+}
+
+// RuntimeClassOf is the RuntimeClass a tool's Pods run under: the Tool's, else the
+// operator's default; "" for the node's default runtime.
+func (o JobOptions) RuntimeClassOf(sandbox toolgatev1alpha1.Sandbox) string {
+	if sandbox.RuntimeClassName != nil && *sandbox.RuntimeClassName != "" {
+		return *sandbox.RuntimeClassName
+	}
+	return o.DefaultRuntimeClassName
+}
+
+func (o JobOptions) runtimeClassOf(sandbox toolgatev1alpha1.Sandbox) *string {
+	if rc := o.RuntimeClassOf(sandbox); rc != "" {
+		return &rc
+	}
+	return nil
 }
 
 // volumes are the Pod's only writable storage: none with scratch None, so that the

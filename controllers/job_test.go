@@ -390,3 +390,27 @@ func TestBuildJobScratchSizeLimitNotShared(t *testing.T) {
 		t.Fatal("emptyDirs share one sizeLimit quantity with each other or the options")
 	}
 }
+
+// The operator's default RuntimeClass applies to a Tool that names none, never over one it names.
+func TestBuildJobDefaultRuntimeClass(t *testing.T) {
+	opts := DefaultJobOptions()
+	opts.DefaultRuntimeClassName = "gvisor"
+	tests := []struct {
+		name string
+		tool *string
+		want string
+	}{
+		{"default applies", nil, "gvisor"},
+		{"the tool's own wins", ptr.To("kata"), "kata"},
+		{"empty counts as unset", ptr.To(""), "gvisor"},
+	}
+	for _, tc := range tests {
+		job := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Sandbox.RuntimeClassName = tc.tool }), opts)
+		if rc := job.Spec.Template.Spec.RuntimeClassName; rc == nil || *rc != tc.want {
+			t.Errorf("%s: runtimeClassName = %v, want %q", tc.name, rc, tc.want)
+		}
+	}
+	if rc := BuildJob(testJobInput(func(*toolgatev1alpha1.ToolSpec) {}), DefaultJobOptions()).Spec.Template.Spec.RuntimeClassName; rc != nil {
+		t.Errorf("no default, no tool's: runtimeClassName = %q, want unset (the node's runtime)", *rc)
+	}
+}

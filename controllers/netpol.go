@@ -166,7 +166,7 @@ func isolationGap(network toolgatev1alpha1.NetworkMode, podLabels map[string]str
 		if len(p.Spec.Ingress) > 0 {
 			ingressFrom = append(ingressFrom, p.Name)
 		}
-		if len(p.Spec.Egress) > 0 && (network == toolgatev1alpha1.NetworkNone || ownedOnly && p.Name != EgressOnlyPolicyName) {
+		if len(p.Spec.Egress) > 0 && (network == toolgatev1alpha1.NetworkNone || ownedOnly && !ownedEgressPolicy(p.Name)) {
 			egressFrom = append(egressFrom, p.Name)
 		}
 	}

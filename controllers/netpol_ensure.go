@@ -86,7 +86,7 @@ func (r *ToolCallReconciler) readIsolation(ctx context.Context, namespace string
 		return isolationRead{}, err
 	}
 	if opts.Mode == NetworkPolicyEnsure {
-		for _, want := range ToolNetworkPolicies(namespace, opts.EgressExcept) {
+		for _, want := range append(ToolNetworkPolicies(namespace, opts.EgressExcept), EgressProxyPolicies(namespace, r.Options.EgressProxy)...) {
 			if msg, err := r.ensurePolicy(ctx, list, want); msg != "" || err != nil {
 				return isolationRead{refusal: msg}, err
 			}

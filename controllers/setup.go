@@ -50,12 +50,11 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Label: selector},
-			&batchv1.Job{}:       {Label: selector},
-			&v1alpha1.ToolCall{}: {Transform: TransformToolCall},
-
+			&corev1.Pod{}:  {Label: selector},
+			&batchv1.Job{}: {Label: selector},
 			// session workspace claims (workspace.go): toolgate's own only
 			&corev1.PersistentVolumeClaim{}: {Label: selector},
+			&v1alpha1.ToolCall{}:            {Transform: TransformToolCall},
 		}}
 }
 

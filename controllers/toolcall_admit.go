@@ -81,6 +81,10 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
 		return r.refuse(call, d, now)
 	}
+	if d := reg.index.RuntimeClassGuard(call.Spec.Scope, call.Spec.Tool, r.Options.Job.RuntimeClassOf(tool.spec.Sandbox)); d.Verdict == pipeline.Deny {
+		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
+		return r.refuse(call, d, now)
+	}
 	r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved,
 		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
 	call.Status.Tool = tool.snapshot

@@ -50,6 +50,7 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 			stage = pipeline.CancelledWhileRunning
 			if a.CompletionTime == nil {
 				a.CompletionTime = ptrTime(r.Clock.Now())
+				r.recordEgress(ctx, call, len(call.Status.Attempts)-1)
 			}
 			a.Reason = e.reason
 			msg = fmt.Sprintf("%s while attempt %d ran; %s", e.cause, a.Attempt, stopped)

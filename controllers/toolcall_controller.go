@@ -48,6 +48,8 @@ type CallOptions struct {
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
 	NetworkPolicy NetworkPolicyOptions
+	// EgressProxy points tools with sandbox.egress at the egress proxy (egress.go).
+	EgressProxy EgressProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
 	// Workspace configures session workspaces (workspace.go).

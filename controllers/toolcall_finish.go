@@ -37,6 +37,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		// Kept across passes: the post-execute deadline counts from the first time the end
 		// was seen.
 		call.Status.Attempts[n].CompletionTime = ptrTime(start)
+		r.recordEgress(ctx, call, n)
 		traceAttempt(ctx, call, n, res, start, r.Clock.Now())
 	}
 	if res.IsError {
@@ -221,6 +222,8 @@ func refusal(d pipeline.Decision) pipeline.Result {
 		msg = "the call was denied: a policy could not be evaluated"
 	case pipeline.ReasonNotASubject:
 		msg = "the requester may not make calls in this scope"
+	case pipeline.ReasonRuntimeClassRequired:
+		msg = "the tool may not run in this scope: the scope requires another sandbox runtime"
 	}
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }

@@ -40,6 +40,18 @@ func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.T
 	if !controllerutil.ContainsFinalizer(call, v1alpha1.FinalizerRecord) {
 		return ctrl.Result{RequeueAfter: retained}, nil
 	}
+	// The cache may still hold the call after this reconciler let it go (the deletion's event
+	// not seen yet): read it from the API server, so a call is released once, not twice.
+	if r.APIReader != nil {
+		fresh := &v1alpha1.ToolCall{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(call), fresh); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if !controllerutil.ContainsFinalizer(fresh, v1alpha1.FinalizerRecord) {
+			return ctrl.Result{}, nil
+		}
+		call = fresh
+	}
 	if call.Status.Phase.IsTerminal() {
 		r.auditRecovered(ctx, call)
 	} else {

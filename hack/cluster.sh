@@ -22,6 +22,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 . "$here/cluster/pki.sh"
 # shellcheck source=SCRIPTDIR/cluster/config.sh
 . "$here/cluster/config.sh"
+# shellcheck source=SCRIPTDIR/cluster/addons.sh
+. "$here/cluster/addons.sh"
 # shellcheck source=SCRIPTDIR/cluster/up.sh
 . "$here/cluster/up.sh"
 # shellcheck source=SCRIPTDIR/cluster/down.sh

@@ -7,6 +7,8 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 KNP_VERSION="${KNP_VERSION:-v0.8.0}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}"
+PROVLIB_VERSION="${PROVLIB_VERSION:-v13.1.0}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${K8S_BIN_DIR:-$root/bin/k8s}"
 work="$root/bin/k8s-src"
@@ -99,10 +101,38 @@ build_knp() {
   echo "k8s-binaries: built kube-network-policies in $((SECONDS - start))s"
 }
 
+# The cluster's add-ons, CoreDNS (hack/addons/coredns: only the plugins the Corefile uses) and
+# the volume provisioner (hack/addons/provisioner, on sig-storage-lib-external-provisioner), in
+# one wrapper module and one `go build`: they share client-go and its dependencies, compiled once.
+addons_version() {
+  echo "$COREDNS_VERSION+$PROVLIB_VERSION+$(cat "$root"/hack/addons/*/main.go | sha256sum | cut -c1-12)"
+}
+
+build_addons() {
+  local dir="$work/addons" ver start=$SECONDS p
+  ver="$(addons_version)"
+  up_to_date coredns "$ver" && up_to_date provisioner "$ver" &&
+    { echo "k8s-binaries: coredns, provisioner $ver present"; return; }
+  mkdir -p "$dir"
+  for p in coredns provisioner; do
+    mkdir -p "$dir/$p"
+    grep -v '^//go:build ignore' "$root/hack/addons/$p/main.go" >"$dir/$p/main.go"
+  done
+  printf 'module toolgate.local/addons-build\n\ngo 1.26\n\nrequire (\n\tgithub.com/coredns/coredns %s\n\tsigs.k8s.io/sig-storage-lib-external-provisioner/v13 %s\n)\n' \
+    "$COREDNS_VERSION" "$PROVLIB_VERSION" >"$dir/go.mod"
+  echo "k8s-binaries: building coredns $COREDNS_VERSION and the volume provisioner"
+  (cd "$dir" && GOFLAGS=-mod=mod go mod tidy && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" \
+    -o "$out/" ./coredns ./provisioner)
+  echo "$ver" >"$out/.coredns.version"
+  echo "$ver" >"$out/.provisioner.version"
+  echo "k8s-binaries: built coredns and the provisioner in $((SECONDS - start))s"
+}
+
 for c in "${components[@]}"; do
   case "$c" in
     etcd) build_etcd ;;
     kube-network-policies) build_knp ;;
+    coredns | provisioner) build_addons ;;
     *) build_k8s "$c" ;;
   esac
 done

@@ -55,6 +55,7 @@ images() {
   log "building and packing images (bin/images/)"
   "$here/cluster.sh" images
   "$here/tools-image.sh"
+  "$here/egress-proxy-image.sh"
   "$here/cluster.sh" load
 }
 
@@ -101,6 +102,7 @@ install() {
     -f "$CHART/ci/local-values.yaml" \
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set "approvalNotifications.allowCIDRs={$(node_ip)/32}" \
+    -f "$CHART/ci/egress-values.yaml" --set-string "egressProxy.testHosts=$(node_ip) allowed.test other.test" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s
@@ -173,14 +175,17 @@ EOF
 
 all_terminal() {
   local phases p
-  phases="$(kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}')"
+  phases="$(calls_json | jq -r '.items[] | .status.phase // "-"')"
   for p in $phases; do
     case "$p" in Succeeded | Failed | Denied) ;; *) return 1 ;; esac
   done
   [ "$(wc -w <<<"$phases")" -eq "${#CALL_NAMES[@]}" ]
 }
 
-calls_json() { kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o json; }
+# calls_json: the calls as a List (kubectl prints one object, not a List, for one name).
+calls_json() {
+  kc -n "$DEMO_NS" get toolcalls "${CALL_NAMES[@]}" -o json | jq 'if has("items") then . else {items: [.]} end'
+}
 
 # table: one line per call; OK compares phase/reason with the call's toolgate.dev/demo-expect
 # annotation; RESULT is the error, or the content (strings as they are, anything else as

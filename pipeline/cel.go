@@ -183,7 +183,16 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 // toolMap and callMap are the CEL variables tool and call as maps.
 func toolMap(t ToolInfo) map[string]any {
-	return map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations)}
+	return map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations), "egress": egressList(t.Egress)}
+}
+
+// egressList is tool.egress: [{"host": h, "port": p}], empty for a tool without one.
+func egressList(hps []HostPort) []any {
+	out := make([]any, 0, len(hps))
+	for _, hp := range hps {
+		out = append(out, map[string]any{"host": hp.Host, "port": int64(hp.Port)})
+	}
+	return out
 }
 
 func callMap(c CallInfo) map[string]any {
@@ -216,6 +225,8 @@ func (r *record) field(key string) (v ref.Val, ok bool) {
 			return types.String(t.Scope), true
 		case "annotations":
 			return stringMap{nonNilMap(t.Annotations)}, true
+		case "egress":
+			return jsonAdapter{}.NativeToValue(egressList(t.Egress)), true
 		}
 		return nil, false
 	}

@@ -64,9 +64,12 @@ func TestRecordBehavesAsMap(t *testing.T) {
 		`call.requesterGroups.exists(g, g.startsWith("sys"))`, `call.requesterGroups == ["admins", "system:authenticated"]`,
 		`call.requesterGroups[0]`, `type(call.requesterGroups) == list`, `has(call.requesterGroups)`,
 		`call.requesterGroups.all(g, g in ["admins", "system:authenticated"])`,
+		`tool.egress`, `size(tool.egress)`, `tool.egress.exists(e, e.host == "api.example.com" && e.port == 443)`,
+		`tool.egress.exists(e, e.host.endsWith(".example.com"))`, `tool.egress[0].port`, `has(tool.egress)`,
+		`tool.egress == [{"host": "api.example.com", "port": 443}]`, `"egress" in tool`,
 	}
 	inputs := []Input{
-		{Tool: ToolInfo{Name: "grep", Scope: "dev", Annotations: map[string]string{"risk": "low"}},
+		{Tool: ToolInfo{Name: "grep", Scope: "dev", Annotations: map[string]string{"risk": "low"}, Egress: []HostPort{{"api.example.com", 443}}},
 			Call: CallInfo{Namespace: "team-a", Session: "s1", Requester: "alice", Labels: map[string]string{"env": "prod"},
 				RequesterGroups: []string{"admins", "system:authenticated"}}},
 		{}, // nil annotations, labels and groups

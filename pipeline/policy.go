@@ -360,11 +360,20 @@ type Input struct {
 	Arguments *Frozen
 }
 
-// ToolInfo is the CEL variable tool: {name, scope, annotations}.
+// ToolInfo is the CEL variable tool: {name, scope, annotations, egress}.
 type ToolInfo struct {
 	Name        string
 	Scope       string
 	Annotations map[string]string
+	// Egress is the tool's sandbox.egress.allow (tool.egress, a list of {host, port}):
+	// a policy can ask for approval of tools that reach a given host.
+	Egress []HostPort
+}
+
+// HostPort is one entry of tool.egress.
+type HostPort struct {
+	Host string
+	Port int
 }
 
 // CallInfo is the CEL variable call: {namespace, session, requester, requesterGroups,

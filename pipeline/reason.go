@@ -48,6 +48,9 @@ const (
 	ReasonGuardDenied Reason = "GuardDenied"
 	// ReasonNotASubject: the requester is not a subject of the call's scope chain.
 	ReasonNotASubject Reason = "NotASubject"
+	// ReasonRuntimeClassRequired: a scope on the call's chain requires a RuntimeClass the
+	// tool would not run under.
+	ReasonRuntimeClassRequired Reason = "RuntimeClassRequired"
 )
 
 // Reasons of the approval decision.

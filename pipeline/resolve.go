@@ -52,6 +52,9 @@ type Scope struct {
 	Deny []string
 	// Subjects lists the requesters allowed to call in this scope; empty means anyone.
 	Subjects []string
+	// RuntimeClassName, when set, is the RuntimeClass every call in this scope (and in the
+	// scopes below it) must run under.
+	RuntimeClassName string
 }
 
 // ResolveError explains why a tool or scope could not be resolved.
@@ -93,7 +96,9 @@ type scopeNode struct {
 	allow    map[string]bool // nil permits all
 	deny     map[string]bool
 	subjects map[string]bool // nil admits anyone
-	tools    map[string]*Registration
+	// runtimeClass is the RuntimeClass the scope requires; "" requires none.
+	runtimeClass string
+	tools        map[string]*Registration
 }
 
 // NewIndex builds the index. Cycles and unknown parents are not build errors: they are
@@ -104,7 +109,7 @@ func NewIndex(clusterTools, namespaceTools []Registration, scopes []Scope) *Inde
 	for _, s := range scopes {
 		if _, seen := idx.scopes[s.Name]; !seen {
 			idx.scopes[s.Name] = &scopeNode{name: s.Name, allow: setOrNil(s.Allow),
-				deny: setOrNil(s.Deny), subjects: setOrNil(s.Subjects)}
+				deny: setOrNil(s.Deny), subjects: setOrNil(s.Subjects), runtimeClass: s.RuntimeClassName}
 		}
 	}
 	byScope := map[string][]Registration{}
@@ -303,6 +308,33 @@ func (idx *Index) IsSubject(scope, requester string) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// RuntimeClassGuard checks the RuntimeClass a call's body would run under (runtimeClass:
+// the tool's sandbox.runtimeClassName, else the operator's default; "" for the node's
+// default runtime) against every scope on the chain that requires one: Allow, or Deny with
+// ReasonRuntimeClassRequired naming the first scope it fails (or the scope's resolution
+// reason).
+func (idx *Index) RuntimeClassGuard(scope, tool, runtimeClass string) Decision {
+	chain, err := idx.scopeChain(scope)
+	if err != nil {
+		var re *ResolveError
+		if errors.As(err, &re) {
+			return deny(re.Reason, re.Msg)
+		}
+		return deny(ReasonUnknownScope, err.Error())
+	}
+	for _, s := range chain {
+		if s.runtimeClass != "" && s.runtimeClass != runtimeClass {
+			under := "the node's default runtime"
+			if runtimeClass != "" {
+				under = fmt.Sprintf("RuntimeClass %q", runtimeClass)
+			}
+			return deny(ReasonRuntimeClassRequired, fmt.Sprintf("scope %q requires RuntimeClass %q; tool %q would run under %s",
+				s.name, s.runtimeClass, tool, under))
+		}
+	}
+	return allow("the tool runs under the RuntimeClass the scope chain requires")
 }
 
 // SubjectGuard is IsSubject as a guard Decision for AdmitInput.Guards: Allow, or Deny

@@ -18,6 +18,7 @@ package pipeline
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +210,42 @@ func TestChain(t *testing.T) {
 		}
 		if diff := cmp.Diff(tc.want, got); err != nil || diff != "" {
 			t.Errorf("Chain(%q) = %v, %v (-want +got):\n%s", tc.scope, got, err, diff)
+		}
+	}
+}
+
+func TestRuntimeClassGuard(t *testing.T) {
+	idx := NewIndex(nil, nil, []Scope{
+		{Name: "sandboxed", RuntimeClassName: "gvisor"},
+		{Name: "below", Parent: "sandboxed"},
+		{Name: "other", Parent: "sandboxed", RuntimeClassName: "kata"},
+		{Name: "free"},
+	})
+	tests := []struct {
+		scope, runtimeClass string
+		reason              Reason
+	}{
+		{"", "", ReasonPolicyAllowed},
+		{"free", "", ReasonPolicyAllowed},
+		{"sandboxed", "gvisor", ReasonPolicyAllowed},
+		{"sandboxed", "", ReasonRuntimeClassRequired},
+		{"sandboxed", "runc", ReasonRuntimeClassRequired},
+		{"below", "gvisor", ReasonPolicyAllowed}, // inherited from the parent
+		{"below", "", ReasonRuntimeClassRequired},
+		{"other", "gvisor", ReasonRuntimeClassRequired}, // two scopes, two classes: nothing runs
+		{"other", "kata", ReasonRuntimeClassRequired},
+		{"missing", "gvisor", ReasonUnknownScope},
+	}
+	for _, tc := range tests {
+		d := idx.RuntimeClassGuard(tc.scope, "sh", tc.runtimeClass)
+		if d.Reason != tc.reason || (d.Verdict == Allow) != (tc.reason == ReasonPolicyAllowed) {
+			t.Errorf("RuntimeClassGuard(%q, %q) = %+v, want %s", tc.scope, tc.runtimeClass, d, tc.reason)
+		}
+	}
+	d := idx.RuntimeClassGuard("below", "sh", "")
+	for _, want := range []string{`scope "sandboxed"`, `"gvisor"`, `tool "sh"`, "the node's default runtime"} {
+		if !strings.Contains(d.Message, want) {
+			t.Errorf("message %q does not name %s", d.Message, want)
 		}
 	}
 }

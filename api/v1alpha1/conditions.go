@@ -88,6 +88,9 @@ const (
 	ReasonResolved = "Resolved"
 	// ReasonNotASubject: the requester is not among the subjects of a scope on the chain.
 	ReasonNotASubject = "NotASubject"
+	// ReasonRuntimeClassRequired: a scope on the chain requires a RuntimeClass (spec.
+	// runtimeClassName) that the tool would not run under.
+	ReasonRuntimeClassRequired = "RuntimeClassRequired"
 	// ReasonToolNotFound: no tool of that name is registered anywhere on the scope chain.
 	ReasonToolNotFound = "ToolNotFound"
 	// ReasonToolRestricted: the tool exists but a scope on the chain does not permit it.

@@ -74,6 +74,7 @@ const (
 // Host settings (timeout, body, sandbox) never reach the model.
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.scratch) || self.sandbox.scratch != 'None' || (has(self.body.runnerInImage) && self.body.runnerInImage)",message="sandbox.scratch None requires body.runnerInImage (the runner init container needs a volume to copy into)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.workspace) || self.sandbox.workspace != 'ReadWrite' || !has(self.concurrencySafe) || !self.concurrencySafe",message="a tool with sandbox.workspace ReadWrite is a barrier in its session: concurrencySafe must be false"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.size == 0 || !has(self.sandbox) || !has(self.sandbox.egress)",message="a warm pool cannot serve a tool with sandbox.egress: each attempt's Pod carries its own egress proxy credential, which a Pod started before the call cannot have"
 type ToolSpec struct {
 	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
 	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
@@ -281,6 +282,7 @@ type EnvVar struct {
 
 // Sandbox is the isolation of a tool body's Pod beyond the fixed hardening (non-root,
 // read-only root filesystem, no capabilities, no service-account token).
+// +kubebuilder:validation:XValidation:rule="!has(self.egress) || (has(self.network) && self.network == 'Egress')",message="sandbox.egress.allow requires sandbox.network: Egress (the Pod then reaches only the egress proxy, which lets through only the listed hosts)"
 type Sandbox struct {
 	// runtimeClassName runs the Pod under that RuntimeClass (gVisor, Kata). Default: the node's.
 	// +optional
@@ -293,6 +295,12 @@ type Sandbox struct {
 	// +optional
 	// +kubebuilder:default=None
 	Network NetworkMode `json:"network,omitempty"`
+
+	// egress lets the body reach the named hosts, and only those, through toolgate's egress
+	// proxy: requires network Egress, and the Pod then reaches only the proxy (see Egress).
+	// Absent: network Egress reaches anything outside the cluster's ranges.
+	// +optional
+	Egress *Egress `json:"egress,omitempty"`
 
 	// maxOutputBytes bounds what the runner reads from the body's stdout; more is an
 	// OutputTooLarge failure, never a silent cut. Default and maximum 1048576 (1 MiB): the

@@ -337,6 +337,11 @@ type Attempt struct {
 	// startTime is when the Pod was claimed, completionTime when the outcome was read.
 	// +optional
 	HandoverTime *metav1.Time `json:"handoverTime,omitempty"`
+
+	// egress is what the egress proxy saw of the attempt (tools with sandbox.egress only),
+	// written with the attempt's outcome: destinations and counts, never content.
+	// +optional
+	Egress *EgressLog `json:"egress,omitempty"`
 }
 
 // ExecutionPath is how an attempt's body ran.

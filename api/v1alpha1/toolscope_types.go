@@ -59,6 +59,15 @@ type ToolScopeSpec struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	Subjects []string `json:"subjects,omitempty"`
 
+	// runtimeClassName, when set, is the RuntimeClass every call made in this scope, or in a
+	// scope below it, must run under: a call whose tool would run under anything else (its
+	// sandbox.runtimeClassName, else the operator's --default-runtime-class) is refused with
+	// RuntimeClassRequired before its body runs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+
 	// approvalSinks receive a signed CloudEvent when a call made in this scope, or in a scope
 	// below it, asks for approval and when that approval is answered or expires (the sinks of
 	// the scope and of every ancestor, plus the operator's default sink). At most 8, unique

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -46,6 +48,7 @@ func main() {
 	flag.StringVar(&storageLimit, "default-ephemeral-storage-limit", "1Gi", "ephemeral-storage limit of tool Pods whose Tool sets none (emptyDirs, logs: what a Pod may write to the node's disk)")
 	flag.StringVar(&opts.Workspace.StorageClass, "workspace-storage-class", "", "StorageClass of session workspace claims whose ToolScope's spec.workspace names none; empty: the cluster's default StorageClass")
 	flag.StringVar(&scratchLimit, "default-scratch-size-limit", "256Mi", "sizeLimit of each emptyDir of tool Pods whose Tool sets no sandbox.scratchSizeLimit")
+	flag.StringVar(&opts.Job.DefaultRuntimeClassName, "default-runtime-class", "", "RuntimeClass of tool Pods whose Tool sets no sandbox.runtimeClassName (e.g. gvisor); empty: the node's default runtime")
 	flag.DurationVar(&opts.Retention.TTL, "toolcall-ttl", opts.Retention.TTL, "how long a finished ToolCall is kept when neither it (spec.ttlSecondsAfterFinished) nor its tool (spec.callTTLSecondsAfterFinished) says; 0 keeps such calls forever")
 	flag.DurationVar(&opts.Retention.MinTTL, "toolcall-min-ttl", opts.Retention.MinTTL, "the shortest a finished ToolCall is kept when it sets its own spec.ttlSecondsAfterFinished: a call may ask to be kept longer, never shorter (retention is the platform's); 0: no floor")
 	flag.IntVar(&opts.Retention.HistorySucceeded, "toolcall-history-succeeded", 0, "keep at most this many Succeeded ToolCalls per namespace, the most recently finished (older ones are deleted); 0: no limit")
@@ -55,6 +58,7 @@ func main() {
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	notifyOpts := bindNotify(flag.CommandLine)
+	egressOpts := bindEgressProxy(flag.CommandLine)
 	tracingOpts := bindTracing(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
@@ -82,6 +86,11 @@ func main() {
 		os.Exit(2)
 	}
 
+	if rc := opts.Job.DefaultRuntimeClassName; rc != "" && len(validation.IsDNS1123Subdomain(rc)) > 0 {
+		log.Error(errors.New(strings.Join(validation.IsDNS1123Subdomain(rc), "; ")), "invalid --default-runtime-class", "value", rc)
+		os.Exit(2)
+	}
+
 	for name, value := range map[string]string{"cpu": cpuLimit, "memory": memLimit, "ephemeral-storage": storageLimit, "scratch": scratchLimit} {
 		q, err := resource.ParseQuantity(value)
 		if err == nil && q.Sign() <= 0 {
@@ -103,6 +112,11 @@ func main() {
 	}
 	if err != nil {
 		log.Error(err, "invalid network policy settings")
+		os.Exit(2)
+	}
+
+	if opts.EgressProxy, err = egressOpts.options(); err != nil {
+		log.Error(err, "invalid egress proxy settings")
 		os.Exit(2)
 	}
 

@@ -21,4 +21,5 @@
 //	whoami     {}: uid, gid, capabilities, root filesystem and token checks of the sandbox
 //	oom        {"mib": N}: allocates N MiB, to be killed by its memory limit
 //	tracespan  {"name", "millis"}: one span of its own under $TRACEPARENT (the operator's execution span)
+//	fetch      {"url", "direct", "ca"}: one GET through the egress proxy (HTTPS_PROXY), or direct
 package tools

@@ -9,12 +9,16 @@ IMAGES_DIR="$ROOT/bin/images"                 # image tarballs (and their static
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 KNP_VERSION="${KNP_VERSION:-v0.8.0}"         # sigs.k8s.io/kube-network-policies
+COREDNS_VERSION="${COREDNS_VERSION:-v1.15.0}" # github.com/coredns/coredns
+PROVLIB_VERSION="${PROVLIB_VERSION:-v13.1.0}" # sigs.k8s.io/sig-storage-lib-external-provisioner
 NODE_NAME="${TOOLGATE_NODE_NAME:-toolgate-node}"
 APISERVER_PORT="${TOOLGATE_APISERVER_PORT:-6443}"
 ETCD_CLIENT_PORT=2379
 ETCD_PEER_PORT=2380
 SERVICE_CIDR=10.0.0.0/24
 SERVICE_IP=10.0.0.1                           # the `kubernetes` Service
+DNS_SERVICE_IP=10.0.0.10                      # the `kube-dns` Service (CoreDNS on this machine)
+CLUSTER_DOMAIN=cluster.local
 POD_CIDR=10.244.0.0/24
 BRIDGE=tgbr0
 PAUSE_IMAGE=toolgate.local/pause:dev
@@ -35,14 +39,22 @@ CONTAINERD_SOCK="$RUN/containerd.sock"
 API_URL="https://127.0.0.1:$APISERVER_PORT"
 
 # Components in start order; `down` stops them in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies)
-K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner)
+K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner)
 # nfacct: only for `down`, to delete the nfacct counters kube-proxy's rules create.
 # nftables: the nft tool, to check and clean up the NetworkPolicy enforcer's tables.
-APT_PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static openssl nfacct nftables)
+# runsc: gVisor, the `gvisor` RuntimeClass's handler (containerd's runc shim with runsc as its binary).
+APT_PACKAGES=(containerd runc runsc containernetworking-plugins iptables busybox-static openssl nfacct nftables)
 # The NetworkPolicy enforcer (hack/netpol): its NFQUEUE and its /metrics, /healthz port.
 NETPOL_QUEUE=100
 NETPOL_PORT=10330
+# CoreDNS: DNS on the node address, port 53 (the kube-dns Service's endpoint); health and ready.
+COREDNS_HEALTH_PORT=10332
+COREDNS_READY_PORT=10333
+# The volume provisioner: /metrics; one directory per volume under VOLUMES_DIR.
+PROVISIONER_PORT=10331
+PROVISIONER_NAME=toolgate.local/hostpath
+STORAGE_CLASS=toolgate-local
 
 # ---- logging and timing ---------------------------------------------------------------------
 _T0="${EPOCHREALTIME/./}"

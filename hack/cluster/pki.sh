@@ -10,6 +10,8 @@ TOKEN_USERS=(
   "scheduler|system:kube-scheduler|system:masters"
   "kube-proxy|system:kube-proxy|system:node-proxier"
   "kube-network-policies|system:kube-network-policies|"
+  "coredns|system:coredns|"
+  "provisioner|system:toolgate-provisioner|"
   "kubelet|system:node:$NODE_NAME|system:nodes"
   "agent|agent|"
   "approver|approver|"

@@ -22,6 +22,10 @@ binary_current() {
   if [ "$1" = etcd ]; then want="$ETCD_VERSION"; fi
   # The enforcer's version names the wrapper's source too (hack/netpol/main.go).
   if [ "$1" = kube-network-policies ]; then want="$KNP_VERSION+$(sha256sum "$ROOT/hack/netpol/main.go" | cut -c1-12)"; fi
+  # The add-ons' version names their sources too (hack/addons/*/main.go), as in k8s-binaries.sh.
+  case "$1" in coredns | provisioner)
+    want="$COREDNS_VERSION+$PROVLIB_VERSION+$(cat "$ROOT"/hack/addons/*/main.go | sha256sum | cut -c1-12)" ;;
+  esac
   [ -x "$K8S_BIN/$1" ] && [ "$(cat "$K8S_BIN/.$1.version" 2>/dev/null)" = "$want" ]
 }
 
@@ -34,6 +38,7 @@ ensure_binaries() {
   [ ${#missing[@]} -eq 0 ] && return 0
   log "building ${missing[*]} (cold: several minutes)"
   K8S_BIN_DIR="$K8S_BIN" K8S_VERSION="$K8S_VERSION" ETCD_VERSION="$ETCD_VERSION" KNP_VERSION="$KNP_VERSION" \
+    COREDNS_VERSION="$COREDNS_VERSION" PROVLIB_VERSION="$PROVLIB_VERSION" \
     "$ROOT/hack/k8s-binaries.sh" "${missing[@]}"
   log "binaries ready"
 }

@@ -17,6 +17,8 @@ restart_ready() {
       wait_for kube-network-policies "NetworkPolicy enforcer healthy" 30 http_healthy "$NETPOL_PORT"
       wait_for kube-network-policies "NetworkPolicy enforcer bound to its queue, guard in place" 30 netpol_enforcing
       ;;
+    coredns) wait_for coredns "CoreDNS ready" 30 dns_ready ;;
+    provisioner) wait_for provisioner "volume provisioner serving" 30 provisioner_healthy ;;
   esac
 }
 
@@ -31,6 +33,8 @@ restart_start() {
     kubelet) start_kubelet "$2" ;;
     kube-proxy) start_kube_proxy ;;
     kube-network-policies) start_netpol ;;
+    coredns) start_coredns "$2" ;;
+    provisioner) start_provisioner ;;
   esac
 }
 

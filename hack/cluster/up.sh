@@ -132,7 +132,8 @@ leftovers() {
 # check_ports: fail early and clearly when another program holds one of our ports.
 check_ports() {
   local port users
-  for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10249 10250 10256 10257 10259 "$NETPOL_PORT"; do
+  for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10249 10250 10256 10257 10259 "$NETPOL_PORT" \
+    "$PROVISIONER_PORT" "$COREDNS_HEALTH_PORT" "$COREDNS_READY_PORT"; do
     users="$(ss -Hltnp "sport = :$port" 2>/dev/null || true)"
     [ -z "$users" ] || die "port $port is already in use: $users"
   done
@@ -205,6 +206,8 @@ cmd_up() {
   start_kubelet "$ip"
   start_kube_proxy
   start_netpol
+  start_coredns "$ip"
+  start_provisioner
   wait_for kube-proxy "kube-proxy healthy" 30 http_healthy 10256
   wait_for kube-network-policies "NetworkPolicy enforcer healthy" 30 http_healthy "$NETPOL_PORT"
   wait_for kube-network-policies "NetworkPolicy enforcer bound to its queue, guard in place" 30 netpol_enforcing
@@ -213,6 +216,9 @@ cmd_up() {
   wait_for kubelet "node $NODE_NAME Ready" 60 node_ready
   wait_for kube-controller-manager "default ServiceAccount present" 60 default_sa
   wait_for kube-proxy "Service $SERVICE_IP routed" 30 kubernetes_service_routed
+  wait_for coredns "CoreDNS ready" 30 dns_ready
+  wait_for kube-proxy "Service kube-dns ($DNS_SERVICE_IP) routed" 30 dns_service_routed
+  wait_for provisioner "volume provisioner serving" 30 provisioner_healthy
 
   write_env_file "$ip"
   log "cluster up"

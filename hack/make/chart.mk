@@ -105,6 +105,11 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@grep -q 'mountPath: /etc/toolgate/approval-sink-ca' $(CHART_OUT)/local-sink-ca.yaml && grep -q '^  name: toolgate-approval-sink-ca$$' $(CHART_OUT)/local-sink-ca.yaml || { echo "make up's sink CA ConfigMap is not mounted"; exit 1; }
 	@grep -A2 'name: toolgate-approval-sink-secrets' $(CHART_OUT)/local-sink-ca.yaml | grep -q 'namespace: toolgate-demo' || { echo "the local values grant no Secret read in toolgate-demo"; exit 1; }
 	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set approvalNotifications.defaultSink.url=https://x >/dev/null 2>&1 || { echo "a default sink without a key rendered"; exit 1; }
+	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/egress-values.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/egress-values.yaml > $(CHART_OUT)/egress.yaml
+	@grep -q -- '- --egress-proxy-url=http://10.0.0.12:3128' $(CHART_OUT)/egress.yaml && grep -q -- '- --egress-proxy-key-file=/etc/toolgate/egress-proxy/key' $(CHART_OUT)/egress.yaml || { echo "the egress proxy is not passed to the operator"; exit 1; }
+	@grep -q -- '- --deny-cidrs=10.244.0.0/24' $(CHART_OUT)/egress.yaml && grep -q -- '- --hosts-file=' $(CHART_OUT)/egress.yaml && grep -q 'clusterIP: 10.0.0.12' $(CHART_OUT)/egress.yaml || { echo "the egress proxy's deny list, test hosts or ClusterIP are not rendered"; exit 1; }
+	@! grep -q -- 'egress-proxy' $(CHART_OUT)/default.yaml || { echo "the egress proxy is rendered by default"; exit 1; }
 
 .PHONY: chart-dry-run
 chart-dry-run: $(HELM_STAMP) ## Server-side dry run of the chart and config/examples against the running local cluster.

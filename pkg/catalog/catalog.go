@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/utils/ptr"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -210,5 +212,6 @@ func ClusterToolRegistration(t *v1alpha1.ClusterTool) pipeline.Registration {
 
 // ScopeOf is a ToolScope as the resolution index knows it.
 func ScopeOf(s *v1alpha1.ToolScope) pipeline.Scope {
-	return pipeline.Scope{Name: s.Name, Parent: s.Spec.Parent, Allow: s.Spec.Allow, Deny: s.Spec.Deny, Subjects: s.Spec.Subjects}
+	return pipeline.Scope{Name: s.Name, Parent: s.Spec.Parent, Allow: s.Spec.Allow, Deny: s.Spec.Deny, Subjects: s.Spec.Subjects,
+		RuntimeClassName: ptr.Deref(s.Spec.RuntimeClassName, "")}
 }

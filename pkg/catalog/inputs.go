@@ -94,7 +94,20 @@ func CallInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input 
 		in.Tool = pipeline.ToolInfo{Scope: snap.Scope, Annotations: snap.Annotations, Name: snap.Name}
 		if snap.Spec != nil {
 			in.Tool.Name = ToolName(snap.Spec, snap.Name)
+			in.Tool.Egress = egressAllow(snap.Spec.Sandbox)
 		}
 	}
 	return in
+}
+
+// egressAllow is what policies see as tool.egress: the tool's sandbox.egress.allow.
+func egressAllow(s v1alpha1.Sandbox) []pipeline.HostPort {
+	if s.Egress == nil {
+		return nil
+	}
+	out := make([]pipeline.HostPort, 0, len(s.Egress.Allow))
+	for _, r := range s.Egress.Allow {
+		out = append(out, pipeline.HostPort{Host: r.Host, Port: int(r.Port)})
+	}
+	return out
 }

@@ -81,3 +81,28 @@ func mustResolve(t *testing.T, idx *pipeline.Index, scope, name string) pipeline
 	}
 	return found
 }
+
+// Policies see a tool's sandbox.egress.allow as tool.egress, so a platform can ask for
+// approval of tools that reach a given host.
+func TestCallInputEgress(t *testing.T) {
+	spec := &v1alpha1.ToolSpec{Sandbox: v1alpha1.Sandbox{Network: v1alpha1.NetworkEgress, Egress: &v1alpha1.Egress{
+		Allow: []v1alpha1.EgressRule{{Host: "api.example.com", Port: 443}, {Host: "*.corp.example", Port: 8443}}}}}
+	call := &v1alpha1.ToolCall{Status: v1alpha1.ToolCallStatus{Tool: &v1alpha1.ToolSnapshot{Name: "fetch", Spec: spec}}}
+	want := []pipeline.HostPort{{Host: "api.example.com", Port: 443}, {Host: "*.corp.example", Port: 8443}}
+	if diff := cmp.Diff(want, CallInput(call, nil).Tool.Egress); diff != "" {
+		t.Errorf("tool.egress (-want +got):\n%s", diff)
+	}
+	c, err := pipeline.NewCompiler(pipeline.CompilerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := c.CompilePolicy(pipeline.PolicySpec{Name: "egress-needs-approval", Stage: pipeline.StagePreExecute, Rules: []pipeline.Rule{{
+		Name: "corp", Expression: `tool.egress.exists(e, e.host.endsWith(".corp.example"))`, Verdict: pipeline.Ask}}})
+	if d := pipeline.PreExecute([]*pipeline.Policy{pol}, CallInput(call, nil)); d.Verdict != pipeline.Ask {
+		t.Errorf("a tool reaching *.corp.example: verdict %v, want Ask (%+v)", d.Verdict, d)
+	}
+	spec.Sandbox.Egress = nil
+	if d := pipeline.PreExecute([]*pipeline.Policy{pol}, CallInput(call, nil)); d.Verdict != pipeline.Allow {
+		t.Errorf("a tool without egress: verdict %v, want Allow (%+v)", d.Verdict, d)
+	}
+}

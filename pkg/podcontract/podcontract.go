@@ -50,6 +50,13 @@ const (
 	EnvOTLPProtocol = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	// OTLPProtocolHTTP is the only protocol the tool endpoint speaks.
 	OTLPProtocolHTTP = "http/protobuf"
+	// EnvHTTPSProxy and EnvHTTPProxy point the HTTP clients of a body whose Tool names
+	// sandbox.egress.allow at the egress proxy, with the attempt's signed grant as the
+	// URL's password; the lowercase forms are set too (curl reads only http_proxy).
+	EnvHTTPSProxy      = "HTTPS_PROXY"
+	EnvHTTPProxy       = "HTTP_PROXY"
+	EnvHTTPSProxyLower = "https_proxy"
+	EnvHTTPProxyLower  = "http_proxy"
 	// NoArgsFile as EnvArgsFile means: write no arguments file (no writable volume).
 	NoArgsFile = "-"
 	// WarmOn is EnvWarm's value in a warm pool Pod.
@@ -126,6 +133,9 @@ const (
 const (
 	NetworkNone   = "none"
 	NetworkEgress = "egress"
+	// NetworkProxy: network Egress with sandbox.egress.allow; the Pod reaches only the
+	// egress proxy.
+	NetworkProxy = "proxy-only"
 )
 
 // Containers, volumes and paths of a tool Pod.

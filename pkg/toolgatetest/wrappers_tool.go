@@ -238,6 +238,12 @@ func (w *ToolScopeWrapper) Subjects(users ...string) *ToolScopeWrapper {
 	return w
 }
 
+// RuntimeClass sets spec.runtimeClassName: the RuntimeClass every call in the scope must run under.
+func (w *ToolScopeWrapper) RuntimeClass(name string) *ToolScopeWrapper {
+	w.Spec.RuntimeClassName = &name
+	return w
+}
+
 // ApprovalSink adds an entry to spec.approvalSinks: events to url, signed with the key
 // "hmac-key" of the Secret secretName in the scope's namespace; events empty means all.
 func (w *ToolScopeWrapper) ApprovalSink(name, url, secretName string, events ...toolgatev1alpha1.ApprovalEvent) *ToolScopeWrapper {

@@ -65,7 +65,7 @@ type sinkReceiver struct {
 
 // startSinkReceiver serves HTTPS on nodeIP:0 with a certificate for nodeIP signed by the
 // local sink CA (which the operator trusts: make up's approvalNotifications.caBundle).
-func startSinkReceiver(nodeIP string, key []byte) *sinkReceiver {
+func startSinkReceiver(nodeIP string, key []byte, dnsNames ...string) *sinkReceiver {
 	GinkgoHelper()
 	r := &sinkReceiver{verifier: approvalevents.Verifier{Keys: [][]byte{key}}}
 	l, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
@@ -73,7 +73,7 @@ func startSinkReceiver(nodeIP string, key []byte) *sinkReceiver {
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	Expect(r.Listener.Close()).To(Succeed())
 	r.Listener = l
-	r.TLS = &tls.Config{Certificates: []tls.Certificate{sinkServingCert(nodeIP)}, MinVersion: tls.VersionTLS12}
+	r.TLS = &tls.Config{Certificates: []tls.Certificate{sinkServingCert(nodeIP, dnsNames...)}, MinVersion: tls.VersionTLS12}
 	r.StartTLS()
 	DeferCleanup(r.Close)
 	return r
@@ -143,8 +143,9 @@ func sinkCAFiles() (crt, key string) {
 	return crt, key
 }
 
-// sinkServingCert mints a short-lived serving certificate for ip, signed by the sink CA.
-func sinkServingCert(ip string) tls.Certificate {
+// sinkServingCert mints a short-lived serving certificate for ip (and dnsNames), signed by
+// the sink CA.
+func sinkServingCert(ip string, dnsNames ...string) tls.Certificate {
 	GinkgoHelper()
 	crtFile, keyFile := sinkCAFiles()
 	caCert, caKey, err := loadCA(crtFile, keyFile)
@@ -158,6 +159,7 @@ func sinkServingCert(ip string) tls.Certificate {
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: "toolgate e2e approval sink"},
 		IPAddresses:  []net.IP{net.ParseIP(ip)},
+		DNSNames:     dnsNames,
 		NotBefore:    now.Add(-time.Minute),
 		NotAfter:     now.Add(30 * time.Minute),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

@@ -21,7 +21,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,8 +32,10 @@ import (
 	gs "github.com/onsi/gomega/gstruct"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -44,8 +48,9 @@ import (
 const localConsoleURL = "http://" + release + "-console." + systemNS + ".svc:8091"
 
 // Approval notifications on the real cluster: the deployed operator (leader) POSTs signed
-// CloudEvents to an HTTPS receiver on this machine — a certificate for the node address
-// from the local sink CA, which make up's chart install trusts — named by a ToolScope's
+// CloudEvents to an HTTPS receiver on this machine, by name through cluster DNS (a headless
+// Service whose endpoint is the node address; a certificate for that name from the local sink
+// CA, which make up's chart install trusts) — named by a ToolScope's
 // approvalSinks with its HMAC key in a Secret. A second sink of the scope refuses every
 // connection: the call is announced, approved and runs all the same.
 var _ = Describe("approval notifications reach a sink", Label("approval", "notify"), func() {
@@ -57,12 +62,18 @@ var _ = Describe("approval notifications reach a sink", Label("approval", "notif
 		_, err := rand.Read(key)
 		Expect(err).NotTo(HaveOccurred())
 		key = []byte(hex.EncodeToString(key)) // as `openssl rand -hex 32` makes it
-		sink := startSinkReceiver(nodeIP, key)
-
 		name := "e2e-notify-" + utilrand.String(5)
+		// The operator reaches the receiver by its Service's name: cluster DNS (CoreDNS,
+		// hack/cluster) answers for a headless Service whose endpoint is this machine.
+		host := name + "." + demoNS + ".svc"
+		sink := startSinkReceiver(nodeIP, key, host)
+		_, port, err := net.SplitHostPort(sink.Listener.Addr().String())
+		Expect(err).NotTo(HaveOccurred())
+		createHostService(ctx, name, nodeIP, port)
+
 		createSinkSecret(ctx, name, key)
 		scope := toolgatetest.MakeToolScope(name, demoNS).Parent(demoScope).
-			ApprovalSink("receiver", sink.URL+"/toolgate", name).
+			ApprovalSink("receiver", "https://"+net.JoinHostPort(host, port)+"/toolgate", name).
 			ApprovalSink("down", "https://"+refusingAddress(nodeIP)+"/toolgate", name).Obj()
 		createSinkScope(ctx, scope)
 
@@ -104,6 +115,29 @@ var _ = Describe("approval notifications reach a sink", Label("approval", "notif
 		}
 	}, SpecTimeout(4*time.Minute))
 })
+
+// createHostService names a listener on this machine in cluster DNS: a headless Service
+// without a selector, whose EndpointSlice holds the node address and port.
+func createHostService(ctx context.Context, name, nodeIP, port string) {
+	GinkgoHelper()
+	p, err := strconv.Atoi(port)
+	Expect(err).NotTo(HaveOccurred())
+	labels := map[string]string{e2eLabel: "true"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: labels},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+			Ports: []corev1.ServicePort{{Name: "https", Port: int32(p), Protocol: corev1.ProtocolTCP}}}}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demoNS, Labels: map[string]string{
+			e2eLabel: "true", discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "toolgate-e2e"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{nodeIP}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(int32(p)), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	for _, obj := range []client.Object{svc, slice} {
+		Expect(admin.Create(ctx, obj)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
+	}
+}
 
 // expectSinkCATrusted checks that the installed operator trusts the local sink CA: the
 // chart's ConfigMap holds the same certificate as the file this suite signs with.

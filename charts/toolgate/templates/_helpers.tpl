@@ -118,3 +118,25 @@ limitResponse:
     handSize: {{ .queuing.handSize }}
     queueLengthLimit: {{ .queuing.queueLengthLimit }}
 {{- end }}
+
+{{/* Labels that select the egress proxy's Pods (the manager's --egress-proxy-pod-labels). */}}
+{{- define "toolgate.egressProxySelectorLabels" -}}
+app.kubernetes.io/name: {{ include "toolgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: egress-proxy
+{{- end }}
+
+{{/* The egress proxy as tool bodies reach it, and its records listener as the operator does:
+egressProxy.url / recordsURL, else the Service's fixed ClusterIP, else its .svc name. */}}
+{{- define "toolgate.egressProxyHost" -}}
+{{- default (printf "%s-egress-proxy.%s.svc" (include "toolgate.fullname" .) .Release.Namespace) .Values.egressProxy.service.clusterIP }}
+{{- end }}
+{{- define "toolgate.egressProxyURL" -}}
+{{- default (printf "http://%s:%d" (include "toolgate.egressProxyHost" .) (int .Values.egressProxy.port)) .Values.egressProxy.url }}
+{{- end }}
+{{- define "toolgate.egressProxyRecordsURL" -}}
+{{- default (printf "http://%s:%d" (include "toolgate.egressProxyHost" .) (int .Values.egressProxy.recordsPort)) .Values.egressProxy.recordsURL }}
+{{- end }}
+{{- define "toolgate.egressProxyKeySecret" -}}
+{{- default (printf "%s-egress-proxy-key" (include "toolgate.fullname" .)) .Values.egressProxy.keySecret.name }}
+{{- end }}

@@ -12,6 +12,8 @@
 //	   emptyDirs): the init container copies the runner from the operator image first.
 //	W  a warm ToolCall: the echo Tool copied with spec.warmPool (-pool, default 2), a Ready
 //	   pool Pod waited for first (unmeasured): create -> terminal phase (warm.go).
+//	G  series A's ToolCall under gVisor: the echo Tool copied with sandbox.runtimeClassName
+//	   gvisor (and 256Mi of memory for gVisor's kernel), cold (gvisor.go).
 //	E  (diagnostic, -series ABCDE) the bare Pod of C plus the two emptyDir volumes toolgate's
 //	   tool Pods mount.
 //	S  a ToolCall of the echo Tool copied with sandbox.workspace ReadOnly into a bench scope
@@ -64,7 +66,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 30, "samples of each series")
 	flag.IntVar(&o.warmup, "warmup", 1, "unmeasured rounds first (image and page caches)")
-	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, W warm ToolCall, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace")
+	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, G series A under gVisor, W warm ToolCall, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace")
 	flag.DurationVar(&o.gap, "gap", time.Second, "pause after each sample (after its objects' deletion was requested), plus a random 0-1s jitter so that creates do not phase-lock with the kubelet's 1 s PLEG relist")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "per-sample timeout")
 	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (a non-empty object)")

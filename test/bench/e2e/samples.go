@@ -162,6 +162,8 @@ func (b *bench) one(series string) sample {
 		return b.pod(ctx, true)
 	case "W":
 		return b.warmSample(ctx)
+	case "G":
+		return b.call(ctx, "G", gvisorTool, "")
 	case "S", "P", "N":
 		return b.workspaceSample(ctx, series)
 	default:
@@ -189,7 +191,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEWSPN", r) {
+		if !strings.ContainsRune("ABCDEGWSPN", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -207,6 +209,14 @@ func run(o options) error {
 		if err := waitRegistered(ctx, b.admin, initTool); err != nil {
 			return err
 		}
+	}
+
+	if strings.Contains(o.series, "G") {
+		undo, err := b.createGvisorTool(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
 	}
 
 	if strings.ContainsAny(o.series, "SPN") {

@@ -3,6 +3,7 @@ package controller_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +58,28 @@ var _ = Describe("Scoped resolution", Label("resolution"), func() {
 		call := resolvedTo(ctx, ns, "c", "echo", "restricted")
 		Expect(call).To(HavePhase(v1alpha1.PhaseDenied), explain(call))
 		Expect(call.Status.Result.Reason).To(Equal("NotASubject"))
+	})
+
+	It("refuses a call whose tool would not run under the RuntimeClass its scope chain requires", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// Without the RuntimeClass the API server refuses the gVisor tool's Pod (the
+		// RuntimeClass admission plugin), and its call would wait for its deadline.
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}
+		Expect(client.IgnoreAlreadyExists(k8sClient.Create(ctx, rc))).To(Succeed())
+		create(ctx, echoTool(ns).Obj(),
+			MakeTool("sandboxed", ns).Name("sandboxed").Image("example/echo:1").Command("/echo").RuntimeClass("gvisor").Obj(),
+			MakeToolScope("strict", ns).RuntimeClass("gvisor").Obj(),
+			MakeToolScope("team", ns).Parent("strict").Obj())
+		refused := resolvedTo(ctx, ns, "runc", "echo", "team")
+		Expect(refused).To(HavePhase(v1alpha1.PhaseFailed), explain(refused))
+		Expect(refused.Status.Result.Reason).To(Equal(v1alpha1.ReasonRuntimeClassRequired), "the parent's requirement holds below it")
+		Expect(refused.Status.Result.Error).NotTo(ContainSubstring("gvisor"), "the model is not told the platform's configuration")
+		Expect(refused.Status.Conditions).To(ContainElement(And(HaveField("Type", v1alpha1.ConditionResolved),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring(`requires RuntimeClass "gvisor"`)))))
+		Expect(refused.Status.Attempts).To(BeEmpty(), "no body ran")
+		ran := resolvedTo(ctx, ns, "gvisor", "sandboxed", "team")
+		Expect(ran).To(HavePhase(v1alpha1.PhaseSucceeded), explain(ran))
+		Expect(resolvedTo(ctx, ns, "outside", "echo", "")).To(HavePhase(v1alpha1.PhaseSucceeded), "outside the scope nothing is required")
 	})
 
 	It("keeps the oldest of two tools with one name and marks the newer DuplicateName", func(ctx SpecContext) {

@@ -1,0 +1,90 @@
+package v1alpha1
+
+// Egress lets a tool body reach named hosts, and only those, through toolgate's egress
+// proxy. A Tool with egress.allow must set sandbox.network: Egress; its Pod then reaches
+// nothing but the proxy (NetworkPolicy), gets HTTPS_PROXY and HTTP_PROXY, and the proxy
+// lets through only the listed names (resolving them itself, refusing IP literals and any
+// name that resolves into the cluster's or other denied ranges). network: Egress without
+// egress.allow keeps its meaning: anything outside the cluster's ranges, no proxy.
+type Egress struct {
+	// allow lists the destinations: a host name (or "*." and a name for any name below it)
+	// and a TCP port. Required; 1 to 32 entries, each host and port pair once.
+	// +required
+	// +listType=map
+	// +listMapKey=host
+	// +listMapKey=port
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Allow []EgressRule `json:"allow"`
+}
+
+// EgressRule is one allowed destination.
+// +kubebuilder:validation:XValidation:rule="!self.host.matches('(^|[.])[0-9]+$')",message="host must be a DNS name, not an IP address: the egress proxy refuses IP literals"
+type EgressRule struct {
+	// host is a lowercase DNS name ("api.example.com"), or "*." and a name
+	// ("*.example.com": any name with at least one more label, never example.com itself).
+	// A wildcard is allowed only as the whole leftmost label. Required; at most 253 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?([a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([-a-z0-9_]{0,61}[a-z0-9_])?$`
+	Host string `json:"host"`
+
+	// port is the TCP port. Required; 1 to 65535.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// EgressLog is what the egress proxy saw of one attempt, read by the operator when the
+// attempt ended: destinations and counts, never content.
+type EgressLog struct {
+	// destinations are the hosts the body asked for, sorted by host and port. At most 32.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Destinations []EgressDestination `json:"destinations,omitempty"`
+
+	// omitted counts requests to destinations beyond the 32 listed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Omitted int32 `json:"omitted,omitempty"`
+
+	// unavailable says why the proxy's records could not be read (the proxy unreachable,
+	// or not configured; destinations is then empty), or that the proxy restarted during
+	// the attempt (what it saw before is lost).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// EgressDestination counts an attempt's requests to one host and port.
+type EgressDestination struct {
+	// host is the name asked for, an IP literal the proxy refused, or "(invalid)".
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+
+	// port is the TCP port asked for (0 when the request named none the proxy understood).
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// allowed counts the connections (CONNECT) and plain-HTTP requests let through.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Allowed int32 `json:"allowed,omitempty"`
+
+	// refused counts the ones refused.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Refused int32 `json:"refused,omitempty"`
+
+	// reason is the last refusal's reason: NotAllowed, IPLiteral, InvalidHost,
+	// DeniedRange, Unresolved, BadRequest or TooManyTunnels.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Reason string `json:"reason,omitempty"`
+}

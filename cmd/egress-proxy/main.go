@@ -1,0 +1,120 @@
+// Command egress-proxy is toolgate's egress proxy: the only destination of a tool Pod whose
+// Tool names sandbox.egress.allow. It lets a body's HTTP(S) requests through to the hosts
+// its call's signed grant allows (CONNECT for TLS, absolute URIs for plain HTTP), resolves
+// every name itself and refuses IP literals and any name that resolves into a denied range.
+// It records, per attempt, the destinations it allowed and refused (counts and names, never
+// content) and serves them to the operator on a second listener, to the bearer of a token
+// derived from the proxy key. It needs no Kubernetes API access (docs/architecture.md,
+// "Egress proxy").
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/egress"
+)
+
+type options struct {
+	listen, recordsListen, keyFile, hostsFile string
+	deny                                      []netip.Prefix
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "egress-proxy:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("egress-proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var deny string
+	fs.StringVar(&o.listen, "listen", ":3128", "address of the proxy listener (tool Pods)")
+	fs.StringVar(&o.recordsListen, "records-listen", ":3129", "address of the records and health listener (the operator)")
+	fs.StringVar(&o.keyFile, "key-file", "", "file holding the proxy key the operator signs grants with (required; at least 32 bytes)")
+	fs.StringVar(&deny, "deny-cidrs", "", "comma-separated CIDRs no destination may resolve to, besides the built-in loopback, link-local, private, CGNAT, ULA and multicast ranges: the cluster's Pod, Service and node ranges")
+	fs.StringVar(&o.hostsFile, "hosts-file", "", "TEST HOOK: a hosts file (address name...) answered before DNS, e.g. allowed.test for e2e; never in production")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.keyFile == "" {
+		return o, errors.New("--key-file is required")
+	}
+	extra, err := egress.ParseDeny(deny)
+	if err != nil {
+		return o, err
+	}
+	o.deny = append(egress.DefaultDeny(), extra...)
+	return o, nil
+}
+
+func run(args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	key, err := os.ReadFile(o.keyFile)
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	key = []byte(strings.TrimSpace(string(key)))
+	var resolver egress.Resolver = net.DefaultResolver
+	if o.hostsFile != "" {
+		f, err := os.Open(o.hostsFile)
+		if err != nil {
+			return fmt.Errorf("hosts file: %w", err)
+		}
+		hosts, err := egress.ParseHosts(f)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+		log.Warn("test hook: answering names from a hosts file", "names", len(hosts))
+		resolver = egress.StaticResolver{Hosts: hosts, Next: net.DefaultResolver}
+	}
+	rec := egress.NewRecorder(time.Now)
+	proxy, err := egress.NewProxy(egress.Config{Key: key, Resolver: resolver, Deny: o.deny, Now: time.Now, Recorder: rec, Log: log})
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{
+		{Addr: o.listen, Handler: proxy, ReadHeaderTimeout: 10 * time.Second},
+		{Addr: o.recordsListen, Handler: egress.NewRecordsHandler(key, rec), ReadHeaderTimeout: 10 * time.Second},
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errs <- s.ListenAndServe() }()
+	}
+	log.Info("serving", "proxy", o.listen, "records", o.recordsListen, "denyRanges", len(o.deny))
+	select {
+	case err = <-errs:
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	return err
+}

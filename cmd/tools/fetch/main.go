@@ -1,0 +1,107 @@
+// Command fetch makes one HTTP(S) GET, for end-to-end checks of sandbox.network and the
+// egress proxy: through the proxy the Pod's HTTPS_PROXY / HTTP_PROXY name (Go's
+// ProxyFromEnvironment), or with {"direct": true} straight to the destination, as a body
+// that ignores the proxy would. {"url" or "urls" (up to 8, one after the other), "direct",
+// "ca" (PEM to trust besides the system's), "timeoutSeconds" (default 5, per request)}.
+// The result is always an object, {"results": [...]} for urls: the status and the first
+// bytes of the body, or the error; never isError, so a test reads what happened.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/toolgate/toolgate/cmd/tools/internal/toolio"
+)
+
+const maxBody = 1024
+
+const maxURLs = 8
+
+type args struct {
+	URL            string   `json:"url"`
+	URLs           []string `json:"urls"`
+	Direct         bool     `json:"direct"`
+	CA             string   `json:"ca"`
+	TimeoutSeconds int      `json:"timeoutSeconds"`
+}
+
+type result struct {
+	OK     bool   `json:"ok"`
+	Status int    `json:"status,omitempty"`
+	Body   string `json:"body,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+func main() { toolio.Main(run) }
+
+func run(raw []byte) (any, error) {
+	var a args
+	if err := toolio.Decode(raw, &a); err != nil {
+		return nil, err
+	}
+	if (a.URL == "") == (len(a.URLs) == 0) || len(a.URLs) > maxURLs {
+		return nil, fmt.Errorf("give url or urls (1 to %d)", maxURLs)
+	}
+	client, err := newClient(a)
+	if err != nil {
+		return nil, err
+	}
+	if a.URL != "" {
+		return get(client, a.URL), nil
+	}
+	out := struct {
+		Results []result `json:"results"`
+	}{}
+	for _, u := range a.URLs {
+		out.Results = append(out.Results, get(client, u))
+	}
+	return out, nil
+}
+
+func newClient(a args) (*http.Client, error) {
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	if a.Direct {
+		tr.Proxy = nil
+	}
+	if a.CA != "" {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM([]byte(a.CA)) {
+			return nil, errors.New("ca: no PEM certificate")
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	timeout := time.Duration(a.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &http.Client{Transport: tr, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+}
+
+func get(c *http.Client, url string) result {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return result{Error: err.Error()}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	r := result{OK: resp.StatusCode/100 == 2, Status: resp.StatusCode, Body: string(b)}
+	if err != nil {
+		r.Error = fmt.Sprintf("reading the body: %v", err)
+	}
+	return r
+}

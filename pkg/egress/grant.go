@@ -1,0 +1,96 @@
+package egress
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Grant is what one attempt's body may reach through the proxy: the operator signs it
+// with the proxy key and hands it to the body inside its proxy URL; the proxy verifies it
+// on every request and records what it saw under the attempt's Key. The body can read its
+// own grant but cannot forge another (it never holds the key), so it can neither widen its
+// allow list nor have its traffic counted on another call.
+type Grant struct {
+	Namespace string `json:"ns"`
+	Call      string `json:"call"`
+	UID       string `json:"uid"`
+	Attempt   int32  `json:"attempt"`
+	Allow     []Rule `json:"allow"`
+	// Expires (Unix seconds) ends the grant: the attempt's deadline plus a margin.
+	Expires int64 `json:"exp"`
+}
+
+// Key names an attempt's records: the call's UID and the attempt number.
+func (g Grant) Key() string { return AttemptKey(g.UID, g.Attempt) }
+
+// AttemptKey is the key the proxy files an attempt's records under.
+func AttemptKey(uid string, attempt int32) string { return fmt.Sprintf("%s/%d", uid, attempt) }
+
+// ProxyUser is the user name of the proxy credential; the password is the signed grant.
+const ProxyUser = "call"
+
+// MinKeyBytes is the shortest proxy key the operator and the proxy accept.
+const MinKeyBytes = 32
+
+// maxGrantBytes bounds a credential the proxy decodes (a grant of 32 rules of 253-byte
+// names is about 9 KiB encoded).
+const maxGrantBytes = 16 << 10
+
+var enc = base64.RawURLEncoding
+
+// Sign returns the grant as a credential: base64url(JSON) "." base64url(HMAC-SHA256).
+func Sign(key []byte, g Grant) (string, error) {
+	if len(key) < MinKeyBytes {
+		return "", fmt.Errorf("proxy key: %d bytes, want at least %d", len(key), MinKeyBytes)
+	}
+	body, err := json.Marshal(g)
+	if err != nil {
+		return "", err
+	}
+	payload := enc.EncodeToString(body)
+	return payload + "." + enc.EncodeToString(mac(key, "grant", payload)), nil
+}
+
+// Verify checks a credential's signature and expiry and returns its grant.
+func Verify(key []byte, credential string, now time.Time) (Grant, error) {
+	var g Grant
+	if len(credential) > maxGrantBytes {
+		return g, errors.New("credential too long")
+	}
+	payload, sig, ok := strings.Cut(credential, ".")
+	got, err := enc.DecodeString(sig)
+	if !ok || err != nil || !hmac.Equal(got, mac(key, "grant", payload)) {
+		return g, errors.New("credential not signed by the operator")
+	}
+	body, err := enc.DecodeString(payload)
+	if err != nil {
+		return g, errors.New("credential not signed by the operator")
+	}
+	if err := json.Unmarshal(body, &g); err != nil {
+		return g, fmt.Errorf("credential: %w", err)
+	}
+	if now.Unix() > g.Expires {
+		return g, errors.New("credential expired")
+	}
+	return g, nil
+}
+
+// RecordsToken is the bearer token of the proxy's records endpoint, derived from the key:
+// only the operator (which holds the key) reads what the proxy recorded.
+func RecordsToken(key []byte) string {
+	return enc.EncodeToString(mac(key, "records", ""))
+}
+
+// mac keys each use of the proxy key by purpose, so a grant's signature is never a
+// records token and the other way round.
+func mac(key []byte, purpose, msg string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("toolgate-egress/" + purpose + "\x00" + msg))
+	return h.Sum(nil)
+}

@@ -1,0 +1,325 @@
+package egress
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// Config is the proxy's setup.
+type Config struct {
+	// Key verifies grants (and derives the records token); at least MinKeyBytes.
+	Key []byte
+	// Resolver resolves every destination name (net.DefaultResolver in production).
+	Resolver Resolver
+	// Deny are the ranges no resolved address may lie in (DefaultDeny plus the cluster's).
+	Deny []netip.Prefix
+	// Now is the clock grants expire on.
+	Now func() time.Time
+	// Recorder files what each attempt asked for.
+	Recorder *Recorder
+	// Log receives one line per refusal (names normalised, never the request's bytes).
+	Log *slog.Logger
+	// DialTimeout bounds the lookup and the connection to a destination.
+	DialTimeout time.Duration
+	// MaxTunnels bounds the CONNECT tunnels one attempt holds open at once (default 64):
+	// one body cannot take every connection of the proxy.
+	MaxTunnels int
+}
+
+// proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
+// CONNECT tunnelling.
+type proxy struct {
+	cfg     Config
+	tunnels *tunnels
+}
+
+// NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
+// plain HTTP. Every request needs a grant (Proxy-Authorization: Basic, user ProxyUser,
+// password the signed grant); the destination must be a name the grant allows on that
+// port, the proxy resolves it itself and connects to the address it checked.
+func NewProxy(cfg Config) (http.Handler, error) {
+	if len(cfg.Key) < MinKeyBytes {
+		return nil, fmt.Errorf("proxy key: %d bytes, want at least %d", len(cfg.Key), MinKeyBytes)
+	}
+	if cfg.Resolver == nil || cfg.Recorder == nil || cfg.Now == nil {
+		return nil, errors.New("proxy config: resolver, recorder and clock are required")
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxTunnels <= 0 {
+		cfg.MaxTunnels = 64
+	}
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]int{}, max: cfg.MaxTunnels}}
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	// Never chain to the proxy process's own HTTPS_PROXY; dial only what decide checked.
+	gp.ConnectDial, gp.ConnectDialWithReq = nil, nil
+	gp.Tr = &http.Transport{DialContext: p.dialChecked, ForceAttemptHTTP2: false,
+		ResponseHeaderTimeout: time.Minute, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
+	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "toolgate egress proxy: send proxy requests (CONNECT or an absolute URI)", http.StatusBadRequest)
+	})
+	gp.OnRequest().HandleConnectFunc(p.connect)
+	gp.OnRequest().DoFunc(p.plain)
+	return gp, nil
+}
+
+// connect decides a CONNECT: the tunnel goes to the checked address, never to the name.
+func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	g, resp := p.authenticate(ctx.Req)
+	if resp != nil {
+		ctx.Resp = resp
+		return goproxy.RejectConnect, hostport
+	}
+	release, ok := p.tunnels.acquire(g.Key())
+	if !ok {
+		host, port, _ := splitHostPort(hostport, 443)
+		if n, valid := NormalizeHost(host); valid {
+			host = n
+		} else {
+			host = InvalidHost
+		}
+		p.note(g, host, port, RefusedTooManyTunnels)
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels)
+		return goproxy.RejectConnect, hostport
+	}
+	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
+	if refusal != "" {
+		release()
+		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal)
+		return goproxy.RejectConnect, hostport
+	}
+	// The tunnel's slot is held until its connection to the destination closes.
+	ctx.Dialer = func(c context.Context, network, addr string) (net.Conn, error) {
+		conn, err := p.dialChecked(c, network, addr)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		tcp, isTCP := conn.(*net.TCPConn)
+		if !isTCP { // never: dialChecked dials TCP
+			release()
+			_ = conn.Close()
+			return nil, fmt.Errorf("egress proxy: %T is not a TCP connection", conn)
+		}
+		return &releasingConn{TCPConn: tcp, release: release}, nil
+	}
+	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, dest
+}
+
+// plain decides a plain-HTTP request: the URL's host becomes the checked address, the Host
+// header keeps the name.
+func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	g, resp := p.authenticate(r)
+	if resp != nil {
+		return r, resp
+	}
+	if r.URL.Scheme != "http" {
+		p.note(g, InvalidHost, 0, RefusedBadRequest)
+		return r, refuse(r, http.StatusBadRequest, RefusedBadRequest)
+	}
+	dest, refusal := p.decide(r.Context(), g, r.URL.Host, 80)
+	if refusal != "" {
+		return r, refuse(r, http.StatusForbidden, refusal)
+	}
+	if r.Host == "" {
+		r.Host = r.URL.Host
+	}
+	r.URL.Host = dest
+	return r, nil
+}
+
+// authenticate verifies the request's grant; a response when there is none that holds.
+func (p *proxy) authenticate(r *http.Request) (Grant, *http.Response) {
+	user, pass, ok := proxyBasicAuth(r.Header.Get("Proxy-Authorization"))
+	if !ok || user != ProxyUser {
+		resp := refuse(r, http.StatusProxyAuthRequired, "a toolgate call credential is required")
+		resp.Header.Set("Proxy-Authenticate", `Basic realm="toolgate egress"`)
+		return Grant{}, resp
+	}
+	g, err := Verify(p.cfg.Key, pass, p.cfg.Now())
+	if err != nil {
+		p.cfg.Log.Info("refused a request", "why", err.Error())
+		return Grant{}, refuse(r, http.StatusProxyAuthRequired, err.Error())
+	}
+	return g, nil
+}
+
+// decide returns the address to connect to for host[:port], or why not; it records the
+// decision on the grant's attempt either way.
+func (p *proxy) decide(ctx context.Context, g Grant, hostport string, defaultPort int32) (string, string) {
+	host, port, ok := splitHostPort(hostport, defaultPort)
+	if !ok {
+		p.note(g, InvalidHost, 0, RefusedBadRequest)
+		return "", RefusedBadRequest
+	}
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err == nil {
+		p.note(g, a.String(), port, RefusedIPLiteral)
+		return "", RefusedIPLiteral
+	}
+	name, ok := NormalizeHost(host)
+	if !ok {
+		p.note(g, InvalidHost, port, RefusedInvalidHost)
+		return "", RefusedInvalidHost
+	}
+	if !Allowed(g.Allow, name, port) {
+		p.note(g, name, port, RefusedNotAllowed)
+		return "", RefusedNotAllowed
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+	defer cancel()
+	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", name)
+	if err != nil || len(addrs) == 0 {
+		p.note(g, name, port, RefusedUnresolved)
+		return "", RefusedUnresolved
+	}
+	// Every address must be outside the denied ranges: a name that resolves to one public
+	// and one cluster address is refused, whichever the proxy would have picked.
+	for _, a := range addrs {
+		if Denied(p.cfg.Deny, a) {
+			p.note(g, name, port, RefusedDeniedRange)
+			return "", RefusedDeniedRange
+		}
+	}
+	p.note(g, name, port, "")
+	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(port)).String(), ""
+}
+
+func (p *proxy) note(g Grant, host string, port int32, refusal string) {
+	p.cfg.Recorder.Note(g, host, port, refusal)
+	if refusal != "" {
+		p.cfg.Log.Info("refused a destination", "namespace", g.Namespace, "call", g.Call,
+			"attempt", g.Attempt, "host", host, "port", port, "reason", refusal)
+	}
+}
+
+// dialChecked is the only way out: it dials an address literal that decide produced, and
+// checks it once more, so that no path through goproxy can reach a name or a denied range.
+func (p *proxy) dialChecked(ctx context.Context, network, addr string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || Denied(p.cfg.Deny, ap.Addr()) {
+		return nil, fmt.Errorf("egress proxy: %q is not a checked destination", addr)
+	}
+	d := net.Dialer{Timeout: p.cfg.DialTimeout}
+	return d.DialContext(ctx, network, ap.String())
+}
+
+func splitHostPort(hostport string, defaultPort int32) (string, int32, bool) {
+	host, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		// No port: the whole is the host (a bare IPv6 literal must be bracketed).
+		if strings.Contains(hostport, ":") && !strings.HasPrefix(hostport, "[") {
+			return "", 0, false
+		}
+		return hostport, defaultPort, hostport != ""
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 || host == "" {
+		return "", 0, false
+	}
+	return host, int32(port), true
+}
+
+func proxyBasicAuth(h string) (user, pass string, ok bool) {
+	const prefix = "Basic "
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(h[len(prefix):])
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(raw), ":")
+}
+
+func refuse(r *http.Request, status int, why string) *http.Response {
+	resp := goproxy.NewResponse(r, goproxy.ContentTypeText, status, "toolgate egress proxy: "+why+"\n")
+	return resp
+}
+
+// NewRecordsHandler serves GET /records/<uid>/<attempt> (the attempt's Record as JSON; an
+// empty record when the proxy saw nothing) to a bearer of RecordsToken(key), and /healthz.
+func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
+	want := []byte("Bearer " + RecordsToken(key))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /records/{uid}/{attempt}", func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		attempt, err := strconv.ParseInt(r.PathValue("attempt"), 10, 32)
+		if err != nil {
+			http.Error(w, "attempt: want a number", http.StatusBadRequest)
+			return
+		}
+		record, _ := rec.Get(AttemptKey(r.PathValue("uid"), int32(attempt)))
+		w.Header().Set("Content-Type", recordsContentType)
+		_ = json.NewEncoder(w).Encode(record)
+	})
+	return mux
+}
+
+// RecordsURL is where the operator reads an attempt's record, below the proxy's base URL.
+func RecordsURL(base, uid string, attempt int32) string {
+	return strings.TrimSuffix(base, "/") + recordsPath + uid + "/" + strconv.Itoa(int(attempt))
+}
+
+// tunnels counts each attempt's open CONNECT tunnels.
+type tunnels struct {
+	mu   sync.Mutex
+	open map[string]int
+	max  int
+}
+
+// acquire takes a slot for key; release gives it back (once, however often it is called).
+func (t *tunnels) acquire(key string) (release func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open[key] >= t.max {
+		return nil, false
+	}
+	t.open[key]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.open[key]--; t.open[key] <= 0 {
+				delete(t.open, key)
+			}
+		})
+	}, true
+}
+
+// releasingConn gives its tunnel slot back when closed; it stays a *net.TCPConn underneath
+// so goproxy can half-close it.
+type releasingConn struct {
+	*net.TCPConn
+	release func()
+}
+
+func (c *releasingConn) Close() error {
+	c.release()
+	return c.TCPConn.Close()
+}
