@@ -27,9 +27,9 @@ const maxURLs = 8
 type args struct {
 	URL            string   `json:"url"`
 	URLs           []string `json:"urls"`
-	Direct         bool   `json:"direct"`
-	CA             string `json:"ca"`
-	TimeoutSeconds int    `json:"timeoutSeconds"`
+	Direct         bool     `json:"direct"`
+	CA             string   `json:"ca"`
+	TimeoutSeconds int      `json:"timeoutSeconds"`
 }
 
 type result struct {
