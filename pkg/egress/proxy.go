@@ -86,7 +86,7 @@ func NewProxy(cfg Config) (http.Handler, error) {
 
 // connect decides a CONNECT: the tunnel goes to the checked address, never to the name.
 func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-	g, resp := p.authenticate(ctx.Req)
+	g, resp := p.authenticate(ctx.Req) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 	if resp != nil {
 		ctx.Resp = resp
 		return goproxy.RejectConnect, hostport
@@ -100,13 +100,13 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 			host = InvalidHost
 		}
 		p.note(g, host, port, RefusedTooManyTunnels)
-		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels)
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
 	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
 	if refusal != "" {
 		release()
-		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal)
+		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
 	// The tunnel's slot is held until its connection to the destination closes.
