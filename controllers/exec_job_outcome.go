@@ -127,6 +127,10 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 		}
 		return o, true
 	}
+	if credentialMissing(cs) {
+		base.TerminationReason, base.Started = pipeline.TerminationCredentialMissing, false
+		return base, true
+	}
 	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if w := s.State.Waiting; w != nil && imageErrorsFinal[w.Reason] {
 			base.TerminationReason, base.Started = w.Reason, false
@@ -174,7 +178,8 @@ func terminatedOutcome(ctx context.Context, t *corev1.ContainerStateTerminated, 
 func reportOf(f frame.Frame) *pipeline.Report {
 	stdout, _ := f.StdoutData() // validated by the decoder
 	r := &pipeline.Report{ExitCode: f.ExitCode, Signal: f.Signal, Stdout: stdout,
-		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail, OutputLeftOpen: f.OutputLeftOpen}
+		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail, OutputLeftOpen: f.OutputLeftOpen,
+		Redactions: f.Redactions, RunnerReason: f.Reason}
 	if f.Reason != "" {
 		r.StderrTail = f.Reason + ": " + f.Error
 	}

@@ -193,7 +193,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
-	return corev1.PodSpec{
+	return withSecretFiles(corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		ActiveDeadlineSeconds:         ptr.To(deadline),
 		TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
@@ -211,7 +211,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		Containers:     []corev1.Container{tool},
 		HostAliases:    hostAliases(in.EgressProxyAlias),
 		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
-	}
+	}, body)
 }
 
 // RuntimeClassOf is the RuntimeClass a tool's Pods run under: the Tool's, else the
@@ -267,8 +267,9 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 func toolEnv(in JobInput) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
 	for _, e := range in.Tool.Body.Env {
-		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		env = append(env, bodyEnvVar(e))
 	}
+	env = append(env, credentialEnv(in.Tool.Body)...)
 	if in.Traceparent != "" {
 		env = append(env, literalEnv(podcontract.EnvTraceparent, in.Traceparent))
 	}

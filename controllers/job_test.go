@@ -242,6 +242,7 @@ func TestBuildJobPassesPodSecurityRestricted(t *testing.T) {
 		"init-container":  testJobInput(nil),
 		"runner-in-image": testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		"scratch-none":    testJobInput(scratchNone),
+		"credentials":     testJobInput(withCredentials),
 	} {
 		job := BuildJob(in, DefaultJobOptions())
 		results := evaluator.EvaluatePod(level, &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)

@@ -26,6 +26,9 @@ func warmPoolSize(spec *toolgatev1alpha1.ToolSpec) int {
 	if spec == nil || spec.WarmPool == nil || spec.WarmPool.Size <= 0 {
 		return 0
 	}
+	if hasCredentials(spec.Body) {
+		return 0 // the API refuses it (CEL): a pool Pod must never hold a Secret value before its call
+	}
 	return int(spec.WarmPool.Size)
 }
 
@@ -48,7 +51,7 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) corev1.PodSpe
 	tool.Stdin, tool.StdinOnce = true, true
 	env := make([]corev1.EnvVar, 0, len(spec.Body.Env)+4)
 	for _, e := range spec.Body.Env {
-		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		env = append(env, bodyEnvVar(e))
 	}
 	env = append(env, toolOTLPEnv(spec.Body.Env, opts)...)
 	env = append(env,

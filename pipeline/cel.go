@@ -183,7 +183,18 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 // toolMap and callMap are the CEL variables tool and call as maps.
 func toolMap(t ToolInfo) map[string]any {
-	return map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations), "egress": egressList(t.Egress)}
+	return map[string]any{"name": t.Name, "scope": t.Scope, "annotations": nonNilMap(t.Annotations), "egress": egressList(t.Egress),
+		"credentials": credentialList(t.Credentials)}
+}
+
+// credentialList is tool.credentials: [{"name", "secret", "key", "as"}], empty for a tool
+// without one.
+func credentialList(cs []Credential) []any {
+	out := make([]any, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, map[string]any{"name": c.Name, "secret": c.Secret, "key": c.Key, "as": c.As})
+	}
+	return out
 }
 
 // egressList is tool.egress: [{"host": h, "port": p}], empty for a tool without one.
@@ -227,6 +238,8 @@ func (r *record) field(key string) (v ref.Val, ok bool) {
 			return stringMap{nonNilMap(t.Annotations)}, true
 		case "egress":
 			return jsonAdapter{}.NativeToValue(egressList(t.Egress)), true
+		case "credentials":
+			return jsonAdapter{}.NativeToValue(credentialList(t.Credentials)), true
 		}
 		return nil, false
 	}

@@ -67,9 +67,13 @@ func TestRecordBehavesAsMap(t *testing.T) {
 		`tool.egress`, `size(tool.egress)`, `tool.egress.exists(e, e.host == "api.example.com" && e.port == 443)`,
 		`tool.egress.exists(e, e.host.endsWith(".example.com"))`, `tool.egress[0].port`, `has(tool.egress)`,
 		`tool.egress == [{"host": "api.example.com", "port": 443}]`, `"egress" in tool`,
+		`tool.credentials`, `size(tool.credentials)`, `tool.credentials.exists(c, c.secret == "github" && c.as == "env")`,
+		`tool.credentials[0].key`, `"credentials" in tool`, `tool.credentials.map(c, c.name)`,
+		`tool.credentials == [{"name": "TOKEN", "secret": "github", "key": "token", "as": "env"}]`,
 	}
 	inputs := []Input{
-		{Tool: ToolInfo{Name: "grep", Scope: "dev", Annotations: map[string]string{"risk": "low"}, Egress: []HostPort{{"api.example.com", 443}}},
+		{Tool: ToolInfo{Name: "grep", Scope: "dev", Annotations: map[string]string{"risk": "low"}, Egress: []HostPort{{"api.example.com", 443}},
+			Credentials: []Credential{{Name: "TOKEN", Secret: "github", Key: "token", As: "env"}}},
 			Call: CallInfo{Namespace: "team-a", Session: "s1", Requester: "alice", Labels: map[string]string{"env": "prod"},
 				RequesterGroups: []string{"admins", "system:authenticated"}}},
 		{}, // nil annotations, labels and groups

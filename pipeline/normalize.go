@@ -50,6 +50,9 @@ const (
 	// after the body ended: the runner stopped reading after a grace period, so output
 	// written later is missing.
 	MetaOutputLeftOpen = "outputLeftOpen"
+	// MetaRedactions is how many credential values the runner redacted from the body's
+	// output (a count, never what), when it redacted any.
+	MetaRedactions = "redactions"
 )
 
 // Termination reasons the controllers pass in Outcome.TerminationReason (kubelet and
@@ -60,7 +63,14 @@ const (
 	TerminationEvicted          = "Evicted"
 	TerminationJobDeleted       = "JobDeleted"
 	TerminationPodDeleted       = "PodDeleted"
+	// TerminationCredentialMissing: the kubelet could not start the tool container because
+	// a Secret or key its credentials name does not exist (CreateContainerConfigError).
+	TerminationCredentialMissing = "CredentialMissing"
 )
+
+// RunnerCredentialTooShort is the runner's frame reason (pkg/frame.ReasonCredentialTooShort)
+// for a credential too short to redact: the body did not run.
+const RunnerCredentialTooShort = "CredentialTooShort"
 
 // imageFailures are container waiting reasons meaning the body never started, and the
 // terminated reasons of a container the runtime could not start (StartError: an
@@ -124,6 +134,11 @@ type Report struct {
 	// OutputLeftOpen: a process the body left behind held stdout or stderr open after the
 	// body ended, and the runner stopped reading (MetaOutputLeftOpen).
 	OutputLeftOpen bool
+	// Redactions is how many credential values the runner redacted (MetaRedactions).
+	Redactions int64
+	// RunnerReason is the runner's own failure reason, when the body did not run (e.g.
+	// RunnerCredentialTooShort); empty when the body ran.
+	RunnerReason string
 }
 
 // NormalizeOptions configures Normalize. Zero fields take the defaults.
@@ -173,6 +188,12 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 	if o.Report.OutputLeftOpen {
 		meta[MetaOutputLeftOpen] = "true"
 	}
+	if o.Report.Redactions > 0 {
+		meta[MetaRedactions] = strconv.FormatInt(o.Report.Redactions, 10)
+	}
+	if o.Report.RunnerReason == RunnerCredentialTooShort {
+		return failed(ReasonCredentialTooShort, "the tool could not be started: a credential it is given is too short to redact from its output", meta)
+	}
 	if o.Report.ExitCode != 0 || o.Report.Signal != "" {
 		// A signal means the tool did not end by itself, whatever exit code came with it.
 		return exitFailure(*o.Report, opts, meta)
@@ -211,6 +232,8 @@ func reasonToken(r string) string {
 // terminated maps infrastructure failures; ok is false when the runner's report decides.
 func terminated(o Outcome) (Reason, string, bool) {
 	switch r := o.TerminationReason; {
+	case r == TerminationCredentialMissing:
+		return ReasonCredentialMissing, "the tool could not be started: a Secret or key its credentials name is missing in this namespace", true
 	case r == TerminationJobDeleted || r == TerminationPodDeleted:
 		return ReasonJobDeleted, "the tool's execution was deleted before it finished", true
 	case imageFailures[r] || !o.Started && (r == "" || knownTerminations[r]):

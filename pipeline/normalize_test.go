@@ -79,6 +79,13 @@ func TestNormalize(t *testing.T) {
 				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "143")}},
 		{"output left open", ok(Report{Stdout: []byte("hi\n"), OutputLeftOpen: true}), NormalizeOptions{},
 			Result{OK: true, Content: "hi\n", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "3", MetaOutputLeftOpen, "true")}},
+		{"redactions counted", ok(Report{Stdout: []byte("[REDACTED]\n"), Redactions: 3}), NormalizeOptions{},
+			Result{OK: true, Content: "[REDACTED]\n", Reason: ReasonSucceeded, Meta: meta(MetaOutputBytes, "11", MetaRedactions, "3")}},
+		{"credential too short: the body did not run", ok(Report{ExitCode: 125, RunnerReason: RunnerCredentialTooShort,
+			StderrTail: "CredentialTooShort: credential TOKEN is 3 bytes"}), NormalizeOptions{},
+			Result{IsError: true, Reason: ReasonCredentialTooShort,
+				Content: "the tool could not be started: a credential it is given is too short to redact from its output",
+				Error:   "the tool could not be started: a credential it is given is too short to redact from its output", Meta: meta()}},
 		{"output left open, non-zero exit", ok(Report{ExitCode: 1, OutputLeftOpen: true}), NormalizeOptions{},
 			Result{IsError: true, Content: "the tool exited with code 1", Error: "the tool exited with code 1",
 				Reason: ReasonNonZeroExit, Meta: meta(MetaExitCode, "1", MetaOutputLeftOpen, "true")}},
@@ -115,6 +122,8 @@ func TestNormalizeTerminations(t *testing.T) {
 		{"StartError", true, ReasonImageNeverStarted, "the tool could not be started"},
 		{"DeadlineExceeded", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"", false, ReasonImageNeverStarted, "the tool could not be started"},
+		{"CredentialMissing", false, ReasonCredentialMissing,
+			"the tool could not be started: a Secret or key its credentials name is missing in this namespace"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.term, func(t *testing.T) {
@@ -135,7 +144,7 @@ func TestNormalizeTerminations(t *testing.T) {
 func TestNormalizeNoHostConfig(t *testing.T) {
 	forbidden := regexp.MustCompile(`(?i)activeDeadline|seconds|\d+\s*(s|m|h|ms|Mi|Gi|Ki)\b|image:|registry|limit of|cpu|memory limit|policy|runtimeClass`)
 	terms := []string{"DeadlineExceeded", "OOMKilled", "Evicted", "ImagePullBackOff", "ErrImagePull", "InvalidImageName",
-		"JobDeleted", "PodDeleted", "Completed", "Error", ""}
+		"JobDeleted", "PodDeleted", "Completed", "Error", "CredentialMissing", ""}
 	for _, term := range terms {
 		for _, started := range []bool{true, false} {
 			for _, exit := range []int{0, 1, 137} {

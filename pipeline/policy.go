@@ -368,6 +368,19 @@ type ToolInfo struct {
 	// Egress is the tool's sandbox.egress.allow (tool.egress, a list of {host, port}):
 	// a policy can ask for approval of tools that reach a given host.
 	Egress []HostPort
+	// Credentials are the Secret keys the tool's body is given (tool.credentials, a list
+	// of {name, secret, key, as}): names only, never a value, so a platform can ask for
+	// approval of tools that hold a given token.
+	Credentials []Credential
+}
+
+// Credential is one entry of tool.credentials: the env var or secret file name the body
+// sees (Name), the Secret and key it comes from, and As: "env" or "file".
+type Credential struct {
+	Name   string
+	Secret string
+	Key    string
+	As     string
 }
 
 // HostPort is one entry of tool.egress.

@@ -108,6 +108,12 @@ const (
 	// ReasonImageNeverStarted: the tool's container never started (image pull or
 	// container creation failure).
 	ReasonImageNeverStarted Reason = "ImageNeverStarted"
+	// ReasonCredentialMissing: the tool's container could not start because a Secret or
+	// key its credentials name is missing in the call's namespace; the body never ran.
+	ReasonCredentialMissing Reason = "CredentialMissing"
+	// ReasonCredentialTooShort: a credential the tool is given is shorter than the runner
+	// can redact meaningfully; the runner refused to run the body.
+	ReasonCredentialTooShort Reason = "CredentialTooShort"
 	// ReasonJobDeleted: the tool's Job or Pod was deleted before it finished.
 	ReasonJobDeleted Reason = "JobDeleted"
 	// ReasonCancelled: the call was cancelled before it ended (see Cancelled).

@@ -149,6 +149,13 @@ const (
 	ReasonEvicted = "Evicted"
 	// ReasonImageNeverStarted: the body's image could not be pulled or its container never started.
 	ReasonImageNeverStarted = "ImageNeverStarted"
+	// ReasonCredentialMissing: a Secret or key the tool's credentials name (body.env
+	// valueFrom, body.secretFiles) is missing in the call's namespace; the kubelet could not
+	// start the body's container (CreateContainerConfigError) and the attempt ended at once.
+	ReasonCredentialMissing = "CredentialMissing"
+	// ReasonCredentialTooShort: a credential the body is given is shorter than 8 bytes,
+	// too short to redact from its output; the runner did not run the body.
+	ReasonCredentialTooShort = "CredentialTooShort"
 	// ReasonNetworkIsolationMissing: the NetworkPolicies that isolate the tool's Pod as its
 	// sandbox.network requires are missing (or opened up) in the call's namespace and the
 	// operator could not, or was told not to, put them in place; no Job was created.

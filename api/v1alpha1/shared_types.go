@@ -75,6 +75,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.scratch) || self.sandbox.scratch != 'None' || (has(self.body.runnerInImage) && self.body.runnerInImage)",message="sandbox.scratch None requires body.runnerInImage (the runner init container needs a volume to copy into)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sandbox) || !has(self.sandbox.workspace) || self.sandbox.workspace != 'ReadWrite' || !has(self.concurrencySafe) || !self.concurrencySafe",message="a tool with sandbox.workspace ReadWrite is a barrier in its session: concurrencySafe must be false"
 // +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.size == 0 || !has(self.sandbox) || !has(self.sandbox.egress)",message="a warm pool cannot serve a tool with sandbox.egress: each attempt's Pod carries its own egress proxy credential, which a Pod started before the call cannot have"
+// +kubebuilder:validation:XValidation:rule="!has(self.warmPool) || self.warmPool.size == 0 || !(has(self.body.secretFiles) || (has(self.body.env) && self.body.env.exists(e, has(e.valueFrom))))",message="a warm pool cannot serve a tool with credentials (body.env[].valueFrom, body.secretFiles): a pool Pod would hold the Secret's value before any call, in namespaces whose Secrets nobody checked for it"
 type ToolSpec struct {
 	// name is the tool's name as the model sees it: an MCP tool name, 1 to 64 of [a-zA-Z0-9_-].
 	// Default: metadata.name (applied by the controller; when metadata.name is not a valid
@@ -213,6 +214,7 @@ type RetryPolicy struct {
 }
 
 // ToolBody is the container that runs a tool, wrapped by the toolgate runner.
+// +kubebuilder:validation:XValidation:rule="(has(self.env) ? size(self.env.filter(e, has(e.valueFrom))) : 0) + (has(self.secretFiles) ? size(self.secretFiles) : 0) <= 8",message="a tool body holds at most 8 credentials (body.env[].valueFrom and body.secretFiles together)"
 // +kubebuilder:validation:XValidation:rule="!has(self.runnerPath) || (has(self.runnerInImage) && self.runnerInImage)",message="runnerPath requires runnerInImage"
 type ToolBody struct {
 	// image is the container image of the tool. Required; at most 512 characters.
@@ -240,6 +242,16 @@ type ToolBody struct {
 	// +kubebuilder:validation:MaxItems=64
 	Env []EnvVar `json:"env,omitempty"`
 
+	// secretFiles mounts Secret keys read-only as files at /run/secrets/toolgate/<name>,
+	// from the Secret of that name in the call's namespace (for a ClusterTool too), resolved
+	// by the kubelet. The runner redacts their values from the body's output, as it does
+	// body.env's secretKeyRef values. At most 8, unique by name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	SecretFiles []SecretFile `json:"secretFiles,omitempty"`
+
 	// workingDir is the body's working directory. Default: the image's.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
@@ -264,8 +276,9 @@ type ToolBody struct {
 	RunnerPath string `json:"runnerPath,omitempty"`
 }
 
-// EnvVar is one environment variable of a tool body (a literal value only: a tool's
-// configuration is public to whoever can read the Tool).
+// EnvVar is one environment variable of a tool body: a literal value (public to whoever
+// can read the Tool) or a credential from a Secret (valueFrom), never both.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="value and valueFrom are exclusive: a variable is a literal or a credential"
 type EnvVar struct {
 	// name of the variable. Required; 1 to 256 characters, no '='.
 	// +required
@@ -278,6 +291,54 @@ type EnvVar struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32768
 	Value string `json:"value,omitempty"`
+
+	// valueFrom takes the value from a Secret key in the call's namespace (for a ClusterTool
+	// too), resolved by the kubelet: the value is never copied into a ToolCall, its tool
+	// snapshot, an event or a log, and the runner redacts it from the body's output. Whoever
+	// creates or updates the Tool must be allowed to get that Secret (the
+	// toolgate-credentials admission policy).
+	// +optional
+	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
+}
+
+// EnvVarSource is where a credential's value comes from.
+type EnvVarSource struct {
+	// secretKeyRef names the Secret and key. Required.
+	// +required
+	SecretKeyRef CredentialKeySelector `json:"secretKeyRef"`
+}
+
+// CredentialKeySelector is one key of a Secret in the call's namespace (no default key:
+// a credential names its key).
+type CredentialKeySelector struct {
+	// name of the Secret. Required.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key in the Secret's data. Required.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// SecretFile is one Secret key mounted read-only as a file of the body.
+type SecretFile struct {
+	// name of the file under /run/secrets/toolgate/. Required; 1 to 63 characters of
+	// letters, digits, '-', '_' and '.', not starting with '.'.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][-_.A-Za-z0-9]*$`
+	Name string `json:"name"`
+
+	// secretKeyRef names the Secret and key. Required.
+	// +required
+	SecretKeyRef CredentialKeySelector `json:"secretKeyRef"`
 }
 
 // Sandbox is the isolation of a tool body's Pod beyond the fixed hardening (non-root,

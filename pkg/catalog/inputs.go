@@ -95,9 +95,32 @@ func CallInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input 
 		if snap.Spec != nil {
 			in.Tool.Name = ToolName(snap.Spec, snap.Name)
 			in.Tool.Egress = egressAllow(snap.Spec.Sandbox)
+			in.Tool.Credentials = Credentials(snap.Spec.Body)
 		}
 	}
 	return in
+}
+
+// Credential kinds in tool.credentials' "as".
+const (
+	CredentialAsEnv  = "env"
+	CredentialAsFile = "file"
+)
+
+// Credentials is what policies see as tool.credentials: every Secret key the body is given
+// (body.env valueFrom, then body.secretFiles), by name; never a value.
+func Credentials(body v1alpha1.ToolBody) []pipeline.Credential {
+	var out []pipeline.Credential
+	for _, e := range body.Env {
+		if e.ValueFrom != nil {
+			ref := e.ValueFrom.SecretKeyRef
+			out = append(out, pipeline.Credential{Name: e.Name, Secret: ref.Name, Key: ref.Key, As: CredentialAsEnv})
+		}
+	}
+	for _, f := range body.SecretFiles {
+		out = append(out, pipeline.Credential{Name: f.Name, Secret: f.SecretKeyRef.Name, Key: f.SecretKeyRef.Key, As: CredentialAsFile})
+	}
+	return out
 }
 
 // egressAllow is what policies see as tool.egress: the tool's sandbox.egress.allow.

@@ -106,3 +106,34 @@ func TestCallInputEgress(t *testing.T) {
 		t.Errorf("a tool without egress: verdict %v, want Allow (%+v)", d.Verdict, d)
 	}
 }
+
+// Policies see which credentials a tool holds (tool.credentials: names, never values), so a
+// platform can ask for approval of a tool that holds a production token.
+func TestCallInputCredentials(t *testing.T) {
+	spec := &v1alpha1.ToolSpec{Body: v1alpha1.ToolBody{
+		Env: []v1alpha1.EnvVar{{Name: "MODE", Value: "fast"},
+			{Name: "GITHUB_TOKEN", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: v1alpha1.CredentialKeySelector{Name: "github-prod", Key: "token"}}}},
+		SecretFiles: []v1alpha1.SecretFile{{Name: "kubeconfig", SecretKeyRef: v1alpha1.CredentialKeySelector{Name: "deploy", Key: "config"}}},
+	}}
+	call := &v1alpha1.ToolCall{Status: v1alpha1.ToolCallStatus{Tool: &v1alpha1.ToolSnapshot{Name: "gh", Spec: spec}}}
+	want := []pipeline.Credential{
+		{Name: "GITHUB_TOKEN", Secret: "github-prod", Key: "token", As: CredentialAsEnv},
+		{Name: "kubeconfig", Secret: "deploy", Key: "config", As: CredentialAsFile},
+	}
+	if diff := cmp.Diff(want, CallInput(call, nil).Tool.Credentials); diff != "" {
+		t.Errorf("tool.credentials (-want +got):\n%s", diff)
+	}
+	c, err := pipeline.NewCompiler(pipeline.CompilerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := c.CompilePolicy(pipeline.PolicySpec{Name: "prod-token-needs-approval", Stage: pipeline.StagePreExecute, Rules: []pipeline.Rule{{
+		Name: "prod", Expression: `tool.credentials.exists(c, c.secret.endsWith("-prod"))`, Verdict: pipeline.Ask}}})
+	if d := pipeline.PreExecute([]*pipeline.Policy{pol}, CallInput(call, nil)); d.Verdict != pipeline.Ask {
+		t.Errorf("a tool holding a -prod token: verdict %v, want Ask (%+v)", d.Verdict, d)
+	}
+	spec.Body = v1alpha1.ToolBody{Env: []v1alpha1.EnvVar{{Name: "MODE", Value: "fast"}}}
+	if d := pipeline.PreExecute([]*pipeline.Policy{pol}, CallInput(call, nil)); d.Verdict != pipeline.Allow {
+		t.Errorf("a tool without credentials: verdict %v, want Allow (%+v)", d.Verdict, d)
+	}
+}

@@ -53,6 +53,11 @@ const (
 	ExitNotFound = 127
 )
 
+// MinCredentialBytes is the shortest credential value the runner accepts (after trimming
+// surrounding white space): a shorter one would match ordinary output and could not be
+// redacted meaningfully.
+const MinCredentialBytes = 8
+
 // Reasons set by the runner when the tool did not run (or the runner failed).
 const (
 	ReasonArgumentsDigestMismatch = "ArgumentsDigestMismatch"
@@ -63,6 +68,10 @@ const (
 	// ReasonHandoverRefused: a warm runner was handed a Handover whose auth does not verify;
 	// the body is not run and the frame is unsigned (the runner cannot tell who asked).
 	ReasonHandoverRefused = "HandoverRefused"
+	// ReasonCredentialTooShort: a credential the body would get is shorter than
+	// MinCredentialBytes, too short to redact without mangling the output; the body
+	// did not run.
+	ReasonCredentialTooShort = "CredentialTooShort"
 )
 
 // Errors returned by the decoders (wrapped; test with errors.Is).
@@ -95,14 +104,19 @@ type Frame struct {
 
 	Stdout      string `json:"stdout,omitempty"`    // kept stdout, when valid UTF-8
 	StdoutB64   string `json:"stdoutB64,omitempty"` // kept stdout, when not valid UTF-8
-	StdoutBytes int64  `json:"stdoutBytes"`         // total stdout bytes written by the tool
+	StdoutBytes int64  `json:"stdoutBytes"`         // total stdout bytes written by the tool (after redaction)
 	Truncated   bool   `json:"truncated,omitempty"` // stdout was cut to the limit
 	StderrTail  string `json:"stderrTail,omitempty"`
-	StderrBytes int64  `json:"stderrBytes,omitempty"` // total stderr bytes written by the tool
+	StderrBytes int64  `json:"stderrBytes,omitempty"` // total stderr bytes written by the tool (after redaction)
 	// OutputLeftOpen: a process left behind by the tool kept stdout or stderr
 	// open after the tool exited; the runner stopped reading after a grace
 	// period, so later output is missing.
 	OutputLeftOpen bool `json:"outputLeftOpen,omitempty"`
+	// Redactions is how many credential values (in any of the forms the runner
+	// recognises) it replaced in stdout and stderr; never what they were. The other
+	// output fields describe the output after those replacements. The pointer of a
+	// frame in the log carries it too.
+	Redactions int64 `json:"redactions,omitempty"`
 
 	// Pointer fields, set only in the termination message when the frame is in
 	// the log.
@@ -215,7 +229,7 @@ func (f Frame) validate() error {
 		return fmt.Errorf("%w: both stdout and stdoutB64", ErrMalformed)
 	}
 	if f.StdoutBytes < 0 || f.StderrBytes < 0 || f.DurationMs < 0 || f.LogBytes < 0 ||
-		f.LogLines < 0 || f.FrameBytes < 0 {
+		f.LogLines < 0 || f.FrameBytes < 0 || f.Redactions < 0 {
 		return fmt.Errorf("%w: negative count", ErrMalformed)
 	}
 	if _, err := f.StdoutData(); err != nil {

@@ -163,3 +163,26 @@ const (
 	// CopySelfFlag makes the runner copy itself to the path that follows.
 	CopySelfFlag = "--copy-self"
 )
+
+// Credentials: Secret keys the kubelet resolves into the tool container (body.env[].valueFrom
+// and body.secretFiles). The runner reads their values to redact them from the body's
+// output; nothing the operator writes holds a value.
+const (
+	// EnvSecretEnv lists, comma-separated, the names of the body's env vars whose values
+	// come from Secrets (body.env[].valueFrom): the runner redacts their values.
+	EnvSecretEnv = "TOOLGATE_SECRET_ENV"
+	// EnvSecretFiles lists, comma-separated, the names of the secret files under
+	// SecretsMountPath, in body.secretFiles' order.
+	EnvSecretFiles = "TOOLGATE_SECRET_FILES"
+	// EnvSecretFilePrefix + i (the file's index in EnvSecretFiles) is an env var holding
+	// the same Secret key as file i. It makes a missing Secret or key fail the container's
+	// start at once (CreateContainerConfigError) rather than leave the projected volume
+	// (whose sources are optional) without it, and gives the runner the value to redact.
+	// The runner removes these variables from the body's environment.
+	EnvSecretFilePrefix = "TOOLGATE_SECRET_FILE_"
+	// SecretsVolume is the projected volume of the secret files.
+	SecretsVolume = "toolgate-secrets"
+	// SecretsMountPath is where the tool container mounts it, read-only: file <name> is
+	// SecretsMountPath/<name>, mode 0440.
+	SecretsMountPath = "/run/secrets/toolgate"
+)

@@ -47,6 +47,8 @@ type Outcome struct {
 	// Waiting leaves the container waiting with this reason (e.g. "ErrImageNeverPull",
 	// "ImagePullBackOff"): the image never starts.
 	Waiting string
+	// WaitingMessage is the Waiting state's message; default "simulated: <Waiting>".
+	WaitingMessage string
 	// Evicted fails the Pod with reason Evicted.
 	Evicted bool
 	// PodReason fails the Pod as a whole with this reason, as the kubelet does on a
@@ -200,6 +202,10 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: claimPoll}, err
 	}
 	o = k.workspaceOutcome(job, o)
+	o, err := k.credentialOutcome(ctx, job, o)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	pod, err := k.createPod(ctx, job)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -313,7 +319,11 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 	cs := corev1.ContainerStatus{Name: podcontract.ToolContainerName, Image: pod.Spec.Containers[0].Image}
 	switch {
 	case o.Waiting != "":
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: "simulated: " + o.Waiting}
+		msg := o.WaitingMessage
+		if msg == "" {
+			msg = "simulated: " + o.Waiting
+		}
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: msg}
 		pod.Status.Phase = corev1.PodPending
 	case o.Hold:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}

@@ -100,6 +100,22 @@ func (s ToolSpecSetters[W]) Env(name, value string) W {
 	return s.w
 }
 
+// SecretEnv appends a credential to spec.body.env: variable name from key of the Secret
+// secret in the call's namespace.
+func (s ToolSpecSetters[W]) SecretEnv(name, secret, key string) W {
+	s.spec.Body.Env = append(s.spec.Body.Env, toolgatev1alpha1.EnvVar{Name: name, ValueFrom: &toolgatev1alpha1.EnvVarSource{
+		SecretKeyRef: toolgatev1alpha1.CredentialKeySelector{Name: secret, Key: key}}})
+	return s.w
+}
+
+// SecretFile appends a credential to spec.body.secretFiles: file name (under
+// /run/secrets/toolgate) from key of the Secret secret in the call's namespace.
+func (s ToolSpecSetters[W]) SecretFile(name, secret, key string) W {
+	s.spec.Body.SecretFiles = append(s.spec.Body.SecretFiles, toolgatev1alpha1.SecretFile{Name: name,
+		SecretKeyRef: toolgatev1alpha1.CredentialKeySelector{Name: secret, Key: key}})
+	return s.w
+}
+
 // Resources sets spec.body.resources.
 func (s ToolSpecSetters[W]) Resources(r corev1.ResourceRequirements) W {
 	s.spec.Body.Resources = r
