@@ -65,12 +65,20 @@ type config struct {
 	warm        bool
 	traceparent string
 	handoverErr error
+	// credentials are the Secret values the body is given (TOOLGATE_SECRET_ENV and
+	// TOOLGATE_SECRET_FILES), redacted from its output (redact.go).
+	credentials []credential
 }
 
-// parseConfig reads the environment, then the flags, which override it. It
+// parseConfig reads the environment (lookupEnv is os.LookupEnv's kind: a credential
+// variable set to "" is not one that is missing), then the flags, which override it. It
 // always returns a config whose terminationPath and marker can be used to
 // report the error, if any. flag.ErrHelp is returned for -h.
-func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (config, error) {
+func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.Writer) (config, error) {
+	getenv := func(k string) string {
+		v, _ := lookupEnv(k)
+		return v
+	}
 	cfg := config{
 		args:            []byte(getenv(envArgs)),
 		argsDigest:      getenv(envArgsDigest),
@@ -84,6 +92,8 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
 	err3 := cfg.readKeys(getenv)
+	var err4 error
+	cfg.credentials, err4 = readCredentials(lookupEnv)
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -104,7 +114,7 @@ func parseConfig(argv []string, getenv func(string) string, usage io.Writer) (co
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, err
 	}
-	return cfg, errors.Join(err1, err2, err3, err, cfg.check())
+	return cfg, errors.Join(err1, err2, err3, err4, err, cfg.check())
 }
 
 // readKeys reads the masters and, for a cold Pod, derives its attempt's frame key: a cold

@@ -12,13 +12,16 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-func getenvFrom(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
+func lookupEnvFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
 }
 
 func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 	env := map[string]string{envArgs: "{}", envArgsDigest: "sha256:x", envMaxOutput: "10", envResultMarker: "m1"}
-	cfg, err := parseConfig([]string{"--stderr-tail", "7", "--max-output=20", "--", "tool", "-x"}, getenvFrom(env), io.Discard)
+	cfg, err := parseConfig([]string{"--stderr-tail", "7", "--max-output=20", "--", "tool", "-x"}, lookupEnvFrom(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +52,7 @@ func TestParseConfigErrors(t *testing.T) {
 		"key, bad attempt": {map[string]string{podcontract.EnvFrameKey: encodedTestKey(), podcontract.EnvCallUID: "u", podcontract.EnvAttempt: "0"}, []string{"--", "x"}},
 		"bad previous":     {map[string]string{podcontract.EnvFrameKeyPrevious: "short"}, []string{"--", "x"}},
 	} {
-		cfg, err := parseConfig(tc.argv, getenvFrom(tc.env), io.Discard)
+		cfg, err := parseConfig(tc.argv, lookupEnvFrom(tc.env), io.Discard)
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
@@ -57,10 +60,10 @@ func TestParseConfigErrors(t *testing.T) {
 			t.Errorf("%s: unusable config for reporting: %+v", name, cfg)
 		}
 	}
-	if _, err := parseConfig([]string{"-h"}, getenvFrom(nil), io.Discard); !errors.Is(err, flag.ErrHelp) {
+	if _, err := parseConfig([]string{"-h"}, lookupEnvFrom(nil), io.Discard); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	cfg, err := parseConfig([]string{podcontract.CopySelfFlag, "/x/runner", "--io-grace=1s"}, getenvFrom(nil), io.Discard)
+	cfg, err := parseConfig([]string{podcontract.CopySelfFlag, "/x/runner", "--io-grace=1s"}, lookupEnvFrom(nil), io.Discard)
 	if err != nil || cfg.copySelf != "/x/runner" || cfg.ioGrace != time.Second {
 		t.Fatalf("copy-self: %+v %v", cfg, err)
 	}

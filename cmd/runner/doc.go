@@ -36,6 +36,11 @@
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
 //	TRACEPARENT                                    the attempt's execution span (W3C traceparent), set by an
 //	                                               operator that traces; handed to the tool unchanged
+//	TOOLGATE_SECRET_ENV                            comma-separated names of the tool's variables whose values
+//	                                               are credentials (see Credentials)
+//	TOOLGATE_SECRET_FILES                          comma-separated names of the secret files, mounted at
+//	                                               /run/secrets/toolgate/<name>
+//	TOOLGATE_SECRET_FILE_<i>                       the value of file i of TOOLGATE_SECRET_FILES (from 0)
 //
 // Because the arguments travel in an environment variable (or argv), they are
 // bounded by the kernel's limit on one such string, 128 KiB on Linux.
@@ -58,9 +63,10 @@
 //
 // # What the runner does
 //
-//  1. Recomputes the SHA-256 of the arguments. If it differs from
-//     TOOLGATE_ARGS_DIGEST (or that is unset), the tool is not run and nothing
-//     is written to the args file: reason ArgumentsDigestMismatch, exit 125.
+//  1. Refuses a credential too short to redact (see Credentials). Recomputes the
+//     SHA-256 of the arguments. If it differs from TOOLGATE_ARGS_DIGEST (or that
+//     is unset), the tool is not run and nothing is written to the args file:
+//     reason ArgumentsDigestMismatch, exit 125.
 //     Every frame's "argsDigest" is that expected digest (the call's): the
 //     operator believes no frame that names other arguments.
 //  2. Writes the arguments to TOOLGATE_ARGS_FILE (creating its directory; the
@@ -70,19 +76,23 @@
 //     which runs as the same user, can read neither /proc/1/environ nor
 //     /proc/1/mem, and starts the tool without TOOLGATE_FRAME_KEY (nor
 //     TOOLGATE_FRAME_KEY_PREVIOUS) in its environment. The keys are the runner's alone.
+//     Nor does the tool get TOOLGATE_SECRET_ENV, TOOLGATE_SECRET_FILES or any
+//     TOOLGATE_SECRET_FILE_<i> (it reads the files; the variables TOOLGATE_SECRET_ENV
+//     names are its own and stay).
 //  4. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
 //     arguments to its stdin, then closes it. A tool that does not read stdin
 //     does not block the runner (the write runs aside; EPIPE is ignored; it is
 //     abandoned when the tool exits). If the command is not found: reason
 //     CommandNotFound, exit 127; if it cannot be started (not executable, bad
 //     format): reason StartError, exit 126.
-//  5. Reads all of the tool's stdout, so that the tool is never blocked, keeping
-//     the first TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
+//  5. Reads all of the tool's stdout, so that the tool is never blocked, redacts
+//     the credentials from it (see Credentials), keeping the first
+//     TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
 //     "stdoutBytes"). When the cut falls inside a UTF-8 character of otherwise
 //     valid text, that partial character is dropped. The tool's stdout does not
 //     reach the container log.
-//  6. Copies the tool's stderr to its own stderr (so kubectl logs shows it),
-//     keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
+//  6. Copies the tool's stderr, redacted, to its own stderr (so kubectl logs shows
+//     it), keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
 //  7. Forwards SIGTERM and SIGINT to the tool (the kubelet sends SIGTERM at
 //     activeDeadlineSeconds and on deletion); one that arrives before the tool
 //     starts is forwarded when it starts, and one that arrives after the tool
@@ -106,13 +116,60 @@
 //     frame's "signal" names it, e.g. "SIGKILL" after an OOM kill), so that
 //     the container status stays meaningful.
 //
+// # Credentials
+//
+// A Tool's body may get credentials from Secrets, which the kubelet resolves: variables
+// (body.env[].valueFrom), listed by name in TOOLGATE_SECRET_ENV, and files
+// (body.secretFiles) at /run/secrets/toolgate/<name>, listed in TOOLGATE_SECRET_FILES,
+// whose values the runner reads from TOOLGATE_SECRET_FILE_<i> (the same Secret key as
+// file i). It reads them at start, in warm mode as in cold, before the body runs. A listed
+// variable that is not set is reason InvalidConfiguration (exit 125); a variable set to ""
+// is a credential of 0 bytes. Without credentials there is nothing to do, at no cost.
+//
+// A credential shorter than 8 bytes (frame.MinCredentialBytes) once trimmed of
+// surrounding white space would match ordinary output: the body is not run, reason
+// CredentialTooShort, exit 125, and the frame's error names the variable or file, never
+// the value ("credential API_TOKEN is 3 bytes; at least 8 are needed to redact it";
+// "credential file <name> ..." for a file). In warm mode this is reported after the
+// Handover, in a frame signed for its call (a Tool with credentials has no warm pool).
+//
+// The body's stdout and stderr are redacted before anything is kept, counted or copied
+// to the container log: every occurrence of a form of a credential becomes "[REDACTED]".
+// The forms of a value are the value as is and trimmed of surrounding white space (a
+// Secret often ends with a newline), and of each of those: standard and URL-safe base64,
+// padded and not; lowercase and uppercase hex; URL query escaping (url.QueryEscape) and
+// path escaping (url.PathEscape); and the inside of a JSON string as encoding/json writes
+// it, with HTML escaping (<, >, & as \u003c ...) and without. At each position the longest
+// form that matches is replaced, and the scan resumes after it: overlapping occurrences
+// count once, adjacent ones each. A form split across the body's writes is recognised:
+// bytes that may start a form are held back (at most the longest form's length less one)
+// until the next write or the end of the stream decides; everything else is written at
+// once, so the log is not delayed.
+//
+// The frame's "redactions" is how many were replaced, in stdout and stderr together
+// (also in the pointer of a frame carried in the log); never what. "stdoutBytes",
+// "truncated" and "stderrBytes" describe the redacted streams: the frame's stdout is a
+// prefix of the redacted stdout, and each replacement counts as the 10 bytes of
+// "[REDACTED]". The runner's own "error" is redacted too (a command that cannot be
+// started is named in it, and the kubelet may have expanded a credential into the
+// command), without counting.
+//
+// Not recognised: a value that is part of longer data encoded in base64 (its spelling then
+// depends on its offset and its neighbours' bits; no attempt is made — hex, being byte by
+// byte, is recognised inside longer data), any other encoding (gzip, other escapings,
+// mixed case hex, reversed, split by other bytes, one character per line), and output
+// the body writes elsewhere than its stdout and stderr (files, the network). Redaction
+// guards against a body that discloses a credential by mistake, not one that means to
+// leak it. The runner is not dumpable, so the body cannot read the
+// TOOLGATE_SECRET_FILE_<i> copies through /proc/1/environ either.
+//
 // # Exit codes
 //
 //	tool's code   the tool exited (frame "exitCode" is the same)
 //	128+N         signal N killed the tool (frame "signal" set)
 //	125           the runner refused or failed: reason ArgumentsDigestMismatch,
-//	              ArgumentsFileError, InvalidConfiguration or HandoverRefused, or the termination
-//	              message could not be written (then there is no frame)
+//	              ArgumentsFileError, InvalidConfiguration, HandoverRefused or CredentialTooShort,
+//	              or the termination message could not be written (then there is no frame)
 //	126           reason StartError
 //	127           reason CommandNotFound
 //

@@ -24,7 +24,7 @@ const reexecEnv = "TOOLGATE_RUNNER_TEST_REEXEC"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(reexecEnv) == "1" {
-		os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+		os.Exit(realMain(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

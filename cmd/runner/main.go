@@ -16,11 +16,11 @@ import (
 var stdin io.Reader = os.Stdin
 
 func main() {
-	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(realMain(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
 }
 
 // realMain runs the runner and returns its exit code.
-func realMain(argv []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func realMain(argv []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(argv) > 0 && argv[0] == "copy" {
 		if len(argv) != 2 {
 			logf(stderr, "usage: runner copy DEST")
@@ -29,7 +29,7 @@ func realMain(argv []string, getenv func(string) string, stdout, stderr io.Write
 		return copyCommand(argv[1], stderr)
 	}
 	sigs := catchSignals()
-	cfg, err := parseConfig(argv, getenv, stderr)
+	cfg, err := parseConfig(argv, lookupEnv, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		return 0

@@ -26,6 +26,10 @@ func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	// The frame names the arguments the runner was asked to serve (the call's digest): the
 	// operator believes no frame for other arguments.
 	f := frame.Frame{ArgsDigest: cfg.argsDigest}
+	if err := checkCredentials(cfg.credentials); err != nil {
+		// The error names the credentials (variables, files), never their values.
+		return failed(f, frame.ReasonCredentialTooShort, frame.ExitRunnerError, err)
+	}
 	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
 		// The digests are for the Pod log (operators); the frame's error reaches the model.
 		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, got)
@@ -37,7 +41,7 @@ func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	if err := protectKey(); err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, fmt.Errorf("protecting the frame key: %w", err))
 	}
-	return runTool(cfg, f, sigs, stderr)
+	return redactError(runTool(cfg, f, sigs, stderr), cfg.credentials)
 }
 
 func failed(f frame.Frame, reason string, code int, err error) frame.Frame {
@@ -68,10 +72,12 @@ func bodyArgsFile(path string) string {
 
 // runTool starts the tool with its arguments on stdin, forwards SIGTERM and
 // SIGINT to it, captures its stdout, copies its stderr to stderr keeping a
-// tail, and reports how it ended.
+// tail, and reports how it ended. Both are redacted of the credentials' forms before
+// anything is kept, counted or copied.
 func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	out := &headWriter{limit: cfg.maxOutput}
 	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
+	outW, errsW, redactions := redactOutput(redactionForms(cfg.credentials), out, errs)
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
 	cmd.Env = append(bodyEnviron(os.Environ()), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	if cfg.traceparent != "" {
@@ -86,7 +92,7 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 		pipes.closeAll()
 		return startFailed(f, err)
 	}
-	pipes.run(cfg.args, out, errs)
+	pipes.run(cfg.args, outW, errsW)
 	done := make(chan struct{})
 	go forwardSignals(sigs, cmd.Process, done)
 	waitErr := cmd.Wait()
@@ -97,20 +103,33 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	f.SetStdout(out.kept())
 	f.StdoutBytes, f.Truncated = out.total, out.truncated()
 	f.StderrTail, f.StderrBytes = errs.tail(), errs.total
+	f.Redactions = redactions()
 	return exitStatus(f, cmd.ProcessState, waitErr)
 }
 
-// bodyEnviron is the runner's environment without the frame master keys: they are the
-// runner's alone, so that the tool cannot sign a frame of its own (nor one of any other
-// call of the namespace).
+// bodyEnviron is the runner's environment without the variables that are the runner's
+// alone: the frame master keys, so that the tool cannot sign a frame of its own (nor one
+// of any other call of the namespace), and the credential lists with the
+// TOOLGATE_SECRET_FILE_<i> copies of the secret files' values (the body reads the files;
+// the variables TOOLGATE_SECRET_ENV names are the body's own and stay).
 func bodyEnviron(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, podcontract.EnvFrameKey+"=") && !strings.HasPrefix(kv, podcontract.EnvFrameKeyPrevious+"=") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !runnerOnly(name) {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// runnerOnly reports whether the environment variable name is kept from the body.
+func runnerOnly(name string) bool {
+	switch name {
+	case podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles:
+		return true
+	}
+	return strings.HasPrefix(name, podcontract.EnvSecretFilePrefix)
 }
 
 func startFailed(f frame.Frame, err error) frame.Frame {

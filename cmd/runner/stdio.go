@@ -60,8 +60,13 @@ func (s *stdio) run(args []byte, out, errs io.Writer) {
 	go copyTo(errs, s.errR, s.errDone)
 }
 
+// copyTo copies r to w until end of file (or drain's deadline), then closes w when it is
+// an io.Closer (a redactor: it writes what it held back) before it reports done.
 func copyTo(w io.Writer, r *os.File, done chan<- struct{}) {
 	_, _ = io.Copy(w, r)
+	if c, ok := w.(io.Closer); ok {
+		_ = c.Close()
+	}
 	_ = r.Close()
 	close(done)
 }

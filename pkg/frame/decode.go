@@ -180,7 +180,8 @@ func extractBlock(log []byte, marker, nonce string) (string, error) {
 
 func agrees(f, p Frame) bool {
 	return f.ExitCode == p.ExitCode && f.Signal == p.Signal && f.Reason == p.Reason &&
-		f.ArgsDigest == p.ArgsDigest && f.StdoutBytes == p.StdoutBytes && f.Truncated == p.Truncated
+		f.ArgsDigest == p.ArgsDigest && f.StdoutBytes == p.StdoutBytes && f.Truncated == p.Truncated &&
+		f.Redactions == p.Redactions
 }
 
 func unmarshal(js []byte) (Frame, error) {

@@ -73,6 +73,7 @@ func TestDecodeTerminationErrors(t *testing.T) {
 		"both stdout":        {signed(`{"v":1,"stdout":"a","stdoutB64":"YQ=="}`), ErrMalformed},
 		"bad b64 stdout":     {signed(`{"v":1,"stdoutB64":"!!"}`), ErrMalformed},
 		"negative":           {signed(`{"v":1,"stdoutBytes":-1}`), ErrMalformed},
+		"redactions -1":      {signed(`{"v":1,"redactions":-1}`), ErrMalformed},
 		"pointer no hash":    {signed(`{"v":1,"inLog":true,"logBytes":10,"logLines":3,"frameBytes":5}`), ErrMalformed},
 		"pointer sizes":      {signed(`{"v":1,"inLog":true,"sha256":"sha256:` + strings.Repeat("a", 64) + `"}`), ErrMalformed},
 		"pointer no frame":   {signed(`{"v":1,"inLog":true,"logBytes":10,"logLines":3,"sha256":"sha256:` + strings.Repeat("a", 64) + `"}`), ErrMalformed},
@@ -220,6 +221,8 @@ func TestDecodeLogErrors(t *testing.T) {
 	flip[i] ^= 'A' ^ 'B'
 	otherPtr := ptr
 	otherPtr.ExitCode = 3
+	otherRedactions := ptr
+	otherRedactions.Redactions++
 	badMarker := ptr
 	badMarker.Marker = "bad marker"
 	for name, tc := range map[string]struct {
@@ -234,6 +237,7 @@ func TestDecodeLogErrors(t *testing.T) {
 		"flipped byte":    {flip, ptr, ErrMalformed},
 		"not a pointer":   {block, Frame{V: 1}, ErrMalformed},
 		"disagrees":       {block, otherPtr, ErrMalformed},
+		"redactions":      {block, otherRedactions, ErrMalformed},
 		"bad marker":      {block, badMarker, ErrMalformed},
 		"other frame sum": {otherBlock(t), ptr, ErrNoBlock},
 	} {

@@ -18,6 +18,12 @@
 // fields. "stdoutBytes" is the total number of bytes the tool wrote, which can
 // exceed the kept bytes, in which case "truncated" is true.
 //
+// The runner redacts the credentials the tool is given from its stdout and stderr
+// (cmd/runner, "Credentials"): each occurrence becomes "[REDACTED]", and "redactions"
+// counts them. Every stdout and stderr field then describes the redacted output:
+// "stdout" is a prefix of it, "stdoutBytes" and "stderrBytes" count its bytes, and a
+// frame never holds what was redacted.
+//
 // "reason" is set only when the runner itself failed or refused to run the tool
 // (see the Reason constants); a tool that ran and failed has an empty reason, its
 // exit code in "exitCode" and, when a signal killed it, the signal name in
@@ -74,7 +80,7 @@
 // ("logBytes", "logLines"), the JSON size ("frameBytes"), the marker when it is
 // not [DefaultMarker], and a summary of the outcome (exitCode, signal, reason,
 // error, argsDigest, durationMs, stdoutBytes, truncated, stderrBytes,
-// outputLeftOpen) so that the operator can still report the outcome if the log
+// outputLeftOpen, redactions) so that the operator can still report the outcome if the log
 // is gone. Every data line is tagged with the nonce so that lines of the tool's
 // stderr that the container runtime interleaves with the block are skipped.
 // The runner writes the block in one write, after it has finished copying the

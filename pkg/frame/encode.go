@@ -161,8 +161,8 @@ func pointer(f Frame, digest string, frameBytes, logBytes, logLines int64) Frame
 		V: Version, ExitCode: f.ExitCode, Signal: f.Signal, Reason: f.Reason, Error: f.Error,
 		ArgsDigest: f.ArgsDigest, DurationMs: f.DurationMs,
 		StdoutBytes: f.StdoutBytes, Truncated: f.Truncated, StderrBytes: f.StderrBytes,
-		OutputLeftOpen: f.OutputLeftOpen,
-		InLog:          true, LogBytes: logBytes, LogLines: logLines, FrameBytes: frameBytes,
+		OutputLeftOpen: f.OutputLeftOpen, Redactions: f.Redactions,
+		InLog: true, LogBytes: logBytes, LogLines: logLines, FrameBytes: frameBytes,
 		SHA256: DigestPrefix + digest,
 	}
 }

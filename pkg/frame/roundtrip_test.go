@@ -172,7 +172,7 @@ func TestRoundTripIncompressible2MiB(t *testing.T) {
 	f := baseFrame()
 	f.ExitCode, f.Signal = 137, "SIGKILL"
 	f.SetStdout(out)
-	f.StdoutBytes, f.Truncated = 5<<20, true
+	f.StdoutBytes, f.Truncated, f.Redactions = 5<<20, true, 4
 	for _, enc := range []Encoder{{Key: testKey}, {Key: testKey, Marker: "custom.marker_1"}} {
 		if k := roundTrip(t, enc, f); k != inLog {
 			t.Fatalf("incompressible 2 MiB delivered as %s", k)
@@ -188,7 +188,7 @@ func TestRoundTripIncompressible2MiB(t *testing.T) {
 	if err != nil || !bytes.Equal(data, out) || got.StdoutIsUTF8() {
 		t.Fatalf("stdout not recovered exactly (err %v, utf8 %v)", err, got.StdoutIsUTF8())
 	}
-	if ptr.ExitCode != 137 || ptr.Signal != "SIGKILL" || !ptr.Truncated || ptr.StdoutBytes != 5<<20 {
+	if ptr.ExitCode != 137 || ptr.Signal != "SIGKILL" || !ptr.Truncated || ptr.StdoutBytes != 5<<20 || ptr.Redactions != 4 {
 		t.Fatalf("pointer summary wrong: %+v", ptr)
 	}
 }
