@@ -48,7 +48,7 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 		return refuseInternal("the frozen arguments could not be reproduced"), nil
 	}
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
-		return j.tooLate(call, attempt), nil
+		return j.tooLate(ctx, call, attempt), nil
 	}
 	proxyURL, why := j.Options.EgressProxy.egressProxyURL(call, attempt, j.attemptDeadline(call))
 	if why != "" {
@@ -119,12 +119,17 @@ func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall
 // tooLate ends an attempt whose deadline passed before its Job was created: with the API
 // server's last refusal when it refused (ExecutionRejected), else as a body that never
 // started (the operator was down between recording the attempt and creating its Job).
-// Either way the Job is not created: a body never starts after its deadline.
-func (j *jobExecutor) tooLate(call *v1alpha1.ToolCall, attempt int32) step {
+// Either way the Job is not created: a body never starts after its deadline. An attempt
+// that waited for its session claim to bind, in vain, ends WorkspaceUnbound.
+func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) step {
 	if err := j.refusals.last(call, attempt); err != nil {
 		return j.rejected(call, JobName(call.Name, attempt), err)
 	}
-	return step{outcome: &pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt)}}
+	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt)}
+	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+		return st
+	}
+	return step{outcome: &o}
 }
 
 func (j *jobExecutor) rejected(call *v1alpha1.ToolCall, jobName string, err error) step {

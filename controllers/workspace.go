@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
 // WorkspaceOptions are the operator-wide settings of session workspaces.
 type WorkspaceOptions struct {
@@ -42,6 +44,9 @@ const (
 	maxScopeChain = 32
 	// workspaceWait is how soon a call looks again at a claim that is being deleted.
 	workspaceWait = 500 * time.Millisecond
+	// workspaceBindPoll is how soon a call looks again at a new claim of a storage class
+	// that binds at once (its Job waits for the claim to be Bound).
+	workspaceBindPoll = time.Second
 )
 
 // WorkspaceMount is the session workspace one attempt's Pod mounts at /workspace.
@@ -143,7 +148,30 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		// The session was idle past its retention a moment ago: the next claim is a new one.
 		return nil, step{requeue: workspaceWait}, false, nil
 	}
+	if e.awaitsBinding(ctx, pvc) {
+		// Until the deadline: then start's tooLate ends the attempt WorkspaceUnbound.
+		return nil, step{requeue: min(workspaceBindPoll, max(e.attemptDeadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
+	}
 	return &WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly}, step{}, true, nil
+}
+
+// awaitsBinding is true while a claim of a storage class that binds at once
+// (volumeBindingMode Immediate) is not Bound yet: its Pod is not created before, because a
+// kubelet that starts the Pod meanwhile finds the claim unbound and backs off its mount
+// for seconds to minutes (found on the local cluster: the session's first call lost ~10 s,
+// once its whole deadline). A class that binds on first use (WaitForFirstConsumer) binds
+// only once the Pod exists, and a claim without a class, or whose class cannot be read
+// (the storage class is read live, with get only), is not waited for: its Pod waits.
+func (e *execEnv) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+	if pvc.Status.Phase == corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
+		return false
+	}
+	class := &storagev1.StorageClass{}
+	if err := e.APIReader.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, class); err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("storage class not read; not waiting for the claim to bind", "class", *pvc.Spec.StorageClassName, "error", err.Error())
+		return false
+	}
+	return class.VolumeBindingMode == nil || *class.VolumeBindingMode == storagev1.VolumeBindingImmediate
 }
 
 // workspaceDeclaration is the nearest scope on the call's chain (its own first) that
