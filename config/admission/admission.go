@@ -62,3 +62,14 @@ var RecordPolicy []byte
 
 // RecordPolicyName is the name of the record policy and of its binding.
 const RecordPolicyName = "toolgate-record"
+
+// CredentialPolicy is credential-policy.yaml: the toolgate-credentials
+// ValidatingAdmissionPolicy (a Tool or ClusterTool may reference a Secret in body.env
+// valueFrom or body.secretFiles only when the user creating or updating it may get that
+// Secret: in the Tool's namespace, or in every namespace for a ClusterTool) and its binding.
+//
+//go:embed credential-policy.yaml
+var CredentialPolicy []byte
+
+// CredentialPolicyName is the name of the credential policy and of its binding.
+const CredentialPolicyName = "toolgate-credentials"

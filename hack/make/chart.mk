@@ -19,7 +19,8 @@ CHART_SYNC_FILES := \
 	config/admission/identity-policy.yaml=files/identity-policy.yaml \
 	config/admission/stamp-policy.yaml=files/stamp-policy.yaml \
 	config/admission/cancel-policy.yaml=files/cancel-policy.yaml \
-	config/admission/record-policy.yaml=files/record-policy.yaml
+	config/admission/record-policy.yaml=files/record-policy.yaml \
+	config/admission/credential-policy.yaml=files/credential-policy.yaml
 
 ##@ Helm chart
 

@@ -58,8 +58,8 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(objs) != 10 {
-		t.Fatalf("got %d objects, want five policies and five bindings", len(objs))
+	if len(objs) != 12 {
+		t.Fatalf("got %d objects, want six policies and six bindings", len(objs))
 	}
 	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	if !ok || p.Name != "toolgate-identity" || len(p.Spec.Validations) != 4 {
@@ -85,19 +85,26 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 	if !ok || r.Name != "toolgate-record" || len(r.Spec.MatchConditions) != 2 {
 		t.Errorf("fifth object: %#v", objs[4])
 	}
-	if b, ok := objs[5].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
-		t.Errorf("first binding: %#v", objs[5])
+	cr, ok := objs[5].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok || cr.Name != "toolgate-credentials" || len(cr.Spec.Validations) != 8 || len(cr.Spec.MatchConditions) != 1 {
+		t.Errorf("sixth object: %#v", objs[5])
+	}
+	if b, ok := objs[6].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {
+		t.Errorf("first binding: %#v", objs[6])
 	}
 	for i, name := range mutating {
-		if b, ok := objs[6+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
-			t.Errorf("binding %d: %#v", 6+i, objs[6+i])
+		if b, ok := objs[7+i].(*admissionregistrationv1.MutatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != name {
+			t.Errorf("binding %d: %#v", 7+i, objs[7+i])
 		}
 	}
-	if b, ok := objs[8].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || c == nil || b.Spec.PolicyName != c.Name {
-		t.Errorf("cancel binding: %#v", objs[8])
+	if b, ok := objs[9].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || c == nil || b.Spec.PolicyName != c.Name {
+		t.Errorf("cancel binding: %#v", objs[9])
 	}
-	if b, ok := objs[9].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || r == nil || b.Spec.PolicyName != r.Name {
-		t.Errorf("last binding: %#v", objs[9])
+	if b, ok := objs[10].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || r == nil || b.Spec.PolicyName != r.Name {
+		t.Errorf("record binding: %#v", objs[10])
+	}
+	if b, ok := objs[11].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || cr == nil || b.Spec.PolicyName != cr.Name {
+		t.Errorf("last binding: %#v", objs[11])
 	}
 }
 

@@ -63,14 +63,16 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // AdmissionPolicies decodes toolgate's admission policies and their bindings from the
 // embedded manifests (config/admission): the toolgate-identity ValidatingAdmissionPolicy and
 // the toolgate-requester and toolgate-approver MutatingAdmissionPolicies, and the
-// toolgate-cancel and toolgate-record ValidatingAdmissionPolicies, policies first.
+// toolgate-cancel, toolgate-record and toolgate-credentials ValidatingAdmissionPolicies,
+// policies first.
 func AdmissionPolicies() ([]client.Object, error) {
 	var policies, bindings []client.Object
 	for _, file := range []struct {
 		name string
 		data []byte
 	}{{"identity-policy.yaml", admission.IdentityPolicy}, {"stamp-policy.yaml", admission.StampPolicy},
-		{"cancel-policy.yaml", admission.CancelPolicy}, {"record-policy.yaml", admission.RecordPolicy}} {
+		{"cancel-policy.yaml", admission.CancelPolicy}, {"record-policy.yaml", admission.RecordPolicy},
+		{"credential-policy.yaml", admission.CredentialPolicy}} {
 		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(file.data)))
 		for {
 			doc, err := r.Read()
