@@ -303,10 +303,10 @@ func TestBodyEnvironStripsRunnerOnly(t *testing.T) {
 	}
 }
 
-// withSecretEnv makes the invocation's body get value as a credential in variable name.
-func withSecretEnv(in *invocation, name, value string) {
-	in.env[podcontract.EnvSecretEnv] = name
-	in.env[name] = value
+// withSecretEnv makes the invocation's body get value as a credential in API_TOKEN.
+func withSecretEnv(in *invocation, value string) {
+	in.env[podcontract.EnvSecretEnv] = "API_TOKEN"
+	in.env["API_TOKEN"] = value
 }
 
 // wantNowhere fails when a form of value is in what the runner wrote.
@@ -330,7 +330,7 @@ func wantNowhere(t *testing.T, o outcome, value string) {
 func TestCredentialRedactedFromStdout(t *testing.T) {
 	trimmed := strings.TrimSpace(testSecret)
 	in := newInvocation(t, sh(`printf 'plain=%s b64=%s json=%s\n' "$API_TOKEN" "$B64" "$JSON"`)...)
-	withSecretEnv(in, "API_TOKEN", trimmed)
+	withSecretEnv(in, trimmed)
 	in.env["B64"] = base64.StdEncoding.EncodeToString([]byte(trimmed))
 	in.env["JSON"] = jsonEscaped(t, trimmed, true)
 	o := in.run()
@@ -350,7 +350,7 @@ func TestCredentialRedactedFromStdout(t *testing.T) {
 func TestCredentialRedactedFromStderr(t *testing.T) {
 	value := strings.TrimSpace(testSecret)
 	in := newInvocation(t, sh(`printf 'a %s\n' "$API_TOKEN" >&2; printf 'b %s' "$HEAD" >&2; sleep 0.2; printf '%s c\n' "$TAIL" >&2; printf 'end %s' "$HEAD" >&2; printf 'done %s' "$HEAD"`)...)
-	withSecretEnv(in, "API_TOKEN", value)
+	withSecretEnv(in, value)
 	in.env["HEAD"], in.env["TAIL"] = value[:5], value[5:]
 	o := in.run()
 	want := "a " + redactedMark + "\nb " + redactedMark + " c\nend " + value[:5]
@@ -367,7 +367,7 @@ func TestCredentialRedactedFromStderr(t *testing.T) {
 // what the frame's stdout is a prefix of.
 func TestCredentialRedactedBeforeTheLimit(t *testing.T) {
 	in := newInvocation(t, sh(`printf '%s tail' "$API_TOKEN"`)...)
-	withSecretEnv(in, "API_TOKEN", strings.TrimSpace(testSecret))
+	withSecretEnv(in, strings.TrimSpace(testSecret))
 	in.env[envMaxOutput] = "12"
 	o := in.run()
 	full := redactedMark + " tail"
@@ -407,7 +407,7 @@ func TestSecretFilesRedactedAndHidden(t *testing.T) {
 // The body's own variables that TOOLGATE_SECRET_ENV names stay in its environment.
 func TestSecretEnvStaysForTheBody(t *testing.T) {
 	in := newInvocation(t, sh(`[ "$API_TOKEN" = "$EXPECTED" ] && echo same; [ -z "$`+podcontract.EnvSecretEnv+`" ] && echo unlisted`)...)
-	withSecretEnv(in, "API_TOKEN", "a-long-enough-token")
+	withSecretEnv(in, "a-long-enough-token")
 	in.env["EXPECTED"] = "a-long-enough-token"
 	if o := in.run(); o.frame.Stdout != "same\nunlisted\n" || o.frame.Redactions != 0 {
 		t.Fatalf("frame %+v", o.frame)
@@ -418,9 +418,9 @@ func TestSecretEnvStaysForTheBody(t *testing.T) {
 // variable or file, never the value.
 func TestCredentialTooShortNotRun(t *testing.T) {
 	for name, set := range map[string]func(in *invocation){
-		"env":         func(in *invocation) { withSecretEnv(in, "API_TOKEN", "abc") },
-		"env, padded": func(in *invocation) { withSecretEnv(in, "API_TOKEN", "  abc  \n") },
-		"env, empty":  func(in *invocation) { withSecretEnv(in, "API_TOKEN", "") },
+		"env":         func(in *invocation) { withSecretEnv(in, "abc") },
+		"env, padded": func(in *invocation) { withSecretEnv(in, "  abc  \n") },
+		"env, empty":  func(in *invocation) { withSecretEnv(in, "") },
 		"file": func(in *invocation) {
 			in.env[podcontract.EnvSecretFiles] = "ok,token"
 			in.env[podcontract.EnvSecretFilePrefix+"0"] = "long enough value"
@@ -458,7 +458,7 @@ func TestCredentialTooShortNotRun(t *testing.T) {
 // the kubelet expands $(API_TOKEN) in a command) that cannot be found.
 func TestCredentialRedactedFromError(t *testing.T) {
 	in := newInvocation(t, "--", "/no/such/dir/long-enough-value")
-	withSecretEnv(in, "API_TOKEN", "long-enough-value")
+	withSecretEnv(in, "long-enough-value")
 	o := in.run()
 	wantReason(t, o, frame.ExitNotFound, frame.ReasonCommandNotFound)
 	if !strings.Contains(o.frame.Error, "/no/such/dir/"+redactedMark) || o.frame.Redactions != 0 {
@@ -496,7 +496,7 @@ func TestRedactionsInLogFrame(t *testing.T) {
 	if err := os.WriteFile(in.env["DATA"], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withSecretEnv(in, "API_TOKEN", strings.TrimSpace(testSecret))
+	withSecretEnv(in, strings.TrimSpace(testSecret))
 	o := in.run()
 	ptr, needLog, err := (frame.Decoder{Key: testAttemptKey}).DecodeTermination(string(o.term))
 	if err != nil || !needLog {
@@ -517,7 +517,7 @@ func TestWarmCredentials(t *testing.T) {
 	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, testKey)
 
 	in := newInvocation(t, sh(`printf '%s' "$API_TOKEN"`)...)
-	withSecretEnv(in, "API_TOKEN", "long enough value")
+	withSecretEnv(in, "long enough value")
 	o, _ := runWarm(t, in, handoverLine(t, h))
 	if o.code != 0 || o.frame.Stdout != redactedMark || o.frame.Redactions != 1 {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
@@ -526,7 +526,7 @@ func TestWarmCredentials(t *testing.T) {
 	in = newInvocation(t, sh(`touch "$MARK"`)...)
 	mark := filepath.Join(in.dir, "ran")
 	in.env["MARK"] = mark
-	withSecretEnv(in, "API_TOKEN", "short")
+	withSecretEnv(in, "short")
 	o, _ = runWarm(t, in, handoverLine(t, h))
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonCredentialTooShort)
 	if _, err := os.Stat(mark); err == nil {
@@ -554,7 +554,6 @@ func BenchmarkRedactor(b *testing.B) {
 	dense := bytes.Clone(clean)
 	for i := 0; i+81 <= len(dense); i += 81 {
 		copy(dense[i+20:], creds[(i/81)%len(creds)].value) // 32 bytes
-
 	}
 	for name, text := range map[string][]byte{"clean": clean, "dense": dense} {
 		b.Run(name, func(b *testing.B) {
