@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -59,7 +60,7 @@ var _ = Describe("credentials: Secrets a tool uses and the model never sees", La
 		script := `printf '%s\n' "$API_TOKEN"; printf '%s' "$API_TOKEN" | base64; ` +
 			`printf '%s\n' "$API_TOKEN" | sed 's/\\/\\\\/g; s/"/\\"/g'; ` +
 			`[ "$(cat /run/secrets/toolgate/token)" = "$API_TOKEN" ] && echo file-matches; ` +
-			`env | grep -c TOOLGATE_SECRET_FILE_ || true`
+			`env | grep -c ` + podcontract.EnvSecretFilePrefix + ` || true`
 		name := "e2e-cred-" + suffix
 		createTool(ctx, toolgatetest.MakeTool(name, demoNS).Image(toolImage).RunnerInImage("").Timeout(60*time.Second).
 			Command("/bin/busybox", "sh", "-c", script).
@@ -86,7 +87,7 @@ var _ = Describe("credentials: Secrets a tool uses and the model never sees", La
 			"the call (kubectl)": kubectlYAML(ctx, "toolcall", got.Name),
 			"the tool":           kubectlYAML(ctx, "tool", name),
 			"the Pod":            kubectlYAML(ctx, "pod", pods[0].Name),
-			"the Job":            kubectlOut(ctx, "-n", demoNS, "get", "jobs", "-l", "toolgate.dev/call="+got.Name, "-o", "yaml"),
+			"the Job":            kubectlOut(ctx, "-n", demoNS, "get", "jobs", "-l", podcontract.LabelCall+"="+got.Name, "-o", "yaml"),
 			"the events":         kubectlOut(ctx, "-n", demoNS, "get", "events", "-o", "yaml"),
 			"the Pod's log":      kubectlOut(ctx, "-n", demoNS, "logs", pods[0].Name, "--all-containers"),
 			"the operator's log": kubectlOut(ctx, "-n", systemNS, "logs", "-l", "app.kubernetes.io/component=manager",
