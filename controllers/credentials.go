@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -34,38 +35,33 @@ func secretKeyRef(ref toolgatev1alpha1.CredentialKeySelector) *corev1.EnvVarSour
 
 // hasCredentials is true when the body is given any Secret key.
 func hasCredentials(body toolgatev1alpha1.ToolBody) bool {
-	return len(body.SecretFiles) > 0 || len(credentialEnvNames(body)) > 0
-}
-
-func credentialEnvNames(body toolgatev1alpha1.ToolBody) []string {
-	var names []string
-	for _, e := range body.Env {
-		if e.ValueFrom != nil {
-			names = append(names, e.Name)
-		}
-	}
-	return names
+	return len(catalog.Credentials(body)) > 0
 }
 
 // credentialEnv tells the runner which values to redact: the names of the body's
 // credential variables and of its secret files, and each file's value once more as
 // TOOLGATE_SECRET_FILE_<i> (a required reference: a missing Secret or key stops the
 // container's creation, where the projected volume's optional source would not). None for
-// a body without credentials.
+// a body without credentials. The credentials are the ones policies see (tool.credentials).
 func credentialEnv(body toolgatev1alpha1.ToolBody) []corev1.EnvVar {
 	var env []corev1.EnvVar
-	if names := credentialEnvNames(body); len(names) > 0 {
-		env = append(env, literalEnv(podcontract.EnvSecretEnv, strings.Join(names, ",")))
+	var vars, files []string
+	for _, c := range catalog.Credentials(body) {
+		if c.As == catalog.CredentialAsEnv {
+			vars = append(vars, c.Name)
+			continue
+		}
+		ref := toolgatev1alpha1.CredentialKeySelector{Name: c.Secret, Key: c.Key}
+		env = append(env, corev1.EnvVar{Name: podcontract.EnvSecretFilePrefix + strconv.Itoa(len(files)), ValueFrom: secretKeyRef(ref)})
+		files = append(files, c.Name)
 	}
-	if len(body.SecretFiles) == 0 {
-		return env
+	if len(vars) > 0 {
+		env = append(env, literalEnv(podcontract.EnvSecretEnv, strings.Join(vars, ",")))
 	}
-	files := make([]string, 0, len(body.SecretFiles))
-	for i, f := range body.SecretFiles {
-		files = append(files, f.Name)
-		env = append(env, corev1.EnvVar{Name: podcontract.EnvSecretFilePrefix + strconv.Itoa(i), ValueFrom: secretKeyRef(f.SecretKeyRef)})
+	if len(files) > 0 {
+		env = append(env, literalEnv(podcontract.EnvSecretFiles, strings.Join(files, ",")))
 	}
-	return append(env, literalEnv(podcontract.EnvSecretFiles, strings.Join(files, ",")))
+	return env
 }
 
 // withSecretFiles mounts the body's secret files read-only at SecretsMountPath: one

@@ -7,6 +7,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
+	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -127,5 +129,19 @@ func TestWarmPoolSizeWithCredentials(t *testing.T) {
 	spec.Body = testJobInput(nil).Tool.Body
 	if n := warmPoolSize(spec); n != 3 {
 		t.Errorf("warm pool size %d without credentials, want 3", n)
+	}
+}
+
+// The pipeline core does not import pkg/frame: reportOf passes the runner's reason through
+// as Report.RunnerReason, and Normalize recognises CredentialTooShort by its own copy of
+// the name, which must be the runner's.
+func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
+	if pipeline.RunnerCredentialTooShort != frame.ReasonCredentialTooShort {
+		t.Errorf("pipeline.RunnerCredentialTooShort %q, frame.ReasonCredentialTooShort %q",
+			pipeline.RunnerCredentialTooShort, frame.ReasonCredentialTooShort)
+	}
+	r := reportOf(frame.Frame{ExitCode: frame.ExitRunnerError, Reason: frame.ReasonCredentialTooShort, Redactions: 2})
+	if r.RunnerReason != pipeline.RunnerCredentialTooShort || r.Redactions != 2 {
+		t.Errorf("report %+v: the runner's reason and count are not carried", r)
 	}
 }
