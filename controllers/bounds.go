@@ -18,6 +18,8 @@ const (
 	maxConditionMessage = 32768
 	// maxEventNote is the events.k8s.io/v1 note limit (1 KiB).
 	maxEventNote = 1024
+	// maxDetail bounds the infrastructure's own words quoted in a condition (Outcome.Detail).
+	maxDetail = 256
 )
 
 // boundedText is s cut to at most limit bytes, saying so (pipeline.Bounded, the one cut).

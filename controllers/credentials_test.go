@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,5 +146,28 @@ func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
 	r := reportOf(frame.Frame{ExitCode: frame.ExitRunnerError, Reason: frame.ReasonCredentialTooShort, Redactions: 2})
 	if r.RunnerReason != pipeline.RunnerCredentialTooShort || r.Redactions != 2 {
 		t.Errorf("report %+v: the runner's reason and count are not carried", r)
+	}
+}
+
+// The kubelet's words name the missing Secret or key: they reach the Executed condition
+// (bounded), never the result.
+func TestCredentialMissingDetail(t *testing.T) {
+	msg := `secret "github" not found`
+	pod := podWith(corev1.PodPending, "", waitingWith("CreateContainerConfigError", msg))
+	o, ok := podOutcome(context.Background(), pod, pipeline.Outcome{Attempt: 1}, nil)
+	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != msg {
+		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
+	}
+	res := pipeline.Normalize(o, pipeline.NormalizeOptions{})
+	if strings.Contains(res.Error, "github") || strings.Contains(fmt.Sprint(res.Content), "github") {
+		t.Errorf("result names the Secret: %q", res.Content)
+	}
+	if got := executedMessage(res, o); !strings.HasSuffix(got, "(kubelet: "+msg+")") || !strings.HasPrefix(got, res.Error) {
+		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
+	}
+	long := waitingWith("CreateContainerConfigError", `secret "`+strings.Repeat("x", 2*maxDetail)+`" not found`)
+	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), pipeline.Outcome{Attempt: 1}, nil)
+	if len(o.Detail) > maxDetail {
+		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), maxDetail)
 	}
 }

@@ -59,7 +59,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if res.IsError {
 		executed = metav1.ConditionFalse
 	}
-	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res))
+	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res, o))
 	postStart := r.Clock.Now()
 	final, decision, err := r.postExecute(ctx, call, res)
 	if err != nil {
@@ -253,8 +253,14 @@ func unrepresentable(res pipeline.Result) pipeline.StoredResult {
 	return stored
 }
 
-func executedMessage(res pipeline.Result) string {
+// executedMessage is the Executed condition's message: the result's error, with the
+// infrastructure's own words about the ending when it gave any (Outcome.Detail).
+func executedMessage(res pipeline.Result, o pipeline.Outcome) string {
 	if res.IsError && res.Error != "" {
+		if o.Detail != "" {
+			// The kubelet's words (which Secret or key), for the platform team.
+			return fmt.Sprintf("%s (kubelet: %s)", res.Error, o.Detail)
+		}
 		return res.Error
 	}
 	return "the tool body ran to completion"

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,7 +59,7 @@ var _ = Describe("A tool with credentials", Label("credentials"), func() {
 	})
 
 	DescribeTable("ends CredentialMissing at once, far from its deadline, when a credential's Secret or key is missing",
-		func(ctx SpecContext, secrets func(ns string) []client.Object) {
+		func(ctx SpecContext, secrets func(ns string) []client.Object, kubeletSays string) {
 			ns := newNamespace(ctx)
 			create(ctx, append(secrets(ns), credTool(ns).Obj(),
 				MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "hi"}).Obj())...)
@@ -68,17 +69,21 @@ var _ = Describe("A tool with credentials", Label("credentials"), func() {
 			Expect(call.Status.Result.IsError).To(BeTrue())
 			Expect(call.Status.CompletionTime.Sub(call.CreationTimestamp.Time)).To(BeNumerically("<", 30*time.Minute),
 				"ended by the kubelet's refusal, not the hour-long deadline")
+			executed := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted)
+			Expect(executed).NotTo(BeNil(), explain(call))
+			Expect(executed.Message).To(ContainSubstring("(kubelet: "+kubeletSays), "the platform team learns which Secret or key")
+			Expect(call.Status.Result.Error).NotTo(ContainSubstring(kubeletSays), "the result the agent reads does not quote it")
 		},
 		Entry("no Secret", func(ns string) []client.Object {
 			return []client.Object{secret(ns, "deploy", map[string]string{"config": credentialValue})}
-		}),
+		}, `secret "github" not found`),
 		Entry("the Secret without the key", func(ns string) []client.Object {
 			return []client.Object{secret(ns, "github", map[string]string{"other": credentialValue}),
 				secret(ns, "deploy", map[string]string{"config": credentialValue})}
-		}),
+		}, "couldn't find key token in Secret "),
 		Entry("a secret file's Secret missing", func(ns string) []client.Object {
 			return []client.Object{secret(ns, "github", map[string]string{"token": credentialValue})}
-		}),
+		}, `secret "deploy" not found`),
 	)
 
 	It("lets a policy ask for approval of a tool that holds a given Secret (tool.credentials)", func(ctx SpecContext) {
