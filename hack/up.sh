@@ -42,11 +42,11 @@ kapprover() { "$KUBECTL" --kubeconfig "$APPROVER_KUBECONFIG" --request-timeout=1
 # ---- cluster, images, tools ------------------------------------------------------------------
 
 cluster_up() {
-  local c missing=()
-  for c in "${K8S_COMPONENTS[@]}"; do binary_current "$c" || missing+=("$c"); done
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "first run: building Kubernetes $K8S_VERSION from Go modules (${missing[*]})"
-    log "  this takes about 10 minutes on an idle 2-core machine (15-25 under load); progress follows"
+  local missing
+  missing="$(missing_binaries)"
+  if [ -n "$missing" ]; then
+    log "first run: building Kubernetes $K8S_VERSION from Go modules (${missing//$'\n'/ })"
+    log "  this takes about 13 minutes on an idle 2-core machine (more under load); progress follows"
   fi
   "$here/cluster.sh" up
 }

@@ -16,30 +16,25 @@ ensure_packages() {
   log "installed ${missing[*]}"
 }
 
-# binary_current NAME: the binary exists and was built for the pinned version.
-binary_current() {
-  local want="$K8S_VERSION"
-  if [ "$1" = etcd ]; then want="$ETCD_VERSION"; fi
-  # The enforcer's version names the wrapper's source too (hack/netpol/main.go).
-  if [ "$1" = kube-network-policies ]; then want="$KNP_VERSION+$(sha256sum "$ROOT/hack/netpol/main.go" | cut -c1-12)"; fi
-  # The add-ons' version names their sources too (hack/addons/*/main.go), as in k8s-binaries.sh.
-  case "$1" in coredns | provisioner)
-    want="$COREDNS_VERSION+$PROVLIB_VERSION+$(cat "$ROOT"/hack/addons/*/main.go | sha256sum | cut -c1-12)" ;;
-  esac
-  [ -x "$K8S_BIN/$1" ] && [ "$(cat "$K8S_BIN/.$1.version" 2>/dev/null)" = "$want" ]
-}
-
-# ensure_binaries: build the missing Kubernetes binaries from Go modules (minutes when cold).
-ensure_binaries() {
-  local missing=() c
-  for c in "${K8S_COMPONENTS[@]}"; do
-    binary_current "$c" || missing+=("$c")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "building ${missing[*]} (cold: several minutes)"
+# k8s_binaries ARGS...: hack/k8s-binaries.sh with the pinned versions and bin/k8s.
+k8s_binaries() {
   K8S_BIN_DIR="$K8S_BIN" K8S_VERSION="$K8S_VERSION" ETCD_VERSION="$ETCD_VERSION" KNP_VERSION="$KNP_VERSION" \
     COREDNS_VERSION="$COREDNS_VERSION" PROVLIB_VERSION="$PROVLIB_VERSION" \
-    "$ROOT/hack/k8s-binaries.sh" "${missing[@]}"
+    "$ROOT/hack/k8s-binaries.sh" "$@"
+}
+
+# missing_binaries: the cluster's binaries that are missing or were built for another version
+# (of a pinned module, or of our own mains: hack/netpol, hack/addons), one per line.
+missing_binaries() { k8s_binaries --missing "${K8S_COMPONENTS[@]}"; }
+
+# ensure_binaries: build the missing ones from Go modules (minutes when cold).
+ensure_binaries() {
+  local missing
+  missing="$(missing_binaries)"
+  [ -n "$missing" ] || return 0
+  log "building ${missing//$'\n'/ } (cold: several minutes)"
+  # shellcheck disable=SC2086
+  k8s_binaries $missing
   log "binaries ready"
 }
 
