@@ -178,9 +178,12 @@ cmd_up() {
     log "cleaning up what a previous run left behind"
     cmd_down
   fi
-  local ip
-  timed ensure_packages
+  local ip apt
+  # apt waits on the network and dpkg, the build on the CPU: on a new machine they overlap.
+  timed ensure_packages &
+  apt=$!
   ensure_binaries
+  wait "$apt" || die "installing the Debian packages failed (above)"
   timed ensure_base_images
   ip="$(node_ip)"
   check_ports
