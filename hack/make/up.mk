@@ -4,7 +4,7 @@
 ##@ Demo
 
 .PHONY: up
-up: cli ## Local cluster + images + helm install + examples + demo calls, with a result table (first run builds Kubernetes, ~10 min).
+up: cli ## Local cluster + images + helm install + examples + demo calls, with a result table (the first run, from nothing, ~22 min on 2 cores: it builds Kubernetes).
 	$(ROOT)/hack/up.sh
 
 .PHONY: demo
