@@ -153,7 +153,7 @@ func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
 // (bounded), never the result.
 func TestCredentialMissingDetail(t *testing.T) {
 	msg := `secret "github" not found`
-	pod := podWith(corev1.PodPending, "", waitingWith("CreateContainerConfigError", msg))
+	pod := podWith(corev1.PodPending, "", configError(msg))
 	o, ok := podOutcome(context.Background(), pod, pipeline.Outcome{Attempt: 1}, nil)
 	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != msg {
 		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
@@ -165,7 +165,7 @@ func TestCredentialMissingDetail(t *testing.T) {
 	if got := executedMessage(res, o); !strings.HasSuffix(got, "(kubelet: "+msg+")") || !strings.HasPrefix(got, res.Error) {
 		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
 	}
-	long := waitingWith("CreateContainerConfigError", `secret "`+strings.Repeat("x", 2*maxDetail)+`" not found`)
+	long := configError(`secret "` + strings.Repeat("x", 2*maxDetail) + `" not found`)
 	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), pipeline.Outcome{Attempt: 1}, nil)
 	if len(o.Detail) > maxDetail {
 		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), maxDetail)

@@ -90,8 +90,9 @@ func waiting(reason string) corev1.ContainerState {
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
 }
 
-func waitingWith(reason, msg string) corev1.ContainerState {
-	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
+// configError is the kubelet's refusal to create a container, with its message.
+func configError(msg string) corev1.ContainerState {
+	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: msg}}
 }
 
 func terminatedWith(exit int32, reason, msg string) corev1.ContainerState {
@@ -348,13 +349,13 @@ func TestAttemptOutcome(t *testing.T) {
 		// A credential's Secret or key is missing: the kubelet will not create the container
 		// until someone creates it; the attempt ends now, not at its deadline.
 		{name: "credential's Secret missing", job: jobWith(), pod: podWith(corev1.PodPending, "",
-			waitingWith("CreateContainerConfigError", `secret "github" not found`)),
+			configError(`secret "github" not found`)),
 			want: &wantResult{reason: pipeline.ReasonCredentialMissing}},
 		{name: "credential's key missing", job: jobWith(), pod: podWith(corev1.PodPending, "",
-			waitingWith("CreateContainerConfigError", "couldn't find key token in Secret agents/github")),
+			configError("couldn't find key token in Secret agents/github")),
 			want: &wantResult{reason: pipeline.ReasonCredentialMissing}},
 		{name: "other container config error: waits (the deadline ends it)", job: jobWith(), pod: podWith(corev1.PodPending, "",
-			waitingWith("CreateContainerConfigError", "container has runAsNonRoot and image will run as root"))},
+			configError("container has runAsNonRoot and image will run as root"))},
 		// At the Job's deadline the Job controller deletes a Pod whose image never pulled;
 		// the kubelet ends it with a stand-in terminated state (found by CI, test/e2e).
 		{name: "Job deadline, image never pulled, kubelet's stand-in terminated state", job: jobWith(failedCond("DeadlineExceeded")),
