@@ -42,13 +42,14 @@ declare -A own_main=(
 
 # package_of COMPONENT: its main package in the wrapper module.
 package_of() {
-  case "$1" in
-    etcd) echo go.etcd.io/etcd/server/v3 ;;
-    kube-network-policies | coredns | provisioner) echo "./$1" ;;
-    kube-apiserver | kubectl | kube-controller-manager | kube-scheduler | kubelet | kube-proxy)
-      echo "k8s.io/kubernetes/cmd/$1" ;;
-    *) echo "k8s-binaries: unknown component $1" >&2; return 1 ;;
-  esac
+  local c
+  if [ "$1" = etcd ]; then echo go.etcd.io/etcd/server/v3; return; fi
+  if [ -n "${own_main[$1]:-}" ]; then echo "./$1"; return; fi
+  for c in "${k8s_cmds[@]}"; do
+    if [ "$c" = "$1" ]; then echo "k8s.io/kubernetes/cmd/$1"; return; fi
+  done
+  echo "k8s-binaries: unknown component $1" >&2
+  return 1
 }
 
 # spec: the wrapper module's requirements. Its hash names the module's folder and is part of
