@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -15,9 +17,9 @@ import (
 )
 
 // HistoryReconciler keeps, per namespace, at most HistorySucceeded Succeeded calls and
-// HistoryFailed Failed or Denied calls (the most recently finished; 0: no limit) and
-// deletes the older ones, as CronJob's successfulJobsHistoryLimit and failedJobsHistoryLimit
-// do for Jobs. It works per namespace: every call that is (or becomes) terminal enqueues its
+// HistoryFailed Failed or Denied calls (0: no limit) and deletes the others, as CronJob's
+// successfulJobsHistoryLimit and failedJobsHistoryLimit do for Jobs; which calls go is
+// shared fairly between requesters (beyond). It works per namespace: every call that is (or becomes) terminal enqueues its
 // namespace, and the queue folds a burst of them into one pass over the namespace's cached
 // calls.
 type HistoryReconciler struct {
@@ -60,20 +62,82 @@ func finishedByClass(items []v1alpha1.ToolCall) (succeeded, failed []*v1alpha1.T
 	return succeeded, failed
 }
 
-// beyond returns the calls past the limit newest ones (by completion time, then creation,
-// then name; 0: no limit).
+// beyond returns the calls to delete so that at most limit remain (0: no limit). The limit
+// is the namespace's, so it bounds what the namespace stores; who loses is chosen fairly
+// between requesters (max-min fair shares): each keeps its newest calls, and a requester
+// holding more than its share loses its oldest first. One requester's flood of calls thus
+// pushes out its own history, not other users' (with a single requester this is simply the
+// newest limit calls).
 func beyond(calls []*v1alpha1.ToolCall, limit int) []*v1alpha1.ToolCall {
 	if limit <= 0 || len(calls) <= limit {
 		return nil
 	}
-	sort.Slice(calls, func(i, j int) bool {
-		a, b := finishedAt(calls[i]), finishedAt(calls[j])
-		if !a.Equal(b) {
-			return a.After(b)
+	groups := byRequester(calls)
+	keep := fairShares(groups, limit)
+	var over []*v1alpha1.ToolCall
+	for i, group := range groups {
+		over = append(over, group[keep[i]:]...)
+	}
+	return over
+}
+
+// byRequester groups calls by spec.requester (in the requesters' name order), each group
+// newest first (by completion time, then name).
+func byRequester(calls []*v1alpha1.ToolCall) [][]*v1alpha1.ToolCall {
+	byName := map[string][]*v1alpha1.ToolCall{}
+	for _, call := range calls {
+		byName[call.Spec.Requester] = append(byName[call.Spec.Requester], call)
+	}
+	groups := make([][]*v1alpha1.ToolCall, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		group := byName[name]
+		sort.Slice(group, func(i, j int) bool { return newer(group[i], group[j]) })
+		groups = append(groups, group)
+	}
+	return groups
+}
+
+// fairShares returns how many of each group's newest calls stay: every group gets
+// min(its size, level), level the highest that fits in limit; the places left over (fewer
+// than the groups still wanting one) go to the groups whose next call finished most
+// recently.
+func fairShares(groups [][]*v1alpha1.ToolCall, limit int) []int {
+	keep := make([]int, len(groups))
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(groups[order[a]]) < len(groups[order[b]]) })
+	left := limit
+	for i, g := range order {
+		rest := order[i:]
+		share := left / len(rest)
+		if len(groups[g]) <= share {
+			keep[g] = len(groups[g])
+			left -= keep[g]
+			continue
 		}
-		return calls[i].Name > calls[j].Name
-	})
-	return calls[limit:]
+		// Sorted by size: every group from here on holds more than share.
+		for _, r := range rest {
+			keep[r] = share
+		}
+		left -= share * len(rest)
+		sort.SliceStable(rest, func(a, b int) bool { return newer(groups[rest[a]][share], groups[rest[b]][share]) })
+		for _, r := range rest[:left] {
+			keep[r]++
+		}
+		break
+	}
+	return keep
+}
+
+// newer orders calls newest first: by completion time, then name (descending).
+func newer(a, b *v1alpha1.ToolCall) bool {
+	ta, tb := finishedAt(a), finishedAt(b)
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.Name > b.Name
 }
 
 func finishedAt(call *v1alpha1.ToolCall) time.Time {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -223,6 +224,36 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 			}
 			g.Expect(kept).To(Equal(map[string]v1alpha1.ToolCallPhase{
 				"s3": v1alpha1.PhaseSucceeded, "s4": v1alpha1.PhaseSucceeded, "f2": v1alpha1.PhaseFailed}))
+		}).WithContext(ctx).Should(Succeed())
+	})
+
+	It("shares the history limit fairly: one requester's flood pushes out its own calls, not another user's", func(ctx SpecContext) {
+		Expect(mgr.Stop()).To(Succeed())
+		startRetention(historyOptions()) // 2 Succeeded per namespace
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		alice, err := env.AddUser("alice", []string{EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+		mallory, err := env.AddUser("mallory", []string{EditorsGroup})
+		Expect(err).NotTo(HaveOccurred())
+		run := func(as client.Client, requester, name string) {
+			Expect(as.Create(ctx, MakeToolCall(name, ns).Tool("echo").Requester(requester).
+				Args(map[string]any{"text": name}).Obj())).To(Succeed())
+			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
+			fakeClock.Step(time.Second) // completion times are stored in whole seconds
+		}
+		run(alice, "alice", "alice-1") // the oldest call of the namespace
+		for i := range 5 {
+			run(mallory, "mallory", fmt.Sprintf("flood-%d", i))
+		}
+		Eventually(func(g Gomega) {
+			calls := &v1alpha1.ToolCallList{}
+			g.Expect(k8sClient.List(ctx, calls, client.InNamespace(ns))).To(Succeed())
+			kept := map[string]string{}
+			for _, c := range calls.Items {
+				kept[c.Name] = c.Spec.Requester
+			}
+			g.Expect(kept).To(Equal(map[string]string{"alice-1": "alice", "flood-4": "mallory"}))
 		}).WithContext(ctx).Should(Succeed())
 	})
 
