@@ -266,7 +266,8 @@ func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, att
 
 // refusalReasons are the words a destination's reason may hold.
 var refusalReasons = []string{egress.RefusedNotAllowed, egress.RefusedIPLiteral, egress.RefusedInvalidHost,
-	egress.RefusedDeniedRange, egress.RefusedUnresolved, egress.RefusedBadRequest, egress.RefusedTooManyTunnels}
+	egress.RefusedDeniedRange, egress.RefusedUnresolved, egress.RefusedBadRequest, egress.RefusedTooManyTunnels,
+	egress.RefusedRateLimited}
 
 // egressLog converts the proxy's record into status, bounded and checked again: a host is a
 // name, an address or "(invalid)", whatever the proxy answered.

@@ -141,6 +141,7 @@ func TestRecordEgress(t *testing.T) {
 		{Host: "other.test", Port: 443, Refused: 1, Reason: egress.RefusedNotAllowed},
 		{Host: "\x1b[31mred", Port: 443, Refused: 1, Reason: "\x1b[0m"},
 		{Host: "10.0.0.1", Port: 443, Refused: 1, Reason: egress.RefusedIPLiteral},
+		{Host: "busy.test", Port: 443, Allowed: 40, Refused: 7, Reason: egress.RefusedRateLimited},
 	}}
 	for i := range egress.MaxDestinations {
 		rec.Destinations = append(rec.Destinations, egress.Destination{Host: "x" + strings.Repeat("a", i) + ".test", Port: 1, Allowed: 1})
@@ -167,7 +168,7 @@ func TestRecordEgress(t *testing.T) {
 	if gotAuth != "Bearer "+egress.RecordsToken(egressTestKey) {
 		t.Errorf("Authorization %q", gotAuth)
 	}
-	if got == nil || len(got.Destinations) != egress.MaxDestinations || got.Omitted != 4 || got.Unavailable != "" {
+	if got == nil || len(got.Destinations) != egress.MaxDestinations || got.Omitted != 5 || got.Unavailable != "" {
 		t.Fatalf("egress log %+v", got)
 	}
 	want := []toolgatev1alpha1.EgressDestination{
@@ -175,8 +176,9 @@ func TestRecordEgress(t *testing.T) {
 		{Host: "other.test", Port: 443, Refused: 1, Reason: egress.RefusedNotAllowed},
 		{Host: egress.InvalidHost, Port: 443, Refused: 1},
 		{Host: "10.0.0.1", Port: 443, Refused: 1, Reason: egress.RefusedIPLiteral},
+		{Host: "busy.test", Port: 443, Allowed: 40, Refused: 7, Reason: egress.RefusedRateLimited},
 	}
-	if diff := cmp.Diff(want, got.Destinations[:4]); diff != "" {
+	if diff := cmp.Diff(want, got.Destinations[:5]); diff != "" {
 		t.Errorf("destinations (-want +got):\n%s", diff)
 	}
 

@@ -83,7 +83,7 @@ type EgressDestination struct {
 	Refused int32 `json:"refused,omitempty"`
 
 	// reason is the last refusal's reason: NotAllowed, IPLiteral, InvalidHost,
-	// DeniedRange, Unresolved, BadRequest or TooManyTunnels.
+	// DeniedRange, Unresolved, BadRequest, TooManyTunnels or RateLimited.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Reason string `json:"reason,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -30,6 +31,8 @@ import (
 type options struct {
 	listen, recordsListen, keyFile, hostsFile string
 	deny                                      []netip.Prefix
+	rate                                      float64
+	burst                                     int
 }
 
 func main() {
@@ -51,12 +54,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.recordsListen, "records-listen", ":3129", "address of the records and health listener (the operator)")
 	fs.StringVar(&o.keyFile, "key-file", "", "file holding the proxy key the operator signs grants with (required; at least 32 bytes)")
 	fs.StringVar(&deny, "deny-cidrs", "", "comma-separated CIDRs no destination may resolve to, besides the built-in loopback, link-local, private, CGNAT, ULA and multicast ranges: the cluster's Pod, Service and node ranges")
+	fs.Float64Var(&o.rate, "rate", egress.DefaultRatePerSecond, "requests (CONNECTs and plain-HTTP requests) each call attempt may make per second, on average, once its burst is spent; more are refused (429, RateLimited)")
+	fs.IntVar(&o.burst, "burst", egress.DefaultBurst, "requests each call attempt may make at once before --rate applies")
 	fs.StringVar(&o.hostsFile, "hosts-file", "", "TEST HOOK: a hosts file (address name...) answered before DNS, e.g. allowed.test for e2e; never in production")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.keyFile == "" {
 		return o, errors.New("--key-file is required")
+	}
+	// 0 would refuse every request (or, as the Config's zero value, mean the default): neither
+	// is a limit anyone means to set.
+	if !(o.rate > 0) || math.IsInf(o.rate, 1) {
+		return o, fmt.Errorf("--rate %v: want a positive number of requests per second", o.rate)
+	}
+	if o.burst < 1 {
+		return o, fmt.Errorf("--burst %d: want at least 1 request", o.burst)
 	}
 	extra, err := egress.ParseDeny(deny)
 	if err != nil {
@@ -92,7 +105,8 @@ func run(args []string, stderr io.Writer) error {
 		resolver = egress.StaticResolver{Hosts: hosts, Next: net.DefaultResolver}
 	}
 	rec := egress.NewRecorder(time.Now)
-	proxy, err := egress.NewProxy(egress.Config{Key: key, Resolver: resolver, Deny: o.deny, Now: time.Now, Recorder: rec, Log: log})
+	proxy, err := egress.NewProxy(egress.Config{Key: key, Resolver: resolver, Deny: o.deny, Now: time.Now, Recorder: rec, Log: log,
+		RatePerSecond: o.rate, Burst: o.burst})
 	if err != nil {
 		return err
 	}
@@ -106,7 +120,8 @@ func run(args []string, stderr io.Writer) error {
 	for _, s := range servers {
 		go func() { errs <- s.ListenAndServe() }()
 	}
-	log.Info("serving", "proxy", o.listen, "records", o.recordsListen, "denyRanges", len(o.deny))
+	log.Info("serving", "proxy", o.listen, "records", o.recordsListen, "denyRanges", len(o.deny),
+		"rate", o.rate, "burst", o.burst)
 	select {
 	case err = <-errs:
 	case <-ctx.Done():

@@ -109,6 +109,7 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) lint --strict $(CHART) -f $(CHART)/ci/egress-values.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/egress-values.yaml > $(CHART_OUT)/egress.yaml
 	@grep -q -- '- --egress-proxy-url=http://10.0.0.12:3128' $(CHART_OUT)/egress.yaml && grep -q -- '- --egress-proxy-key-file=/etc/toolgate/egress-proxy/key' $(CHART_OUT)/egress.yaml || { echo "the egress proxy is not passed to the operator"; exit 1; }
+	@grep -q -- '- --rate=20$$' $(CHART_OUT)/egress.yaml && grep -q -- '- --burst=100$$' $(CHART_OUT)/egress.yaml || { echo "the egress proxy's rate limit is not rendered"; exit 1; }
 	@grep -q -- '- --deny-cidrs=10.244.0.0/24' $(CHART_OUT)/egress.yaml && grep -q -- '- --hosts-file=' $(CHART_OUT)/egress.yaml && grep -q 'clusterIP: 10.0.0.12' $(CHART_OUT)/egress.yaml || { echo "the egress proxy's deny list, test hosts or ClusterIP are not rendered"; exit 1; }
 	@! grep -q -- 'egress-proxy' $(CHART_OUT)/default.yaml || { echo "the egress proxy is rendered by default"; exit 1; }
 

@@ -29,7 +29,7 @@ type Config struct {
 	Resolver Resolver
 	// Deny are the ranges no resolved address may lie in (DefaultDeny plus the cluster's).
 	Deny []netip.Prefix
-	// Now is the clock grants expire on.
+	// Now is the clock grants expire and token buckets refill on.
 	Now func() time.Time
 	// Recorder files what each attempt asked for.
 	Recorder *Recorder
@@ -40,6 +40,12 @@ type Config struct {
 	// MaxTunnels bounds the CONNECT tunnels one attempt holds open at once (default 64):
 	// one body cannot take every connection of the proxy.
 	MaxTunnels int
+	// RatePerSecond and Burst are each attempt's token bucket (defaults DefaultRatePerSecond
+	// and DefaultBurst): every CONNECT and every plain-HTTP request takes a token, and one
+	// that finds none is refused (RateLimited, HTTP 429), so one body cannot load the proxy
+	// with new connections, lookups and requests.
+	RatePerSecond float64
+	Burst         int
 }
 
 // proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
@@ -47,6 +53,7 @@ type Config struct {
 type proxy struct {
 	cfg     Config
 	tunnels *tunnels
+	buckets *buckets
 }
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
@@ -69,7 +76,14 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	if cfg.MaxTunnels <= 0 {
 		cfg.MaxTunnels = 64
 	}
-	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]int{}, max: cfg.MaxTunnels}}
+	if cfg.RatePerSecond <= 0 {
+		cfg.RatePerSecond = DefaultRatePerSecond
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = DefaultBurst
+	}
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]int{}, max: cfg.MaxTunnels},
+		buckets: newBuckets(cfg.RatePerSecond, cfg.Burst, maxAttempts)}
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(io.Discard, "", 0)
 	// Never chain to the proxy process's own HTTPS_PROXY; dial only what decide checked.
@@ -91,14 +105,13 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		ctx.Resp = resp
 		return goproxy.RejectConnect, hostport
 	}
+	if !p.charge(g, hostport, 443) {
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedRateLimited) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+		return goproxy.RejectConnect, hostport
+	}
 	release, ok := p.tunnels.acquire(g.Key())
 	if !ok {
-		host, port, _ := splitHostPort(hostport, 443)
-		if n, valid := NormalizeHost(host); valid {
-			host = n
-		} else {
-			host = InvalidHost
-		}
+		host, port := refusedHost(hostport, 443)
 		p.note(g, host, port, RefusedTooManyTunnels)
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
@@ -133,6 +146,9 @@ func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *htt
 	g, resp := p.authenticate(r)
 	if resp != nil {
 		return r, resp
+	}
+	if !p.charge(g, r.URL.Host, 80) {
+		return r, refuse(r, http.StatusTooManyRequests, RefusedRateLimited)
 	}
 	if r.URL.Scheme != "http" {
 		p.note(g, InvalidHost, 0, RefusedBadRequest)
@@ -205,9 +221,37 @@ func (p *proxy) decide(ctx context.Context, g Grant, hostport string, defaultPor
 	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(port)).String(), ""
 }
 
+// charge takes a token from g's bucket for a request to hostport; false when there was none
+// (the refusal is recorded: memory stays bounded, the Recorder's limits hold whatever the
+// count). Only the first refusal of a run is logged: a body that ignores its 429s must not
+// turn each one into a log line.
+func (p *proxy) charge(g Grant, hostport string, defaultPort int32) bool {
+	ok, first := p.buckets.take(g, p.cfg.Now())
+	if !ok {
+		host, port := refusedHost(hostport, defaultPort)
+		p.record(g, host, port, RefusedRateLimited, first)
+	}
+	return ok
+}
+
+// refusedHost is what a refusal made before decide is recorded under: the normalised name,
+// or InvalidHost for anything else.
+func refusedHost(hostport string, defaultPort int32) (string, int32) {
+	host, port, _ := splitHostPort(hostport, defaultPort)
+	if n, ok := NormalizeHost(host); ok {
+		return n, port
+	}
+	return InvalidHost, port
+}
+
 func (p *proxy) note(g Grant, host string, port int32, refusal string) {
+	p.record(g, host, port, refusal, refusal != "")
+}
+
+// record files one request on g's attempt, and logs it when loud.
+func (p *proxy) record(g Grant, host string, port int32, refusal string, loud bool) {
 	p.cfg.Recorder.Note(g, host, port, refusal)
-	if refusal != "" {
+	if loud {
 		p.cfg.Log.Info("refused a destination", "namespace", g.Namespace, "call", g.Call,
 			"attempt", g.Attempt, "host", host, "port", port, "reason", refusal)
 	}

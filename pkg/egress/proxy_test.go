@@ -35,7 +35,9 @@ type proxyFixture struct {
 	certPool *x509.CertPool
 }
 
-func newProxyFixture(t *testing.T) *proxyFixture {
+// newProxyFixture builds the fixture; each option changes the proxy's Config before
+// NewProxy sees it.
+func newProxyFixture(t *testing.T, options ...func(*Config)) *proxyFixture {
 	t.Helper()
 	f := &proxyFixture{now: time.Unix(1_000_000, 0)}
 	f.target = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +54,7 @@ func newProxyFixture(t *testing.T) *proxyFixture {
 	f.port = int32(port)
 	loop := netip.MustParseAddr("127.0.0.1")
 	f.rec = NewRecorder(func() time.Time { return f.now })
-	h, err := NewProxy(Config{
+	cfg := Config{
 		Key: testKey,
 		Resolver: StaticResolver{Hosts: map[string][]netip.Addr{
 			"allowed.test": {loop}, "other.test": {loop},
@@ -62,7 +64,11 @@ func newProxyFixture(t *testing.T) *proxyFixture {
 		Deny:     []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
 		Now:      func() time.Time { return f.now },
 		Recorder: f.rec,
-	})
+	}
+	for _, o := range options {
+		o(&cfg)
+	}
+	h, err := NewProxy(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ const (
 	RefusedUnresolved     = "Unresolved"       // the name does not resolve
 	RefusedBadRequest     = "BadRequest"       // no host, or no port the proxy understands
 	RefusedTooManyTunnels = "TooManyTunnels"   // the attempt holds Config.MaxTunnels tunnels open
+	RefusedRateLimited    = "RateLimited"      // the attempt's token bucket is empty (Config.RatePerSecond, Burst)
 	RefusedDialFailed     = "DialFailed"       // allowed, but the connection failed
 	InvalidHost           = "(invalid)"        // recorded in place of a host that is not a name
 	MaxDestinations       = 32                 // destinations kept per attempt; more are Omitted
