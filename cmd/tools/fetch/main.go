@@ -2,9 +2,11 @@
 // egress proxy: through the proxy the Pod's HTTPS_PROXY / HTTP_PROXY name (Go's
 // ProxyFromEnvironment), or with {"direct": true} straight to the destination, as a body
 // that ignores the proxy would. {"url" or "urls" (up to 8, one after the other), "direct",
-// "ca" (PEM to trust besides the system's), "timeoutSeconds" (default 5, per request)}.
-// The result is always an object, {"results": [...]} for urls: the status and the first
-// bytes of the body, or the error; never isError, so a test reads what happened.
+// "ca" (PEM to trust besides the system's), "timeoutSeconds" (default 5, per request),
+// "repeat" (2 to 500: GET url that many times, one after the other, as fast as answers come)}.
+// The result is always an object, {"results": [...]} for urls, {"tally": {"403": n, "429": m,
+// "error": k}} for a repeat: the status and the first bytes of the body, or the error; never
+// isError, so a test reads what happened.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolgate/toolgate/cmd/tools/internal/toolio"
@@ -24,12 +27,15 @@ const maxBody = 1024
 
 const maxURLs = 8
 
+const maxRepeat = 500
+
 type args struct {
 	URL            string   `json:"url"`
 	URLs           []string `json:"urls"`
 	Direct         bool     `json:"direct"`
 	CA             string   `json:"ca"`
 	TimeoutSeconds int      `json:"timeoutSeconds"`
+	Repeat         int      `json:"repeat"`
 }
 
 type result struct {
@@ -52,6 +58,12 @@ func run(raw []byte) (any, error) {
 	client, err := newClient(a)
 	if err != nil {
 		return nil, err
+	}
+	if a.Repeat != 0 {
+		if a.URL == "" || a.Repeat < 2 || a.Repeat > maxRepeat {
+			return nil, fmt.Errorf("repeat: give url and 2 to %d", maxRepeat)
+		}
+		return repeat(client, a.URL, a.Repeat), nil
 	}
 	if a.URL != "" {
 		return get(client, a.URL), nil
@@ -104,4 +116,21 @@ func get(c *http.Client, url string) result {
 		r.Error = fmt.Sprintf("reading the body: %v", err)
 	}
 	return r
+}
+
+// repeat GETs url n times and counts the answers by status code ("error" when there was
+// none).
+func repeat(c *http.Client, url string, n int) any {
+	tally := map[string]int{}
+	for range n {
+		r := get(c, url)
+		key := "error"
+		if r.Status != 0 {
+			key = strconv.Itoa(r.Status)
+		}
+		tally[key]++
+	}
+	return struct {
+		Tally map[string]int `json:"tally"`
+	}{tally}
 }

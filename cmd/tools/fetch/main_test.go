@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,5 +50,28 @@ func TestFetchURLs(t *testing.T) {
 	}
 	if _, err := run([]byte(`{"url":"x","urls":["y"]}`)); err == nil {
 		t.Error("url and urls: no error")
+	}
+}
+
+func TestFetchRepeatTallies(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1) > 3 {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	got, err := run([]byte(`{"url":"` + srv.URL + `","direct":true,"repeat":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(got)
+	if string(b) != `{"tally":{"200":3,"429":2}}` {
+		t.Errorf("tally %s", b)
+	}
+	for _, bad := range []string{`{"urls":["x"],"repeat":2}`, `{"url":"x","repeat":1}`, `{"url":"x","repeat":501}`} {
+		if _, err := run([]byte(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }
