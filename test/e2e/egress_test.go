@@ -162,6 +162,31 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 		))
 	}, SpecTimeout(4*time.Minute))
 
+	It("refuses an attempt's requests past its token bucket (429 RateLimited), and the call counts every request", func(ctx SpecContext) {
+		// Plain HTTP: each request is one proxy request and takes a token (a tunnel's requests
+		// would not). 300 back to back: the burst (the chart's egressProxy.burst, 100) passes
+		// to the allow list (403 NotAllowed); at 20 a second the rest could refill only if
+		// the body took over 10 s.
+		const n = 300
+		got := waitTerminal(ctx, createCall(ctx, "e2e-fetch-allowed", "", map[string]any{"url": "http://other.test/", "repeat": n}), 2*time.Minute)
+		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
+		var content struct {
+			Tally map[string]int `json:"tally"`
+		}
+		Expect(json.Unmarshal(got.Status.Result.Content.Raw, &content)).To(Succeed())
+		AddReportEntry("rate-limited tally", content.Tally)
+		Expect(content.Tally).To(HaveKeyWithValue("429", BeNumerically(">=", 1)), "past the burst: Too Many Requests")
+		Expect(content.Tally).To(HaveKeyWithValue("403", BeNumerically(">=", egress.DefaultBurst)), "the burst reaches the allow list")
+		Expect(content.Tally["403"]+content.Tally["429"]).To(Equal(n), "every request answered by the proxy")
+
+		By("status.attempts[0].egress counts every refused request at other.test:80")
+		Expect(got.Status.Attempts).To(HaveLen(1))
+		log := got.Status.Attempts[0].Egress
+		Expect(log).NotTo(BeNil())
+		Expect(log.Destinations).To(ConsistOf(And(HaveField("Host", "other.test"), HaveField("Port", int32(80)),
+			HaveField("Allowed", int32(0)), HaveField("Refused", int32(n)))))
+	}, SpecTimeout(4*time.Minute))
+
 	It("cannot connect directly, around the proxy (NetworkPolicy toolgate-tools-egress-proxy)", func(ctx SpecContext) {
 		// The first connection may start before the Pod's address is published (the
 		// enforcer's guard drops it, TCP retries after 1 s): 8 s cover the retransmissions.
