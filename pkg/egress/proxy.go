@@ -54,6 +54,7 @@ type proxy struct {
 	cfg     Config
 	tunnels *tunnels
 	buckets *buckets
+	badAuth sampledLog
 }
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
@@ -173,9 +174,12 @@ func (p *proxy) authenticate(r *http.Request) (Grant, *http.Response) {
 		resp.Header.Set("Proxy-Authenticate", `Basic realm="toolgate egress"`)
 		return Grant{}, resp
 	}
-	g, err := Verify(p.cfg.Key, pass, p.cfg.Now())
+	now := p.cfg.Now()
+	g, err := Verify(p.cfg.Key, pass, now)
 	if err != nil {
-		p.cfg.Log.Info("refused a request", "why", err.Error())
+		if n, log := p.badAuth.take(now); log {
+			p.cfg.Log.Info("refused a request", "why", err.Error(), "alsoRefusedSinceLastLine", n)
+		}
 		return Grant{}, refuse(r, http.StatusProxyAuthRequired, err.Error())
 	}
 	return g, nil
@@ -366,4 +370,28 @@ type releasingConn struct {
 func (c *releasingConn) Close() error {
 	c.release()
 	return c.TCPConn.Close()
+}
+
+// badAuthLogEvery is how often at most a refused credential is logged: no valid grant means
+// no bucket, so a body sending forged credentials as fast as it can must not turn each into
+// a log line.
+const badAuthLogEvery = 10 * time.Second
+
+// sampledLog lets one line through per badAuthLogEvery and counts the ones it held back.
+type sampledLog struct {
+	mu   sync.Mutex
+	last time.Time
+	held int
+}
+
+// take reports whether to log at now, and how many were held back since the last line.
+func (l *sampledLog) take(now time.Time) (held int, log bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < badAuthLogEvery {
+		l.held++
+		return 0, false
+	}
+	held, l.held, l.last = l.held, 0, now
+	return held, true
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,5 +278,41 @@ func BenchmarkBucketsTake(b *testing.B) {
 	for b.Loop() {
 		bk.take(grants[i%len(grants)], start.Add(time.Duration(i)*time.Millisecond))
 		i++
+	}
+}
+
+// Forged credentials have no bucket; their refusals are logged at most once per
+// badAuthLogEvery, the next line counting those held back.
+func TestProxyForgedCredentialsLogSampled(t *testing.T) {
+	f := newRateFixture(t, 3)
+	pu := mustURL(f.proxy.URL)
+	pu.User = url.UserPassword(ProxyUser, "forged.c2lnbmF0dXJl")
+	tr := &http.Transport{Proxy: http.ProxyURL(pu)}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	send := func(n int) {
+		t.Helper()
+		for range n {
+			if got := f.plainStatus(t, c); got != http.StatusProxyAuthRequired {
+				t.Fatalf("a forged credential: %d, want 407", got)
+			}
+		}
+	}
+	send(50)
+	if got := f.logs.count("refused a request"); got != 1 {
+		t.Fatalf("%d log lines for 50 forged credentials in one instant, want 1", got)
+	}
+	f.clock.add(badAuthLogEvery - time.Millisecond)
+	send(1)
+	if got := f.logs.count("refused a request"); got != 1 {
+		t.Fatalf("%d log lines before the interval passed, want 1", got)
+	}
+	f.clock.add(time.Millisecond)
+	send(1)
+	if got := f.logs.count("refused a request"); got != 2 {
+		t.Fatalf("%d log lines after the interval, want 2", got)
+	}
+	if got := f.logs.count("alsoRefusedSinceLastLine=50"); got != 1 {
+		t.Errorf("the second line does not count the 50 held back:\n%s", f.logs.buf.String())
 	}
 }
