@@ -13,27 +13,12 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// Environment variables read by the runner (see the package documentation).
-const (
-	envArgs            = podcontract.EnvArgs
-	envArgsDigest      = podcontract.EnvArgsDigest
-	envArgsFile        = podcontract.EnvArgsFile
-	envMaxOutput       = podcontract.EnvMaxOutput
-	envStderrTail      = podcontract.EnvStderrTail
-	envTerminationPath = podcontract.EnvTerminationPath
-	envResultMarker    = podcontract.EnvResultMarker
-)
-
 // Defaults and bounds.
 const (
-	defaultArgsFile = "/toolgate/args.json"
-	// noArgsFile as the arguments file means: write none (the Pod has no writable volume);
-	// the body reads its arguments from stdin and sees an empty $TOOLGATE_ARGS_FILE.
-	noArgsFile             = podcontract.NoArgsFile
-	defaultMaxOutput       = 1 << 20
-	defaultStderrTail      = 4096
-	defaultTerminationPath = podcontract.TerminationPath
-	defaultIOGrace         = 2 * time.Second
+	defaultArgsFile   = "/toolgate/args.json"
+	defaultMaxOutput  = 1 << 20
+	defaultStderrTail = 4096
+	defaultIOGrace    = 2 * time.Second
 	// maxMaxOutput keeps the worst-case log block (about 1.6 times the kept
 	// stdout) well below the kubelet's default log rotation size (10 MiB).
 	maxMaxOutput  = frame.MaxOutputLimit
@@ -80,33 +65,33 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 		return v
 	}
 	cfg := config{
-		args:            []byte(getenv(envArgs)),
-		argsDigest:      getenv(envArgsDigest),
-		argsFile:        envOr(getenv, envArgsFile, defaultArgsFile),
-		terminationPath: envOr(getenv, envTerminationPath, defaultTerminationPath),
-		marker:          envOr(getenv, envResultMarker, frame.DefaultMarker),
+		args:            []byte(getenv(podcontract.EnvArgs)),
+		argsDigest:      getenv(podcontract.EnvArgsDigest),
+		argsFile:        envOr(getenv, podcontract.EnvArgsFile, defaultArgsFile),
+		terminationPath: envOr(getenv, podcontract.EnvTerminationPath, podcontract.TerminationPath),
+		marker:          envOr(getenv, podcontract.EnvResultMarker, frame.DefaultMarker),
 		ioGrace:         defaultIOGrace,
 	}
 	cfg.warm = getenv(podcontract.EnvWarm) == podcontract.WarmOn
 	cfg.podUID = getenv(podcontract.EnvPodUID)
-	maxOut, err1 := envInt(getenv, envMaxOutput, defaultMaxOutput)
-	tail, err2 := envInt(getenv, envStderrTail, defaultStderrTail)
+	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
+	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)
 	err3 := cfg.readKeys(getenv)
 	var err4 error
 	cfg.credentials, err4 = readCredentials(lookupEnv)
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.Func("args", "canonical JSON arguments (default $"+envArgs+")", func(s string) error {
+	fs.Func("args", "canonical JSON arguments (default $"+podcontract.EnvArgs+")", func(s string) error {
 		cfg.args = []byte(s)
 		return nil
 	})
-	fs.StringVar(&cfg.argsDigest, "args-digest", cfg.argsDigest, "sha256:<hex> of the arguments ($"+envArgsDigest+")")
-	fs.StringVar(&cfg.argsFile, "args-file", cfg.argsFile, "where to write the arguments; - for no file ($"+envArgsFile+")")
-	fs.IntVar(&cfg.maxOutput, "max-output", maxOut, "stdout bytes kept ($"+envMaxOutput+")")
-	fs.IntVar(&cfg.stderrTail, "stderr-tail", tail, "stderr tail bytes kept ($"+envStderrTail+")")
-	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+envTerminationPath+")")
-	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+envResultMarker+")")
+	fs.StringVar(&cfg.argsDigest, "args-digest", cfg.argsDigest, "sha256:<hex> of the arguments ($"+podcontract.EnvArgsDigest+")")
+	fs.StringVar(&cfg.argsFile, "args-file", cfg.argsFile, "where to write the arguments; - for no file ($"+podcontract.EnvArgsFile+")")
+	fs.IntVar(&cfg.maxOutput, "max-output", maxOut, "stdout bytes kept ($"+podcontract.EnvMaxOutput+")")
+	fs.IntVar(&cfg.stderrTail, "stderr-tail", tail, "stderr tail bytes kept ($"+podcontract.EnvStderrTail+")")
+	fs.StringVar(&cfg.terminationPath, "termination-path", cfg.terminationPath, "termination message file ($"+podcontract.EnvTerminationPath+")")
+	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+podcontract.EnvResultMarker+")")
 	fs.DurationVar(&cfg.ioGrace, "io-grace", cfg.ioGrace, "how long to keep reading output after the tool exits")
 	fs.StringVar(&cfg.copySelf, strings.TrimPrefix(podcontract.CopySelfFlag, "--"), "", "copy the runner executable to this path and exit")
 	err := fs.Parse(argv)

@@ -20,14 +20,14 @@ func lookupEnvFrom(m map[string]string) func(string) (string, bool) {
 }
 
 func TestParseConfigDefaultsAndOverrides(t *testing.T) {
-	env := map[string]string{envArgs: "{}", envArgsDigest: "sha256:x", envMaxOutput: "10", envResultMarker: "m1"}
+	env := map[string]string{podcontract.EnvArgs: "{}", podcontract.EnvArgsDigest: "sha256:x", podcontract.EnvMaxOutput: "10", podcontract.EnvResultMarker: "m1"}
 	cfg, err := parseConfig([]string{"--stderr-tail", "7", "--max-output=20", "--", "tool", "-x"}, lookupEnvFrom(env), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{
 		args: []byte("{}"), argsDigest: "sha256:x", argsFile: defaultArgsFile, maxOutput: 20, stderrTail: 7,
-		terminationPath: defaultTerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
+		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
@@ -39,10 +39,10 @@ func TestParseConfigErrors(t *testing.T) {
 		env  map[string]string
 		argv []string
 	}{
-		"bad env int":    {map[string]string{envMaxOutput: "1MiB"}, []string{"--", "x"}},
+		"bad env int":    {map[string]string{podcontract.EnvMaxOutput: "1MiB"}, []string{"--", "x"}},
 		"too large":      {nil, []string{"--max-output", "999999999", "--", "x"}},
-		"negative tail":  {map[string]string{envStderrTail: "-1"}, []string{"--", "x"}},
-		"bad marker":     {map[string]string{envResultMarker: "a b"}, []string{"--", "x"}},
+		"negative tail":  {map[string]string{podcontract.EnvStderrTail: "-1"}, []string{"--", "x"}},
+		"bad marker":     {map[string]string{podcontract.EnvResultMarker: "a b"}, []string{"--", "x"}},
 		"no command":     {nil, nil},
 		"unknown flag":   {nil, []string{"--nope", "--", "x"}},
 		"zero io grace":  {nil, []string{"--io-grace=0s", "--", "x"}},

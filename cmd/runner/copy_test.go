@@ -35,7 +35,7 @@ func TestCopySelf(t *testing.T) {
 		if got, _ := os.ReadFile(dest); !bytes.Equal(got, self) {
 			t.Fatalf("%v: copy differs from the executable", argv)
 		}
-		if _, err := os.Stat(in.env[envTerminationPath]); err == nil {
+		if _, err := os.Stat(in.env[podcontract.EnvTerminationPath]); err == nil {
 			t.Fatalf("%v: copy wrote a termination message", argv)
 		}
 	}
@@ -43,7 +43,7 @@ func TestCopySelf(t *testing.T) {
 
 func TestInvalidConfigurationFrame(t *testing.T) {
 	in := newInvocation(t, sh("echo should-not-run")...)
-	in.env[envMaxOutput] = "lots"
+	in.env[podcontract.EnvMaxOutput] = "lots"
 	o := in.run()
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonInvalidConfiguration)
 	if o.frame.Stdout != "" {
@@ -51,7 +51,7 @@ func TestInvalidConfigurationFrame(t *testing.T) {
 	}
 	// A custom marker is used for the log block.
 	in = newInvocation(t, "--", "head", "-c", "300000", "/dev/urandom")
-	in.env[envResultMarker] = "my.marker"
+	in.env[podcontract.EnvResultMarker] = "my.marker"
 	o = in.run()
 	if !bytes.Contains(o.stdout, []byte("--my.marker-begin ")) || o.frame.StdoutBytes != 300000 {
 		t.Fatalf("log block without custom marker (stdout %.80q)", o.stdout)

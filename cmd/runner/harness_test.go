@@ -64,13 +64,13 @@ func newInvocation(t *testing.T, argv ...string) *invocation {
 	t.Helper()
 	dir := t.TempDir()
 	return &invocation{t: t, dir: dir, argv: argv, env: map[string]string{
-		envArgs:                 testArgs,
-		envArgsDigest:           frame.DigestOf([]byte(testArgs)),
-		envArgsFile:             filepath.Join(dir, "toolgate", "args.json"),
-		envTerminationPath:      filepath.Join(dir, "termination-log"),
-		podcontract.EnvFrameKey: encodedTestKey(),
-		podcontract.EnvCallUID:  testCallUID,
-		podcontract.EnvAttempt:  "1",
+		podcontract.EnvArgs:            testArgs,
+		podcontract.EnvArgsDigest:      frame.DigestOf([]byte(testArgs)),
+		podcontract.EnvArgsFile:        filepath.Join(dir, "toolgate", "args.json"),
+		podcontract.EnvTerminationPath: filepath.Join(dir, "termination-log"),
+		podcontract.EnvFrameKey:        encodedTestKey(),
+		podcontract.EnvCallUID:         testCallUID,
+		podcontract.EnvAttempt:         "1",
 	}}
 }
 
@@ -123,7 +123,7 @@ func (in *invocation) run() outcome {
 func (in *invocation) outcome(cmd *exec.Cmd, stdout, stderr []byte) outcome {
 	in.t.Helper()
 	o := outcome{code: cmd.ProcessState.ExitCode(), stdout: stdout, stderr: stderr}
-	term, err := os.ReadFile(in.env[envTerminationPath])
+	term, err := os.ReadFile(in.env[podcontract.EnvTerminationPath])
 	if err != nil {
 		in.t.Fatalf("no termination message (exit %d, stderr %q): %v", o.code, stderr, err)
 	}

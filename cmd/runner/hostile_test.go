@@ -147,7 +147,7 @@ func TestFrameKeyHiddenFromTool(t *testing.T) {
 			t.Fatalf("the tool sees the frame key (%s):\n%s", leak, o.frame.Stdout)
 		}
 	}
-	if !strings.Contains(o.frame.Stdout, envArgsDigest+"=") {
+	if !strings.Contains(o.frame.Stdout, podcontract.EnvArgsDigest+"=") {
 		t.Fatalf("the tool's environment lost the rest: %s", o.frame.Stdout)
 	}
 }
@@ -175,8 +175,8 @@ func TestFrameKeyUnreadableThroughProc(t *testing.T) {
 done`)...)
 	in.exe = exe
 	in.dir = dir
-	in.env[envArgsFile] = filepath.Join(dir, "args.json")
-	in.env[envTerminationPath] = filepath.Join(dir, "termination-log")
+	in.env[podcontract.EnvArgsFile] = filepath.Join(dir, "args.json")
+	in.env[podcontract.EnvTerminationPath] = filepath.Join(dir, "termination-log")
 	in.sys = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
 	o := in.run()
 	if o.frame.Stdout != "environ protected\nmem protected\n" {
@@ -203,7 +203,7 @@ func TestUnsignedWithoutKey(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "not signed") {
 		t.Fatalf("runner: %v, output %q", err, out)
 	}
-	term, err := os.ReadFile(in.env[envTerminationPath])
+	term, err := os.ReadFile(in.env[podcontract.EnvTerminationPath])
 	if err != nil {
 		t.Fatal(err)
 	}

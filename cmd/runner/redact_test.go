@@ -368,7 +368,7 @@ func TestCredentialRedactedFromStderr(t *testing.T) {
 func TestCredentialRedactedBeforeTheLimit(t *testing.T) {
 	in := newInvocation(t, sh(`printf '%s tail' "$API_TOKEN"`)...)
 	withSecretEnv(in, strings.TrimSpace(testSecret))
-	in.env[envMaxOutput] = "12"
+	in.env[podcontract.EnvMaxOutput] = "12"
 	o := in.run()
 	full := redactedMark + " tail"
 	if o.frame.Stdout != full[:12] || !o.frame.Truncated || o.frame.StdoutBytes != int64(len(full)) || o.frame.Redactions != 1 {
@@ -447,7 +447,7 @@ func TestCredentialTooShortNotRun(t *testing.T) {
 			if _, err := os.Stat(mark); err == nil {
 				t.Fatal("the body ran")
 			}
-			if _, err := os.Stat(in.env[envArgsFile]); err == nil {
+			if _, err := os.Stat(in.env[podcontract.EnvArgsFile]); err == nil {
 				t.Fatal("the arguments were written")
 			}
 		})

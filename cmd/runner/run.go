@@ -32,7 +32,7 @@ func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	}
 	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
 		// The digests are for the Pod log (operators); the frame's error reaches the model.
-		logf(stderr, "%s is %q but the arguments hash to %q", envArgsDigest, cfg.argsDigest, got)
+		logf(stderr, "%s is %q but the arguments hash to %q", podcontract.EnvArgsDigest, cfg.argsDigest, got)
 		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered)
 	}
 	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
@@ -53,7 +53,7 @@ func failed(f frame.Frame, reason string, code int, err error) frame.Frame {
 }
 
 func writeArgsFile(path string, args []byte) error {
-	if path == noArgsFile {
+	if path == podcontract.NoArgsFile {
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -64,7 +64,7 @@ func writeArgsFile(path string, args []byte) error {
 
 // bodyArgsFile is $TOOLGATE_ARGS_FILE as the body sees it: empty when no file was written.
 func bodyArgsFile(path string) string {
-	if path == noArgsFile {
+	if path == podcontract.NoArgsFile {
 		return ""
 	}
 	return path
@@ -79,9 +79,9 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
 	outW, errsW, redactions := redactOutput(redactionForms(cfg.credentials), out, errs)
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
-	cmd.Env = append(bodyEnviron(os.Environ()), envArgsFile+"="+bodyArgsFile(cfg.argsFile))
+	cmd.Env = append(bodyEnviron(os.Environ()), podcontract.EnvArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	if cfg.traceparent != "" {
-		cmd.Env = append(cmd.Env, envTraceparent+"="+cfg.traceparent)
+		cmd.Env = append(cmd.Env, podcontract.EnvTraceparent+"="+cfg.traceparent)
 	}
 	pipes, err := newStdio(cmd)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestArgsOnStdinAndInFile(t *testing.T) {
 	if o.frame.ArgsDigest != frame.DigestOf([]byte(testArgs)) {
 		t.Fatalf("argsDigest %q", o.frame.ArgsDigest)
 	}
-	onDisk, err := os.ReadFile(in.env[envArgsFile])
+	onDisk, err := os.ReadFile(in.env[podcontract.EnvArgsFile])
 	if err != nil || string(onDisk) != testArgs {
 		t.Fatalf("args file %q (%v)", onDisk, err)
 	}
@@ -37,7 +37,7 @@ func TestArgsOnStdinAndInFile(t *testing.T) {
 // file and the body sees an empty $TOOLGATE_ARGS_FILE but still gets stdin.
 func TestNoArgsFile(t *testing.T) {
 	in := newInvocation(t, sh(`cat; printf '|%s|' "$`+podcontract.EnvArgsFile+`"; [ ! -e ./- ] && echo nofile`)...)
-	in.env[envArgsFile] = noArgsFile
+	in.env[podcontract.EnvArgsFile] = podcontract.NoArgsFile
 	o := in.run()
 	if o.code != 0 || o.frame.Reason != "" {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
@@ -51,21 +51,21 @@ func TestDigestMismatchDoesNotRunTool(t *testing.T) {
 	in := newInvocation(t, sh(`touch "$MARK"`)...)
 	mark := filepath.Join(in.dir, "ran")
 	in.env["MARK"] = mark
-	in.env[envArgsDigest] = frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))
+	in.env[podcontract.EnvArgsDigest] = frame.DigestOf([]byte(`{"path":"/etc/shadow"}`))
 	o := in.run()
 	wantReason(t, o, frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch)
 	if strings.Contains(o.frame.Error, frame.DigestPrefix) || !strings.Contains(o.frame.Error, "not run") {
 		t.Errorf("the frame's error (read by the model) must say plainly what happened, without digests: %q", o.frame.Error)
 	}
-	if !strings.Contains(string(o.stderr), in.env[envArgsDigest]) {
+	if !strings.Contains(string(o.stderr), in.env[podcontract.EnvArgsDigest]) {
 		t.Errorf("the Pod log should name the expected digest for operators: %q", o.stderr)
 	}
-	for _, p := range []string{mark, in.env[envArgsFile]} {
+	for _, p := range []string{mark, in.env[podcontract.EnvArgsFile]} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s exists: the tool ran or the args were written", p)
 		}
 	}
-	delete(in.env, envArgsDigest)
+	delete(in.env, podcontract.EnvArgsDigest)
 	wantReason(t, in.run(), frame.ExitRunnerError, frame.ReasonArgumentsDigestMismatch)
 }
 
@@ -103,7 +103,7 @@ func TestNonUTF8Stdout(t *testing.T) {
 	}
 	// A cut inside a UTF-8 character keeps the text UTF-8.
 	in := newInvocation(t, sh(`printf 'abc\303\251'`)...)
-	in.env[envMaxOutput] = "4"
+	in.env[podcontract.EnvMaxOutput] = "4"
 	o = in.run()
 	if !o.frame.StdoutIsUTF8() || o.frame.Stdout != "abc" || !o.frame.Truncated || o.frame.StdoutBytes != 5 {
 		t.Fatalf("frame %+v", o.frame)
@@ -115,7 +115,7 @@ func TestLargeOutputInLog(t *testing.T) {
 	_, _ = rand.Read(data)
 	in := newInvocation(t, sh(`echo before >&2; cat "$DATA"; echo after >&2`)...)
 	in.env["DATA"] = filepath.Join(in.dir, "data")
-	in.env[envMaxOutput] = "4194304"
+	in.env[podcontract.EnvMaxOutput] = "4194304"
 	if err := os.WriteFile(in.env["DATA"], data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestLargeOutputInLog(t *testing.T) {
 
 func TestStderrTailBounded(t *testing.T) {
 	in := newInvocation(t, sh(`head -c 100000 /dev/zero | tr '\0' x >&2; printf 'é END' >&2`)...)
-	in.env[envStderrTail] = "100"
+	in.env[podcontract.EnvStderrTail] = "100"
 	o := in.run()
 	tail := o.frame.StderrTail
 	if len(tail) > 100 || !strings.HasSuffix(tail, "xxé END") || o.frame.StderrBytes != 100006 {
@@ -170,7 +170,7 @@ func TestCommandNotFoundOrNotExecutable(t *testing.T) {
 func TestToolIgnoringStdin(t *testing.T) {
 	big := `{"blob":"` + strings.Repeat("a", 100<<10) + `"}`
 	in := newInvocation(t, sh(`echo done`)...)
-	in.env[envArgs], in.env[envArgsDigest] = big, frame.DigestOf([]byte(big))
+	in.env[podcontract.EnvArgs], in.env[podcontract.EnvArgsDigest] = big, frame.DigestOf([]byte(big))
 	if o := in.run(); o.code != 0 || o.frame.Stdout != "done\n" {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
 	}

@@ -37,7 +37,7 @@ func runWarm(t *testing.T, in *invocation, stdin []byte) (outcome, string) {
 
 // warmEnv is a pool Pod's environment: no call in it, the master, the Pod's own uid.
 func warmEnv(in *invocation) {
-	for _, name := range []string{envArgs, envArgsDigest, podcontract.EnvCallUID, podcontract.EnvAttempt} {
+	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest, podcontract.EnvCallUID, podcontract.EnvAttempt} {
 		delete(in.env, name)
 	}
 	in.env[podcontract.EnvWarm] = "1"
@@ -65,7 +65,7 @@ func handoverLine(t *testing.T, h frame.Handover) []byte {
 
 func TestWarmHandoverRunsBodyWithFrozenBytes(t *testing.T) {
 	in := newInvocation(t, sh(`cat; printf '|%s' "$TRACEPARENT"`)...)
-	in.env[envArgsFile] = noArgsFile
+	in.env[podcontract.EnvArgsFile] = podcontract.NoArgsFile
 	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs)), Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, testKey)
 	o, line := runWarm(t, in, handoverLine(t, h))
 	if o.code != 0 || o.frame.Reason != "" {
@@ -148,7 +148,7 @@ func TestWarmStoppedWhileIdle(t *testing.T) {
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the body ran")
 	}
-	if _, err := os.Stat(in.env[envTerminationPath]); err == nil {
+	if _, err := os.Stat(in.env[podcontract.EnvTerminationPath]); err == nil {
 		t.Fatal("a frame was written for a call that never came")
 	}
 }

@@ -42,7 +42,10 @@ const (
 	EnvPodUID = "TOOLGATE_POD_UID"
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
-	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span.
+	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span
+	// (docs/operations.md, "Tracing"): set by the operator when it traces, handed to the body
+	// unchanged by the runner (a warm runner sets it from the handover's traceparent), so
+	// that the tool can continue the trace.
 	EnvTraceparent = "TRACEPARENT"
 	// EnvOTLPEndpoint and EnvOTLPProtocol are the standard OpenTelemetry exporter variables
 	// a body's SDK reads (the operator's --tracing-tool-endpoint).
