@@ -3,7 +3,9 @@
 # installed by its chart and the examples — `make up` — which this target runs when
 # `hack/cluster.sh status` says the cluster is not healthy; a cluster it started itself it
 # also tears down afterwards, pass or fail (E2E_KEEP_CLUSTER=1 keeps it for debugging). A
-# cluster that was already up is left as it was.
+# cluster that was already up stays up; with TRACING=1 (make test sets it) on a cluster that
+# `make up` brought up without it, it runs `make up` again, which starts Jaeger and
+# redeploys toolgate exporting to it, so that the trace specs can run.
 
 E2E_TIMEOUT ?= 20m
 E2E_FLAGS ?=
@@ -13,19 +15,27 @@ E2E_KEEP_CLUSTER ?=
 
 .PHONY: test-e2e
 test-e2e: chromium $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
-	@started=; \
+	@started=; traced=; \
 	if $(ROOT)/hack/cluster.sh status >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-system \
 	         rollout status deployment/toolgate --timeout=5s >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-demo \
 	         get toolscope demo >/dev/null 2>&1; then \
-	  echo "test-e2e: cluster healthy and toolgate installed; skipping make up"; \
+	  if [ "$(TRACING)" = 1 ] && ! { $(ROOT)/hack/jaeger/jaeger.sh status >/dev/null 2>&1 \
+	        && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-system \
+	             get deployment/toolgate -o jsonpath='{.spec.template.spec.containers[0].args}' \
+	             | grep -q -e '--tracing-endpoint='; }; then \
+	    echo "test-e2e: TRACING=1 but the running cluster does not export to Jaeger; running make up TRACING=1 (redeploys toolgate; the cluster stays up afterwards)"; \
+	    traced=no; \
+	  else \
+	    echo "test-e2e: cluster healthy and toolgate installed; skipping make up"; \
+	  fi; \
 	else \
 	  echo "test-e2e: cluster not ready; running make up"; \
 	  started=yes; \
 	fi; \
 	rc=0; \
-	if [ -n "$$started" ]; then $(MAKE) up || rc=$$?; fi; \
+	if [ -n "$$started$$traced" ]; then $(MAKE) up || rc=$$?; fi; \
 	if [ $$rc = 0 ]; then $(GINKGO) -v --timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(ROOT)/test/e2e || rc=$$?; fi; \
 	if [ -n "$$started" ] && [ -z "$(E2E_KEEP_CLUSTER)" ]; then \
 	  echo "test-e2e: tearing down the cluster this run started (E2E_KEEP_CLUSTER=1 keeps it)"; \
