@@ -155,7 +155,7 @@ func TestCredentialMissingDetail(t *testing.T) {
 	msg := `secret "github" not found`
 	pod := podWith(corev1.PodPending, "", configError(msg))
 	o, ok := podOutcome(context.Background(), pod, pipeline.Outcome{Attempt: 1}, nil)
-	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != msg {
+	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != "kubelet: "+msg {
 		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
 	}
 	res := pipeline.Normalize(o, pipeline.NormalizeOptions{})

@@ -116,6 +116,10 @@ func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall
 	return j.rejected(call, jobName, err), nil
 }
 
+// noJobDetail is the Executed condition's account of an attempt that ends ImageNeverStarted
+// because its Job was never created: the image is not to blame.
+const noJobDetail = "operator: no Job was created for this attempt before its deadline (the operator was down, restarting or could not reach the API server); the image was never tried"
+
 // tooLate ends an attempt whose deadline passed before its Job was created: with the API
 // server's last refusal when it refused (ExecutionRejected), else as a body that never
 // started (the operator was down between recording the attempt and creating its Job).
@@ -125,7 +129,7 @@ func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, atte
 	if err := j.refusals.last(call, attempt); err != nil {
 		return j.rejected(call, JobName(call.Name, attempt), err)
 	}
-	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt)}
+	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
 	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
 		return st
 	}

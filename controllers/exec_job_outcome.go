@@ -129,7 +129,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 	}
 	if credentialMissing(cs) {
 		base.TerminationReason, base.Started = pipeline.TerminationCredentialMissing, false
-		base.Detail = boundedText(cs.State.Waiting.Message, maxDetail)
+		base.Detail = boundedText("kubelet: "+cs.State.Waiting.Message, maxDetail)
 		return base, true
 	}
 	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {

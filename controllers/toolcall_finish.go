@@ -258,8 +258,8 @@ func unrepresentable(res pipeline.Result) pipeline.StoredResult {
 func executedMessage(res pipeline.Result, o pipeline.Outcome) string {
 	if res.IsError && res.Error != "" {
 		if o.Detail != "" {
-			// The kubelet's words (which Secret or key), for the platform team.
-			return fmt.Sprintf("%s (kubelet: %s)", res.Error, o.Detail)
+			// Who said what (the kubelet: which Secret or key), for the platform team.
+			return fmt.Sprintf("%s (%s)", res.Error, o.Detail)
 		}
 		return res.Error
 	}

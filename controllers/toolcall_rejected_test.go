@@ -177,6 +177,14 @@ func TestNoJobPastTheDeadlineEndsWithoutCreatingIt(t *testing.T) {
 	if call.Status.Phase != v1alpha1.PhaseFailed || call.Status.Result == nil || !call.Status.Result.IsError {
 		t.Fatalf("phase %s result %+v, want Failed", call.Status.Phase, call.Status.Result)
 	}
+	// ImageNeverStarted, but the platform team reads that the image was not to blame.
+	executed := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted)
+	if executed == nil || !strings.Contains(executed.Message, "no Job was created for this attempt before its deadline") {
+		t.Errorf("Executed condition %+v, want the operator's account of the missing Job", executed)
+	}
+	if strings.Contains(call.Status.Result.Error, "operator") {
+		t.Errorf("the result the agent reads names the operator: %q", call.Status.Result.Error)
+	}
 }
 
 // Before the deadline the same call's Job is created, once.

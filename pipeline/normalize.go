@@ -106,9 +106,10 @@ type Outcome struct {
 	// Unreadable, when set, says why a frame was present but could not be verified,
 	// bounded or decoded (for the operator's log; the result says ResultUnreadable).
 	Unreadable string
-	// Detail is what the infrastructure said about the ending in its own words, e.g. the
-	// kubelet's "secret \"github\" not found" for CredentialMissing: for the call's Executed
-	// condition, where the platform team looks, never for the result the agent reads.
+	// Detail says, for the call's Executed condition where the platform team looks (never for
+	// the result the agent reads), who ended the attempt and in their words, e.g. the
+	// kubelet's `kubelet: secret "github" not found` for CredentialMissing, or the operator's
+	// own account of an attempt whose Job it never created.
 	Detail string
 	// ContainerExitCode is the tool container's exit code as the kubelet reported it, if
 	// it terminated. It never decides a result; it is reported when the ending is lost.
