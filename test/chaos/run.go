@@ -133,6 +133,11 @@ func run(o options) (res *result, err error) {
 	progress(fmt.Sprintf("creating %d calls at %.0f/s while the operator is killed every %s–%s", o.n, o.rate, o.killMin, o.killMax))
 	if err := createCalls(ctx, env.Client, ns.Name, calls, o.rate); err != nil {
 		f.stop()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// Not the operator's failure: with -restart-apiserver the API server is away most
+			// of the time, and creating the calls alone can outlast the run's bound.
+			return nil, fmt.Errorf("the run's -timeout (%s) passed while creating the calls; raise it: %w", o.timeout, err)
+		}
 		return nil, err
 	}
 	time.Sleep(o.faultTail) // the faults go on for a while after the last call
