@@ -120,6 +120,7 @@ type faults struct {
 	env              *tg.Env
 	minGap, maxGap   time.Duration
 	apiServerEvery   int
+	afterAPIServer   func() error // run after each API server restart (the simulated kubelet's)
 	rng              *rand.Rand
 	mu               sync.Mutex
 	kills, apiServer int
@@ -155,6 +156,10 @@ func (f *faults) fault(n int) {
 	if apiServer {
 		if err = f.env.RestartAPIServer(); err != nil {
 			progress("restarting the API server: " + err.Error())
+		} else if f.afterAPIServer != nil {
+			if err = f.afterAPIServer(); err != nil {
+				progress("after the API server restart: " + err.Error())
+			}
 		}
 	}
 	at := time.Now()

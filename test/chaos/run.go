@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -81,11 +82,11 @@ func run(o options) (res *result, err error) {
 	}
 
 	k := tg.NewKubelet(nil)
-	stopKubelet, err := startKubelet(env, k, o.kubeletWorkers)
-	if err != nil {
+	kubelet := &kubeletRunner{env: env, k: k, workers: o.kubeletWorkers}
+	if err := kubelet.start(); err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, stopKubelet()) }()
+	defer func() { err = errors.Join(err, kubelet.stop()) }()
 	logsURL, stopLogs, err := tg.ServeLogs(k)
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func run(o options) (res *result, err error) {
 
 	f := &faults{op: op, env: env, minGap: o.killMin, maxGap: o.killMax, rng: rand.New(rand.NewPCG(o.seed, 2))}
 	if o.restartAPIServer {
-		f.apiServerEvery = o.apiServerEvery
+		f.apiServerEvery, f.afterAPIServer = o.apiServerEvery, kubelet.restart
 	}
 	faultStart := time.Now()
 	f.run(ctx)
@@ -186,13 +187,49 @@ func newOperator(env *tg.Env, dir, logsURL string, o options) (*operator, error)
 	return &operator{exe: exe, kubeconfig: kubeconfig, args: args, logPath: filepath.Join(dir, "operator.log")}, nil
 }
 
+// kubeletRunner runs the simulated kubelet's manager, and a new one after each API server
+// restart. A manager that lives through restarts every ~27 s backs its reflectors off to
+// client-go's 30–60 s (reset only after two healthy minutes) and so misses most of the few
+// seconds in which the API server answers; the operator, killed at every fault, starts with
+// fresh reflectors each time. The fake cluster must not be the bottleneck.
+type kubeletRunner struct {
+	env      *tg.Env
+	k        *tg.Kubelet
+	workers  int
+	stopping func() error
+}
+
+func (r *kubeletRunner) start() error {
+	stop, err := startKubelet(r.env, r.k, r.workers)
+	if err != nil {
+		return err
+	}
+	r.stopping = stop
+	return nil
+}
+
+func (r *kubeletRunner) stop() error {
+	if r.stopping == nil {
+		return nil
+	}
+	stop := r.stopping
+	r.stopping = nil
+	return stop()
+}
+
+// restart stops the manager and starts a new one (the Kubelet's scripts and counts stay).
+func (r *kubeletRunner) restart() error {
+	return errors.Join(r.stop(), r.start())
+}
+
 // startKubelet runs the simulated kubelet in a manager of its own in this process (as
 // Env.StartKubelet does) with workers concurrent reconciles: the fake cluster must not be
 // the bottleneck.
 func startKubelet(env *tg.Env, k *tg.Kubelet, workers int) (func() error, error) {
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme: env.Scheme, Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{MaxConcurrentReconciles: workers},
+		// SkipNameValidation: kubeletRunner.restart registers the same controllers again.
+		Controller: config.Controller{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, err
