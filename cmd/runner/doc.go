@@ -146,6 +146,19 @@
 // until the next write or the end of the stream decides; everything else is written at
 // once, so the log is not delayed.
 //
+// The value inside longer base64 data is recognised too: the Basic-auth header that
+// "curl -v" and git (GIT_TRACE_CURL) print, "Authorization: Basic " and the base64 of
+// "user:" or "oauth2:" and the token, or any data around it. Its first byte sits at one of
+// the three offsets of a 3-byte group, and at each the encoding holds a run of characters
+// that depends on the value's bytes alone, its core: at offset a, for n bytes, characters
+// ⌈8a/6⌉ up to (not including) ⌊8(a+n)/6⌋ of the encoding of a filler bytes and the value.
+// The three cores, in both alphabets, are forms, at least 10 characters (60 of the value's
+// bits) for the shortest value redacted. The core is what is replaced: the character at
+// each end that also carries its neighbours' bits (at most 4 of the value's) stays, so
+// that every form is a fixed string and the scan stays one pass ("dXNlcjp[REDACTED]Q=="
+// for "user:" and a 26-byte token). The cores are shorter than the value's own base64, so
+// the hold-back bound above is unchanged.
+//
 // The frame's "redactions" is how many were replaced, in stdout and stderr together
 // (also in the pointer of a frame carried in the log); never what. "stdoutBytes",
 // "truncated" and "stderrBytes" describe the redacted streams: the frame's stdout is a
@@ -154,14 +167,18 @@
 // started is named in it, and the kubelet may have expanded a credential into the
 // command), without counting.
 //
-// Not recognised: a value that is part of longer data encoded in base64 (its spelling then
-// depends on its offset and its neighbours' bits; no attempt is made — hex, being byte by
-// byte, is recognised inside longer data), any other encoding (gzip, other escapings,
-// mixed case hex, reversed, split by other bytes, one character per line), and output
-// the body writes elsewhere than its stdout and stderr (files, the network). Redaction
-// guards against a body that discloses a credential by mistake, not one that means to
-// leak it. The runner is not dumpable, so the body cannot read the
-// TOOLGATE_SECRET_FILE_<i> copies through /proc/1/environ either.
+// Not recognised: base64 broken across lines inside the value's core (base64(1) wraps at
+// 76 columns, PEM at 64), base32, gzip and any other encoding or escaping, an encoding of
+// an encoding (the base64 of the hex), mixed case hex; the value transformed (rot13,
+// reversed, split by other bytes, one character per line); and output the body writes
+// elsewhere than its stdout and stderr (files, the network). Redaction guards against a
+// body that discloses a credential by mistake, not one that means to leak it: a
+// credentialled tool that runs model-chosen code (a shell, an interpreter) hands the model
+// its value, which it can have printed in any of those shapes, and no redactor catches
+// them all. The way to keep a token from such a tool is not to give it to the body but to
+// inject it outside (proxy injection, issue 31 item 2: not yet built). The runner is not
+// dumpable, so the body cannot read the TOOLGATE_SECRET_FILE_<i> copies through
+// /proc/1/environ either.
 //
 // # Exit codes
 //

@@ -92,9 +92,10 @@ func checkCredentials(creds []credential) error {
 
 // credentialForms returns the byte strings that spell value in the body's output: value
 // as is and trimmed of surrounding white space, and each of those in standard and URL-safe
-// base64 (padded and not), lowercase and uppercase hex, URL query and path escaping, and
-// as the inside of a JSON string (encoding/json's escaping, with HTML escaping on and off).
-// Without duplicates, longest first.
+// base64 (padded and not, and the value's cores inside longer base64 data), lowercase and
+// uppercase hex, URL query and path escaping, and as the inside of a JSON string
+// (encoding/json's escaping, with HTML escaping on and off). Without duplicates, longest
+// first.
 func credentialForms(value []byte) [][]byte {
 	bases := [][]byte{value}
 	if t := bytes.TrimSpace(value); len(t) != len(value) && len(t) > 0 {
@@ -115,8 +116,34 @@ func credentialForms(value []byte) [][]byte {
 			jsonInside(s, true),
 			jsonInside(s, false),
 		)
+		forms = append(forms, base64Cores(base64.RawStdEncoding, b)...)
+		forms = append(forms, base64Cores(base64.RawURLEncoding, b)...)
 	}
 	return dedupeForms(forms)
+}
+
+// base64Cores returns value's cores in enc (unpadded): inside longer data (oauth2:TOKEN,
+// user:TOKEN in an Authorization: Basic header) the value's first byte sits at one of
+// three offsets in a 3-byte group, and for each the encoding holds a run of characters
+// that depends on the value's bytes alone. A value of n bytes at offset a has the
+// characters from ⌈8a/6⌉ up to ⌊(8a+8n)/6⌋ of the encoding of a bytes and then the value:
+// at least 10 for the shortest value redacted (8 bytes), 60 bits of it. At offset 0 a
+// value whose length is a multiple of 3 has for core its whole unpadded encoding.
+//
+// The character at each end that also carries the neighbours' bits (at most 4 of the
+// value's) is no part of the core and stays in the output: it has up to 16 spellings, so
+// covering it would take either a pattern instead of fixed strings (a second matcher) or
+// holding back the character before every candidate; the at most 8 bits left of at least
+// 64 identify nothing.
+func base64Cores(enc *base64.Encoding, value []byte) [][]byte {
+	cores := make([][]byte, 0, 3)
+	for a := range 3 {
+		group := make([]byte, a+len(value)) // a filler bytes, then the value
+		copy(group[a:], value)
+		s := enc.EncodeToString(group)
+		cores = append(cores, []byte(s[(8*a+5)/6:(8*a+8*len(value))/6]))
+	}
+	return cores
 }
 
 // jsonInside is s as encoding/json writes it in a string, without the quotes.

@@ -99,6 +99,14 @@ func TestCredentialForms(t *testing.T) {
 		} {
 			want[f] = true
 		}
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			for a := range 3 { // the value inside longer base64 data, at each alignment
+				prefix := bytes.Repeat([]byte("p"), a)
+				x := enc.EncodeToString([]byte(string(prefix) + v + "z"))
+				start, end := stableRun(t, enc, prefix, []byte(v), []byte("z"))
+				want[x[start:end]] = true
+			}
+		}
 	}
 	// The escapings spelled out.
 	for _, f := range []string{
@@ -123,8 +131,8 @@ func TestCredentialForms(t *testing.T) {
 	}
 	// A value without surrounding white space has no trimmed forms; one of letters and
 	// digits escapes to itself, and its base64 (18 bytes, no '+' or '/') is the same in
-	// all four: the value, one base64, two hex.
-	if got := credentialForms([]byte("abcdefgh12345678zz")); len(got) != 4 {
+	// all four and is its core at offset 0: the value, one base64, two more cores, two hex.
+	if got := credentialForms([]byte("abcdefgh12345678zz")); len(got) != 6 {
 		t.Errorf("forms of a plain value: %q", got)
 	}
 }
@@ -534,9 +542,9 @@ func TestWarmCredentials(t *testing.T) {
 	}
 }
 
-// BenchmarkRedactor: 8 credentials (their forms), over 1 MiB of text lines of random
-// base64 (the worst plain text: every byte may start a form), written 32 KiB at a time as
-// io.Copy does; without a credential in it, and with one in every line.
+// BenchmarkRedactor: 1 and 8 credentials (their forms), over 1 MiB of text lines of
+// random base64 (the worst plain text: every byte may start a form), written 32 KiB at a
+// time as io.Copy does; without a credential in it, and with one in every line.
 func BenchmarkRedactor(b *testing.B) {
 	var creds []credential
 	for i := range 8 {
@@ -544,28 +552,34 @@ func BenchmarkRedactor(b *testing.B) {
 		_, _ = rand.Read(v)
 		creds = append(creds, credential{name: strconv.Itoa(i), value: []byte(base64.RawURLEncoding.EncodeToString(v))})
 	}
-	forms := redactionForms(creds)
 	raw := make([]byte, 3<<18)
 	_, _ = rand.Read(raw)
 	clean := []byte(base64.StdEncoding.EncodeToString(raw)) // 1 MiB
 	for i := 80; i < len(clean); i += 81 {
 		clean[i] = '\n'
 	}
-	dense := bytes.Clone(clean)
-	for i := 0; i+81 <= len(dense); i += 81 {
-		copy(dense[i+20:], creds[(i/81)%len(creds)].value) // 32 bytes
-	}
-	for name, text := range map[string][]byte{"clean": clean, "dense": dense} {
-		b.Run(name, func(b *testing.B) {
-			r := newRedactor(discard{}, forms)
-			b.SetBytes(int64(len(text)))
-			for b.Loop() {
-				for off := 0; off < len(text); off += 32 << 10 {
-					_, _ = r.Write(text[off:min(off+32<<10, len(text))])
+	for _, n := range []int{1, 8} {
+		forms := redactionForms(creds[:n])
+		dense := bytes.Clone(clean)
+		for i := 0; i+81 <= len(dense); i += 81 {
+			copy(dense[i+20:], creds[(i/81)%n].value) // 32 bytes
+		}
+		for _, text := range []struct {
+			name string
+			b    []byte
+		}{{"clean", clean}, {"dense", dense}} {
+			b.Run(fmt.Sprintf("creds=%d/%s", n, text.name), func(b *testing.B) {
+				r := newRedactor(discard{}, forms)
+				b.SetBytes(int64(len(text.b)))
+				b.ReportAllocs()
+				for b.Loop() {
+					for off := 0; off < len(text.b); off += 32 << 10 {
+						_, _ = r.Write(text.b[off:min(off+32<<10, len(text.b))])
+					}
+					_ = r.Close()
 				}
-				_ = r.Close()
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -573,25 +587,33 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// chunksOf splits data into writes of size bytes (the last one shorter).
+func chunksOf(data []byte, size int) [][]byte {
+	var chunks [][]byte
+	for off := 0; off < len(data); off += size {
+		chunks = append(chunks, data[off:min(off+size, len(data))])
+	}
+	return chunks
+}
+
 // FuzzRedactor: whatever the output and however it is split into writes, the redactor
 // writes what the reference (the whole stream at once) does, never a form of the
-// credential, and, without a credential, the output unchanged.
+// credential, and, without a credential, the output unchanged; and the value inside
+// longer base64 data (between two parts of the output) leaves no core in it.
 func FuzzRedactor(f *testing.F) {
 	f.Add([]byte("plain output\n"), []byte(""), uint8(3))
 	f.Add([]byte("token=s3cr3t-value; again s3cr3t-value"), []byte("s3cr3t-value"), uint8(5))
 	f.Add([]byte("czNjcjN0LXZhbHVl and 73336372337400"), []byte("s3cr3t-value\n"), uint8(1))
 	f.Add([]byte("aaaaaaaaaaaaaaaaaaaa"), []byte("aaaaaaaa"), uint8(7))
+	f.Add([]byte("oauth2:"), []byte("glpat-Xq3vR9sLk2Tz8mNw4Yb1"), uint8(7))
+	f.Add([]byte("user:\n"), []byte("?~>?~>?~>?"), uint8(0x85))
 	f.Fuzz(func(t *testing.T, data, value []byte, chunk uint8) {
 		var forms [][]byte
 		if len(bytes.TrimSpace(value)) >= frame.MinCredentialBytes {
 			forms = credentialForms(value)
 		}
-		var chunks [][]byte
 		size := int(chunk%64) + 1
-		for off := 0; off < len(data); off += size {
-			chunks = append(chunks, data[off:min(off+size, len(data))])
-		}
-		out, n := redactChunks(t, forms, chunks...)
+		out, n := redactChunks(t, forms, chunksOf(data, size)...)
 		if len(forms) == 0 {
 			if out != string(data) || n != 0 {
 				t.Fatalf("without a credential %q became %q", data, out)
@@ -612,5 +634,27 @@ func FuzzRedactor(f *testing.F) {
 				t.Fatalf("the output %q holds the form %q", out, f)
 			}
 		}
+		fuzzBase64Inside(t, forms, data, value, chunk)
 	})
+}
+
+// fuzzBase64Inside: value after the first chunk%(len(data)+1) bytes of data and before
+// the rest (and one more byte), in standard or URL-safe base64 (chunk's top bit), is
+// redacted as the reference does, and its core (stableRun) is not in the output.
+func fuzzBase64Inside(t *testing.T, forms [][]byte, data, value []byte, chunk uint8) {
+	k := int(chunk) % (len(data) + 1)
+	enc := base64.StdEncoding
+	if chunk&0x80 != 0 {
+		enc = base64.URLEncoding
+	}
+	prefix, suffix := data[:k], append(bytes.Clone(data[k:]), '.')
+	x := enc.EncodeToString(bytes.Join([][]byte{prefix, value, suffix}, nil))
+	start, end := stableRun(t, enc.WithPadding(base64.NoPadding), prefix, value, suffix)
+	out, n := redactChunks(t, forms, chunksOf([]byte(x), int(chunk%64)+1)...)
+	if ref, rn := naiveRedact([]byte(x), forms); out != ref || n != rn {
+		t.Fatalf("%q: %q (%d), the whole at once: %q (%d)", x, out, n, ref, rn)
+	}
+	if strings.Contains(out, x[start:end]) {
+		t.Fatalf("the output %q holds the core %q of %q", out, x[start:end], x)
+	}
 }
