@@ -38,13 +38,19 @@ func hasCredentials(body toolgatev1alpha1.ToolBody) bool {
 	return len(catalog.Credentials(body)) > 0
 }
 
-// credentialEnv tells the runner which values to redact: the names of the body's
-// credential variables and of its secret files, and each file's value once more as
-// TOOLGATE_SECRET_FILE_<i> (a required reference: a missing Secret or key stops the
-// container's creation, where the projected volume's optional source would not). None for
-// a body without credentials. The credentials are the ones policies see (tool.credentials).
+// credentialEnv gives the signer the values to redact, which the body's container holds
+// for the body: each of the body's credential variables, by the same reference, their
+// names, the names of its secret files, and each file's value as TOOLGATE_SECRET_FILE_<i>
+// (a required reference: a missing Secret or key stops the signer's creation, where the
+// projected volume's optional source would not). None for a body without credentials. The
+// credentials are the ones policies see (tool.credentials).
 func credentialEnv(body toolgatev1alpha1.ToolBody) []corev1.EnvVar {
 	var env []corev1.EnvVar
+	for _, e := range body.Env {
+		if e.ValueFrom != nil {
+			env = append(env, bodyEnvVar(e))
+		}
+	}
 	var vars, files []string
 	for _, c := range catalog.Credentials(body) {
 		if c.As == catalog.CredentialAsEnv {
@@ -82,7 +88,7 @@ func withSecretFiles(spec corev1.PodSpec, body toolgatev1alpha1.ToolBody) corev1
 	}
 	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: podcontract.SecretsVolume, VolumeSource: corev1.VolumeSource{
 		Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: ptr.To(secretFileMode)}}})
-	tool := &spec.Containers[0]
+	tool := toolContainerOf(&spec)
 	tool.VolumeMounts = append(tool.VolumeMounts, corev1.VolumeMount{
 		Name: podcontract.SecretsVolume, MountPath: podcontract.SecretsMountPath, ReadOnly: true})
 	return spec
@@ -93,9 +99,9 @@ func withSecretFiles(spec corev1.PodSpec, body toolgatev1alpha1.ToolBody) corev1
 // newer kubelets) and `couldn't find key k in Secret ns/x`.
 var credentialMissingMessage = regexp.MustCompile(`^secrets? "[^"]*" not found|^couldn't find key .* in Secret `)
 
-// credentialMissing is true when the kubelet refuses to create the tool container because
-// a Secret or key it references does not exist: waiting will not fix it (the platform has
-// to create the Secret), so the attempt ends now rather than at its deadline.
+// credentialMissing is true when the kubelet refuses to create a container because a
+// Secret or key it references does not exist: waiting will not fix it (the platform has to
+// create the Secret), so the attempt ends now rather than at its deadline.
 func credentialMissing(cs *corev1.ContainerStatus) bool {
 	if cs == nil || cs.State.Waiting == nil || cs.State.Waiting.Reason != "CreateContainerConfigError" {
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -33,12 +34,27 @@ func ref(name, key string) *corev1.EnvVarSource {
 // read-only projected volume whose sources are optional (so no mount ever waits).
 func TestBuildJobCredentials(t *testing.T) {
 	spec := BuildJob(testJobInput(withCredentials), DefaultJobOptions()).Spec.Template.Spec
+	body := map[string]corev1.EnvVar{}
+	for _, e := range toolIn(spec).Env {
+		body[e.Name] = e
+	}
+	for name, want := range map[string]corev1.EnvVar{
+		"MODE":         {Name: "MODE", Value: "fast"},
+		"GITHUB_TOKEN": {Name: "GITHUB_TOKEN", ValueFrom: ref("github", "token")},
+	} {
+		if d := diff(body[name], want); d != "" {
+			t.Errorf("body env %s (-got +want):\n%s", name, d)
+		}
+	}
+	if len(body) != 2 {
+		t.Errorf("the body's container gets more than its own env: %v", body)
+	}
+	// The signer redacts: it gets the same values, by the same references, and the lists.
 	env := map[string]corev1.EnvVar{}
-	for _, e := range spec.Containers[0].Env {
+	for _, e := range signerIn(spec).Env {
 		env[e.Name] = e
 	}
 	for name, want := range map[string]corev1.EnvVar{
-		"MODE":                                {Name: "MODE", Value: "fast"},
 		"GITHUB_TOKEN":                        {Name: "GITHUB_TOKEN", ValueFrom: ref("github", "token")},
 		podcontract.EnvSecretEnv:              {Name: podcontract.EnvSecretEnv, Value: "GITHUB_TOKEN"},
 		podcontract.EnvSecretFiles:            {Name: podcontract.EnvSecretFiles, Value: "kubeconfig,ca.pem"},
@@ -69,7 +85,7 @@ func TestBuildJobCredentials(t *testing.T) {
 		t.Errorf("sources (-got +want):\n%s", d)
 	}
 	wantMount := corev1.VolumeMount{Name: podcontract.SecretsVolume, MountPath: podcontract.SecretsMountPath, ReadOnly: true}
-	mounts := spec.Containers[0].VolumeMounts
+	mounts := toolIn(spec).VolumeMounts
 	if len(mounts) == 0 || diff(mounts[len(mounts)-1], wantMount) != "" {
 		t.Errorf("mounts %+v, want the last to be %+v", mounts, wantMount)
 	}
@@ -85,7 +101,7 @@ func TestBuildJobCredentials(t *testing.T) {
 // A body without credentials gets none of the credential plumbing.
 func TestBuildJobNoCredentials(t *testing.T) {
 	spec := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
-	for _, e := range spec.Containers[0].Env {
+	for _, e := range append(signerIn(spec).Env, toolIn(spec).Env...) {
 		if e.Name == podcontract.EnvSecretEnv || e.Name == podcontract.EnvSecretFiles {
 			t.Errorf("env %s on a body without credentials", e.Name)
 		}
@@ -154,7 +170,7 @@ func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
 func TestCredentialMissingDetail(t *testing.T) {
 	msg := `secret "github" not found`
 	pod := podWith(corev1.PodPending, "", configError(msg))
-	o, ok := podOutcome(context.Background(), pod, pipeline.Outcome{Attempt: 1}, nil)
+	o, ok := podOutcome(context.Background(), pod, time.Now(), pipeline.Outcome{Attempt: 1}, nil)
 	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != "kubelet: "+msg {
 		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
 	}
@@ -166,7 +182,7 @@ func TestCredentialMissingDetail(t *testing.T) {
 		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
 	}
 	long := configError(`secret "` + strings.Repeat("x", 2*maxDetail) + `" not found`)
-	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), pipeline.Outcome{Attempt: 1}, nil)
+	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil)
 	if len(o.Detail) > maxDetail {
 		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), maxDetail)
 	}

@@ -49,7 +49,7 @@ func TestEgressProxyJob(t *testing.T) {
 		t.Errorf("network label %q, want %q", got, podcontract.NetworkProxy)
 	}
 	env := map[string]string{}
-	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+	for _, e := range toolIn(job.Spec.Template.Spec).Env {
 		env[e.Name] = e.Value
 	}
 	for _, name := range []string{podcontract.EnvHTTPSProxy, podcontract.EnvHTTPProxy, podcontract.EnvHTTPSProxyLower, podcontract.EnvHTTPProxyLower} {

@@ -172,7 +172,7 @@ func TestWarmExecutorEndings(t *testing.T) {
 			w := newExecWorld(e)
 			pod := claimedWarmPod(w.call)
 			pod.Status.Phase, pod.Status.Reason = e.phase, e.reason
-			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: e.state}}
+			pod.Status.ContainerStatuses = statusesFor(e.state)
 			w.objs = append(w.objs, pod)
 			x := newWarmExecutor(w.env(t), stubAttach{})
 			// The stream of this process ended without a result line (the body was killed).
@@ -206,7 +206,7 @@ func TestWarmExecutorStream(t *testing.T) {
 			w := newExecWorld(ending{})
 			pod := claimedWarmPod(w.call)
 			pod.Status.Phase = corev1.PodRunning
-			pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: running()}}
+			pod.Status.ContainerStatuses = statusesFor(running())
 			w.objs = append(w.objs, pod)
 			x := newWarmExecutor(w.env(t), stubAttach{})
 			tail := []byte("body output\n")

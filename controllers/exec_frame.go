@@ -114,7 +114,7 @@ func frameReaderFor(t frameTrust, pod *corev1.Pod, logs LogReader, timeout time.
 	var tail tailFunc
 	if logs != nil && pod != nil {
 		tail = withTimeout(timeout, func(ctx context.Context, lines, limit int64) ([]byte, error) {
-			return logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.ToolContainerName, lines, limit)
+			return logs.TailLog(ctx, pod.Namespace, pod.Name, podcontract.SignerContainerName, lines, limit)
 		})
 	}
 	return func(ctx context.Context, msg string) (frame.Frame, error) {

@@ -69,9 +69,14 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
 		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
 	}
-	// The Pod reads the namespace's frame master from its Secret: it must exist first.
-	if _, st, ok, err := j.frameKeyReady(ctx, call); !ok {
+	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
+	// namespace's master: both must exist first.
+	masters, st, ok, err := j.frameKeyReady(ctx, call)
+	if !ok {
 		return st, err
+	}
+	if err := j.ensureAttemptKey(ctx, call, job.Name, attempt, masters[0]); err != nil {
+		return step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
 	ws, st, ok, err := j.workspaceFor(ctx, call)
@@ -174,8 +179,9 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 			return step{}, err
 		}
 	}
+	now := j.Clock.Now()
 	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
-		PastDeadline: !j.Clock.Now().Before(j.attemptDeadline(call))}
+		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
 	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
 		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
@@ -183,7 +189,10 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 		}
 		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
 	}
-	return step{requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+	if wait := signerPending(pod, now); wait > 0 {
+		return step{requeue: wait}, nil
+	}
+	return step{requeue: j.attemptDeadline(call).Sub(now)}, nil
 }
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
@@ -245,7 +254,11 @@ func (j *jobExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string
 // release deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are kept for the retention (tidy).
 func (j *jobExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
-	if ended.JobName == "" || o.Started && o.TerminationReason != pipeline.TerminationDeadlineExceeded {
+	if ended.JobName == "" {
+		return
+	}
+	j.deleteAttemptKey(ctx, call.Namespace, ended.JobName)
+	if o.Started && o.TerminationReason != pipeline.TerminationDeadlineExceeded {
 		return
 	}
 	job := &batchv1.Job{}

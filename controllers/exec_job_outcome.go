@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +27,16 @@ type attemptView struct {
 	Pod          *corev1.Pod
 	Attempt      int
 	PastDeadline bool
+	// Now is the operator's clock: a body's container that ended longer than signerGrace
+	// ago without the signer's is read without a frame.
+	Now time.Time
 }
+
+// signerGrace is how long after the body's container ended the operator waits for the
+// signer's, which ends right after it in every ending the runner sees (its frame follows
+// the body side's last message): past it, the signer is stuck (its body side never reached
+// it), and the attempt is read from the kubelet alone.
+const signerGrace = 10 * time.Second
 
 // frameReader verifies and decodes the runner's frame from a terminated tool container's
 // termination message (reading the Pod log for a pointer frame).
@@ -38,7 +49,7 @@ type frameReader func(ctx context.Context, msg string) (frame.Frame, error)
 // and Normalize makes it ExecutionLost or ResultUnreadable.
 func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipeline.Outcome, bool) {
 	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
-	if o, ok := podOutcome(ctx, v.Pod, base, read); ok {
+	if o, ok := podOutcome(ctx, v.Pod, v.Now, base, read); ok {
 		if killedAtJobDeadline(o, v.Job) {
 			o.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
@@ -109,7 +120,7 @@ func jobDeadlineReason(job *batchv1.Job) string {
 
 // podOutcome reads a Pod-level failure, the tool container's end, an image that will
 // never be pulled, or a Pod that ended without a tool container that did.
-func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, read frameReader) (pipeline.Outcome, bool) {
+func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeline.Outcome, read frameReader) (pipeline.Outcome, bool) {
 	if pod == nil {
 		return pipeline.Outcome{}, false
 	}
@@ -120,16 +131,18 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 	case pod.Status.Phase == corev1.PodFailed && podReasonsKnown[reason]:
 		base.TerminationReason = reason
 		return base, true
+	case terminated && signerPending(pod, now) > 0:
+		return pipeline.Outcome{}, false // the signer's frame is on its way
 	case terminated:
-		o := terminatedOutcome(ctx, cs.State.Terminated, base, read)
+		o := terminatedOutcome(ctx, cs.State.Terminated, signerTermination(pod), base, read)
 		if o.Report == nil && pod.Status.Phase == corev1.PodFailed && reason != "" && o.TerminationReason != pipeline.TerminationOOMKilled {
 			o.TerminationReason = reason // NodeShutdown says more than the container's Error
 		}
 		return o, true
 	}
-	if credentialMissing(cs) {
+	if missing := credentialMissingIn(pod); missing != nil {
 		base.TerminationReason, base.Started = pipeline.TerminationCredentialMissing, false
-		base.Detail = boundedText("kubelet: "+cs.State.Waiting.Message, maxDetail)
+		base.Detail = boundedText("kubelet: "+missing.State.Waiting.Message, maxDetail)
 		return base, true
 	}
 	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
@@ -155,24 +168,67 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, base pipeline.Outcome, rea
 	return pipeline.Outcome{}, false
 }
 
-// terminatedOutcome turns the tool container's terminated state and the runner's frame
+// terminatedOutcome turns the body container's terminated state and the signer's frame
 // into the normaliser's input. The kubelet's reason (OOMKilled) and exit code are kept;
-// the exit code and output of the result come only from a frame that read verified.
-func terminatedOutcome(ctx context.Context, t *corev1.ContainerStateTerminated, base pipeline.Outcome, read frameReader) pipeline.Outcome {
+// the exit code and output of the result come only from a frame that read verified, whose
+// exit code is the one the kubelet saw the body's container end with (the body side exits
+// with the tool's code). Nothing the body's container wrote is read: its termination
+// message is the body's.
+func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerminated, base pipeline.Outcome, read frameReader) pipeline.Outcome {
 	o := base
 	o.Started, o.TerminationReason, o.ContainerExitCode = true, t.Reason, &t.ExitCode
-	if t.Message == "" || t.Reason == containerStatusUnknown {
-		// Killed before the runner could write (SIGKILL, OOM kill of the container), or
-		// lost by the runtime: the message, if any, is the kubelet's, never a frame.
+	if t.Reason == containerStatusUnknown || signer == nil || signer.Message == "" || signer.Reason == containerStatusUnknown {
+		// The body's container was lost by the runtime, or the signer ended without a frame
+		// (killed after the grace period, or stuck): nothing vouches for the run.
 		return o
 	}
-	f, err := read(ctx, t.Message)
-	if err != nil {
+	f, err := read(ctx, signer.Message)
+	switch {
+	case err != nil:
 		o.Unreadable = err.Error()
-		return o
+	case f.Reason == frame.ReasonBodyLost:
+		// The signer vouches only that the body side went away: the kubelet says how.
+	case f.ExitCode != int(t.ExitCode):
+		o.Unreadable = fmt.Sprintf("the runner reports exit code %d, but the body's container ended with %d", f.ExitCode, t.ExitCode)
+	default:
+		o.Report = reportOf(f)
 	}
-	o.Report = reportOf(f)
 	return o
+}
+
+// signerTermination is the signer container's terminated state (nil while it runs).
+func signerTermination(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	for i := range pod.Status.ContainerStatuses {
+		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == podcontract.SignerContainerName {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+// signerPending is how much longer to wait for the signer's end, once the body's container
+// ended: 0 when it has ended, the Pod has, or signerGrace is over.
+func signerPending(pod *corev1.Pod, now time.Time) time.Duration {
+	if pod == nil {
+		return 0
+	}
+	cs := toolContainerStatus(pod)
+	if cs == nil || cs.State.Terminated == nil || signerTermination(pod) != nil ||
+		pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return 0
+	}
+	return max(0, cs.State.Terminated.FinishedAt.Add(signerGrace).Sub(now))
+}
+
+// credentialMissingIn is the status of a container the kubelet will not create for want of
+// a Secret or key (the signer holds the secret files' copies, the body the variables).
+func credentialMissingIn(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if cs := &pod.Status.ContainerStatuses[i]; credentialMissing(cs) {
+			return cs
+		}
+	}
+	return nil
 }
 
 // reportOf is what a verified frame vouches for.

@@ -74,12 +74,29 @@ func deletingJob() *batchv1.Job {
 	return job
 }
 
-// podWith is the Job's Pod in phase, with reason, and the tool container in state.
+// podWith is the Job's Pod in phase, with reason, and the body's container in state — its
+// termination message, if any, in the signer's, which ends with it (as cmd/runner's two
+// halves do): a message is the signer's frame, an ending without one a signer killed
+// before it could write.
 func podWith(phase corev1.PodPhase, reason string, state corev1.ContainerState) *corev1.Pod {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1-abcde", Namespace: "ns"}}
 	pod.Status.Phase, pod.Status.Reason = phase, reason
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: state}}
+	pod.Status.ContainerStatuses = statusesFor(state)
 	return pod
+}
+
+// statusesFor are the Pod's container statuses for the body's container in state (podWith).
+func statusesFor(state corev1.ContainerState) []corev1.ContainerStatus {
+	signer, body := running(), *state.DeepCopy()
+	if t := body.Terminated; t != nil {
+		st := &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: "Completed", Message: t.Message}
+		if t.Message == "" {
+			st.ExitCode, st.Reason = 137, "Error"
+		}
+		signer, t.Message = corev1.ContainerState{Terminated: st}, ""
+	}
+	return []corev1.ContainerStatus{
+		{Name: podcontract.ToolContainerName, State: body}, {Name: podcontract.SignerContainerName, State: signer}}
 }
 
 func running() corev1.ContainerState {
@@ -331,7 +348,7 @@ func TestAttemptOutcome(t *testing.T) {
 			pod:  podWith(corev1.PodFailed, "Terminated", terminatedWith(0, "Completed", "")),
 			want: new(lost("Terminated", pipeline.MetaContainerExitCode, "0"))},
 		{name: "graceful node shutdown, honest frame", job: jobWith(),
-			pod:  podWith(corev1.PodFailed, "NodeShutdown", withFrame(143, "Error", frameNamed("honest exit 3"))),
+			pod:  podWith(corev1.PodFailed, "NodeShutdown", withFrame(3, "Error", frameNamed("honest exit 3"))),
 			want: &wantResult{reason: pipeline.ReasonNonZeroExit, meta: map[string]string{pipeline.MetaExitCode: "3"}}},
 		{name: "unknown Pod reason, container never reported", job: jobWith(),
 			pod:  podWith(corev1.PodFailed, "UnexpectedAdmissionError", corev1.ContainerState{}),
@@ -538,4 +555,53 @@ type blockingLogs struct{}
 func (blockingLogs) TailLog(ctx context.Context, _, _, _ string, _, _ int64) ([]byte, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// The signer vouches for a run only when it heard how it ended and agrees with the kubelet
+// about the body's container: a BodyLost frame is no account of the run (the kubelet's
+// reason decides), a frame whose exit code is not the container's is unreadable, and a
+// body's container whose signer has not ended is waited for — until signerGrace, then read
+// without a frame.
+func TestAttemptOutcomeTrustsTheSignerOnlyForWhatItSaw(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	lost := stdoutFrame(frame.ExitRunnerError, "")
+	lost.Reason, lost.Error = frame.ReasonBodyLost, "gone"
+	lostMsg, _ := encodeFrame(testAttemptKey, lost)
+	for _, tc := range []struct {
+		name  string
+		body  *corev1.ContainerStateTerminated
+		msg   string // the signer's termination message ("": still running)
+		ended bool
+		want  pipeline.Reason
+	}{
+		{"body lost, OOM-killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.NewTime(now)}, lostMsg, true, pipeline.ReasonOOMKilled},
+		{"body lost, killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(now)}, lostMsg, true, pipeline.ReasonExecutionLost},
+		{"success claimed, container killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(now)}, frameNamed("honest success").msg, true, pipeline.ReasonResultUnreadable},
+		{"signer still running", &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now)}, "", false, ""},
+		{"signer stuck past the grace", &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now.Add(-signerGrace))}, "", true, pipeline.ReasonExecutionLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podWith(corev1.PodRunning, "", corev1.ContainerState{Terminated: tc.body})
+			if tc.msg != "" {
+				pod.Status.ContainerStatuses[1].State = terminatedWith(tc.body.ExitCode, "Completed", tc.msg)
+				pod.Status.Phase = corev1.PodFailed
+			} else {
+				pod.Status.ContainerStatuses[1].State = running()
+			}
+			read := frameReaderFor(testTrust(), pod, &memLogs{}, time.Second)
+			o, ended := attemptOutcome(context.Background(), attemptView{Job: jobWith(), Pod: pod, Attempt: 1, Now: now}, read)
+			if ended != tc.ended {
+				t.Fatalf("ended %v, want %v (outcome %+v)", ended, tc.ended, o)
+			}
+			if !ended {
+				if wait := signerPending(pod, now); wait != signerGrace {
+					t.Errorf("wait %v for the signer, want %v", wait, signerGrace)
+				}
+				return
+			}
+			if res := pipeline.Normalize(o, pipeline.NormalizeOptions{}); res.Reason != tc.want {
+				t.Errorf("result %s, want %s (outcome %+v)", res.Reason, tc.want, o)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -53,7 +54,7 @@ func (j *jobExecutor) tidy(ctx context.Context, key types.NamespacedName, call *
 		if call == nil || !metav1.IsControlledBy(job, call) {
 			continue
 		}
-		if wait := recordedAt(call, job).Add(j.Options.JobRetention).Sub(now); wait > 0 {
+		if wait := recordedAt(call, job).Add(j.retentionOf(call, job)).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}
@@ -75,8 +76,26 @@ func (j *jobExecutor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) e
 		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("deleted a Job past its retention", "job", job.Name)
+	j.deleteAttemptKey(ctx, job.Namespace, job.Name)
 	return j.releaseJob(ctx, job)
 }
+
+// retentionOf is how long job is kept after its attempt's end was recorded: JobRetention,
+// but none for an attempt that ended without a result the operator could believe
+// (ResultUnreadable, ExecutionLost): its Pod's status may show what the body wrote in its
+// own container's termination message (a body that killed the runner's side before it
+// could empty it), which nobody is to read.
+func (j *jobExecutor) retentionOf(call *v1alpha1.ToolCall, job *batchv1.Job) time.Duration {
+	for _, a := range call.Status.Attempts {
+		if a.JobName == job.Name && unbelievedEndings[pipeline.Reason(a.Reason)] {
+			return 0
+		}
+	}
+	return j.Options.JobRetention
+}
+
+// unbelievedEndings are the attempt reasons whose Pods are deleted at once.
+var unbelievedEndings = map[pipeline.Reason]bool{pipeline.ReasonResultUnreadable: true, pipeline.ReasonExecutionLost: true}
 
 // releaseJob removes JobFinalizer from a Job.
 func (j *jobExecutor) releaseJob(ctx context.Context, job *batchv1.Job) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +91,10 @@ func TestJobExecutorTidy(t *testing.T) {
 			if tc.deleted && (propagation == nil || *propagation != metav1.DeletePropagationBackground) {
 				t.Errorf("deleted with propagation %v, want Background (the Job before its Pod)", propagation)
 			}
+			err = c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: podcontract.AttemptKeySecret(tc.job)}, &corev1.Secret{})
+			if gone := apierrors.IsNotFound(err); gone != tc.deleted {
+				t.Errorf("the attempt's key Secret gone = %v (err %v), want it to go with its Job (%v)", gone, err, tc.deleted)
+			}
 		})
 	}
 }
@@ -126,15 +131,19 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(batchv1.AddToScheme(scheme))
+	utilruntime.Must(corev1.AddToScheme(scheme))
 	utilruntime.Must(networkingv1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job).
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: podcontract.AttemptKeySecret(job.Name)}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job, key).
 		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
 			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			do := &client.DeleteOptions{}
-			do.ApplyOptions(opts)
-			*propagation = do.PropagationPolicy
+			if _, ok := obj.(*batchv1.Job); ok {
+				do := &client.DeleteOptions{}
+				do.ApplyOptions(opts)
+				*propagation = do.PropagationPolicy
+			}
 			return c.Delete(ctx, obj, opts...)
 		}}).Build()
 	opts := DefaultCallOptions()

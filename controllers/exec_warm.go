@@ -177,13 +177,13 @@ func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step
 	return step{requeue: deadline.Sub(w.Clock.Now())}, nil
 }
 
-// handoverFor is the Handover of the call's attempt for the claimed Pod podUID: authenticated
-// with each of the namespace's masters (the Pod may hold either across a rotation), so the
-// runner takes it from the operator only, for this call, attempt, digest and Pod.
+// handoverFor is the Handover of the call's attempt for the claimed Pod podUID: it brings
+// the attempt's key (derived from the current master: the operator verifies with every
+// master it knows) and is signed with each of the namespace's masters' handover keys (the
+// Pod may hold either across a rotation), so the runner takes it from the operator only,
+// for this call, attempt, digest and Pod.
 func handoverFor(call *v1alpha1.ToolCall, attempt int, podUID types.UID, masters [][]byte, args []byte, digest, traceparent string) frame.Handover {
-	h := frame.Handover{CallUID: string(call.UID), Attempt: attempt, Arguments: args, ArgumentsDigest: digest, Traceparent: traceparent}
-	for _, m := range masters[:min(len(masters), frame.MaxHandoverAuths)] {
-		h.Auth = append(h.Auth, frame.HandoverAuth(m, h.CallUID, attempt, string(podUID), digest))
-	}
-	return h
+	h := frame.Handover{CallUID: string(call.UID), Attempt: attempt, Arguments: args, ArgumentsDigest: digest, Traceparent: traceparent,
+		AttemptKey: frame.AttemptKey(masters[0], string(call.UID), attempt)}
+	return frame.SignHandover(masters, string(podUID), h)
 }

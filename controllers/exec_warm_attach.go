@@ -18,7 +18,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// PodAttach is the WarmExecutor of a real cluster: pods/attach to the tool container with
+// PodAttach is the WarmExecutor of a real cluster: pods/attach to the signer container with
 // stdin and stdout (no TTY), the Handover line as stdin — its end closes the container's
 // stdin (stdinOnce) — and the runner's stdout streamed back until the container ends.
 // WebSocket first, SPDY when the server cannot upgrade (kubectl's order).
@@ -32,7 +32,7 @@ func (a PodAttach) Handover(ctx context.Context, pod types.NamespacedName, line 
 	started := time.Now()
 	req := a.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
-		Container: podcontract.ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
+		Container: podcontract.SignerContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(a.Config, "GET", req.URL().String())
 	if err != nil {
 		return WarmStream{}, err

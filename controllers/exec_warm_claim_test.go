@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func pooledWorld(t *testing.T, mutate func(*corev1.Pod)) (*execWorld, *v1alpha1.
 		UID: tool.UID, Controller: ptr.To(true)}}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: running()}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.SignerContainerName, State: running()}, {Name: podcontract.ToolContainerName, State: running()}}
 	if mutate != nil {
 		mutate(pod)
 	}
@@ -56,29 +57,30 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 	}{
 		{name: "the tool's own Pod", claimed: true},
 		{name: "owned by another object of the tool's name", mutate: func(p *corev1.Pod) { p.OwnerReferences[0].UID = "recreated-uid" }},
-		{name: "another tool's image", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "example/other:1" }},
+		{name: "another tool's image", mutate: func(p *corev1.Pod) { p.Spec.Containers[1].Image = "example/other:1" }},
 		{name: "another tool's command", mutate: func(p *corev1.Pod) {
-			p.Spec.Containers[0].Command = []string{podcontract.CopiedRunner, "--", "/bin/sh", "-c", "curl evil"}
+			p.Spec.Containers[1].Command = []string{podcontract.CopiedRunner, "--", "/bin/sh", "-c", "curl evil"}
 		}},
-		{name: "a literal frame key", mutate: func(p *corev1.Pod) {
+		{name: "a literal handover key", mutate: func(p *corev1.Pod) {
 			env := p.Spec.Containers[0].Env
 			for i := range env {
-				if env[i].Name == podcontract.EnvFrameKey {
+				if env[i].Name == podcontract.EnvHandoverKeys {
 					env[i] = corev1.EnvVar{Name: env[i].Name, Value: otherMasterText}
 				}
 			}
 		}},
+		{name: "a signer of another image", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Image = "example/signer:evil" }},
 		{name: "another variable", mutate: func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "LD_PRELOAD", Value: "/tmp/x.so"})
+			p.Spec.Containers[1].Env = append(p.Spec.Containers[1].Env, corev1.EnvVar{Name: "LD_PRELOAD", Value: "/tmp/x.so"})
 		}},
-		{name: "a privileged container", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = ptr.To(true) }},
+		{name: "a privileged container", mutate: func(p *corev1.Pod) { p.Spec.Containers[1].SecurityContext.Privileged = ptr.To(true) }},
 		{name: "root", mutate: func(p *corev1.Pod) { p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0) }},
 		{name: "another runtime class", mutate: func(p *corev1.Pod) { p.Spec.RuntimeClassName = ptr.To("runc") }},
 		{name: "a host path", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 		}},
 		{name: "other resources", mutate: func(p *corev1.Pod) {
-			p.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("8Gi")
+			p.Spec.Containers[1].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("8Gi")
 		}},
 		{name: "an ephemeral container", mutate: func(p *corev1.Pod) {
 			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: "busybox"}}}
@@ -108,7 +110,7 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 // The pool's own pass retires a Pod moved into it whose spec is another body's, and
 // creates the pool's own in its place.
 func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
-	w, tool, pod := pooledWorld(t, func(p *corev1.Pod) { p.Spec.Containers[0].Image = "example/other:1" })
+	w, tool, pod := pooledWorld(t, func(p *corev1.Pod) { p.Spec.Containers[1].Image = "example/other:1" })
 	env := w.env(t)
 	r := &WarmPoolReconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: DefaultJobOptions()}
 	if _, err := r.keep(context.Background(), toolPool(tool, 1)); err != nil {
@@ -168,11 +170,11 @@ func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 	if h.CallUID != string(testCallUID) || h.Attempt != 1 || h.ArgumentsDigest != testDigest {
 		t.Fatalf("handover for %s attempt %d digest %s", h.CallUID, h.Attempt, h.ArgumentsDigest)
 	}
-	master, ok := frame.VerifyHandover([][]byte{testMaster}, string(pod.UID), h)
-	if !ok || !bytes.Equal(frame.AttemptKey(master, h.CallUID, h.Attempt), testAttemptKey) {
-		t.Fatal("the Pod's runner refuses the operator's handover")
+	keys := []ed25519.PublicKey{frame.HandoverPublicKey(testMaster)}
+	if !frame.VerifyHandover(keys, string(pod.UID), h) || !bytes.Equal(h.AttemptKey, testAttemptKey) {
+		t.Fatal("the Pod's runner refuses the operator's handover, or it brings another attempt's key")
 	}
-	if _, ok := frame.VerifyHandover([][]byte{testMaster}, "another-pod", h); ok {
+	if frame.VerifyHandover(keys, "another-pod", h) {
 		t.Fatal("the handover is taken by another Pod")
 	}
 }

@@ -44,7 +44,8 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		w.runs.forget(call.UID)
 		return step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
 	}
-	past := !w.Clock.Now().Before(w.attemptDeadline(call))
+	now := w.Clock.Now()
+	past := !now.Before(w.attemptDeadline(call))
 	if inFlight && !run.done && !past && pod != nil && podEnded(pod) {
 		// The container ended, so its attach stream is ending too, and its end wakes the call
 		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
@@ -59,12 +60,15 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		}
 		return w.ended(call, base, sourcePod), nil
 	}
-	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past}
+	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past, Now: now}
 	if o, ok := attemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
 		return w.ended(call, o, sourcePod), nil
 	}
 	if !inFlight {
 		return w.start(ctx, call)
+	}
+	if wait := signerPending(pod, now); wait > 0 {
+		return step{requeue: wait}, nil
 	}
 	return step{requeue: w.attemptDeadline(call).Sub(w.Clock.Now())}, nil
 }

@@ -29,8 +29,9 @@ func TestFrameOutputLeftOpenReachesMeta(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			read := func(context.Context, string) (frame.Frame, error) { return tc.f, nil }
-			o := terminatedOutcome(context.Background(), &corev1.ContainerStateTerminated{Reason: "Completed", Message: "signed"},
-				pipeline.Outcome{Attempt: 1}, read)
+			code := int32(tc.f.ExitCode)
+			o := terminatedOutcome(context.Background(), &corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code},
+				&corev1.ContainerStateTerminated{Reason: "Completed", ExitCode: code, Message: "signed"}, pipeline.Outcome{Attempt: 1}, read)
 			res := pipeline.Normalize(o, pipeline.NormalizeOptions{})
 			if diff := cmp.Diff(tc.want, res.Meta); diff != "" {
 				t.Errorf("meta (-want +got):\n%s", diff)

@@ -1,7 +1,9 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,8 +20,8 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,resourceNames=toolgate-frame-key
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update,resourceNames=toolgate-frame-key
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;delete
 
 // frameKeyTTL is how long a namespace's masters are used from memory before they are read
 // again: a rotation or a Secret deleted and re-created is seen within it (and at once when
@@ -90,10 +92,28 @@ func (k *frameKeys) read(ctx context.Context, namespace string) ([][]byte, error
 	if err != nil {
 		return nil, err
 	}
+	if err := k.publishHandoverKeys(ctx, secret, masters); err != nil {
+		return nil, err
+	}
 	k.mu.Lock()
 	k.byNS[namespace] = nsMasters{masters: masters, readAt: k.clock.Now()}
 	k.mu.Unlock()
 	return masters, nil
+}
+
+// publishHandoverKeys writes the masters' handover public keys into the Secret when it
+// lacks them or they are not the masters' (a Secret made before them, or rotated by hand):
+// warm Pods read them from there.
+func (k *frameKeys) publishHandoverKeys(ctx context.Context, secret *corev1.Secret, masters [][]byte) error {
+	want := handoverKeysOf(masters)
+	if bytes.Equal(secret.Data[podcontract.FrameKeySecretHandover], want) {
+		return nil
+	}
+	secret.Data[podcontract.FrameKeySecretHandover] = want
+	if err := k.client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("publishing the handover keys in %s: %w", podcontract.FrameKeySecret, err)
+	}
+	return nil
 }
 
 // create makes the namespace's Secret with a fresh key; one created meanwhile (another
@@ -108,6 +128,9 @@ func (k *frameKeys) create(ctx context.Context, namespace string) (*corev1.Secre
 			Labels: map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)},
+	}
+	if m, err := frame.ParseKey(master); err == nil {
+		secret.Data[podcontract.FrameKeySecretHandover] = handoverKeysOf([][]byte{m})
 	}
 	err = k.client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
@@ -143,21 +166,25 @@ func attemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
 	return keys
 }
 
-// frameKeyEnv is the tool container's master, by reference to the namespace's Secret (the
-// kubelet resolves it): never a value in the spec. previous adds the master before the
-// last rotation (optional), which a warm Pod needs to take a Handover from an operator
-// that still holds only that one.
-func frameKeyEnv(previous bool) []corev1.EnvVar {
-	ref := func(name, key string, optional bool) corev1.EnvVar {
-		sel := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: key}
-		if optional {
-			sel.Optional = &optional
-		}
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: sel}}
+// attemptKeyEnv is the signer's attempt key, by reference to the attempt's key Secret (the
+// kubelet resolves it): never a value in the spec.
+func attemptKeyEnv(jobName string) corev1.EnvVar {
+	return corev1.EnvVar{Name: podcontract.EnvAttemptKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.AttemptKeySecret(jobName)}, Key: podcontract.FrameKeySecretKey}}}
+}
+
+// handoverKeysEnv is a warm signer's handover public keys, from the namespace's Secret: the
+// Pod holds nothing secret before its Handover.
+func handoverKeysEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: podcontract.EnvHandoverKeys, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretHandover}}}
+}
+
+// handoverKeysOf is the Secret's FrameKeySecretHandover value for masters.
+func handoverKeysOf(masters [][]byte) []byte {
+	keys := make([]ed25519.PublicKey, 0, len(masters))
+	for _, m := range masters {
+		keys = append(keys, frame.HandoverPublicKey(m))
 	}
-	env := []corev1.EnvVar{ref(podcontract.EnvFrameKey, podcontract.FrameKeySecretKey, false)}
-	if previous {
-		env = append(env, ref(podcontract.EnvFrameKeyPrevious, podcontract.FrameKeySecretPrevious, true))
-	}
-	return env
+	return []byte(frame.EncodePublicKeys(keys))
 }

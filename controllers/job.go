@@ -179,7 +179,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 	} else {
 		initContainers = []corev1.Container{runnerInitContainer(opts)}
 	}
-	command := append([]string{runner, "--"}, body.Command...)
+	command := append([]string{runner, podcontract.BodyFlag, "--"}, body.Command...)
 	command = append(command, body.Args...)
 	tool := corev1.Container{
 		Name:                     podcontract.ToolContainerName,
@@ -187,12 +187,13 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      append(append(toolEnv(in), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
+		Env:                      append(append(bodyEnv(body), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
+	signer := signerContainer(opts, maxOutput(in.Tool), signerEnv(in))
 	return withSecretFiles(corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		ActiveDeadlineSeconds:         ptr.To(deadline),
@@ -208,9 +209,11 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		InitContainers: initContainers,
-		Containers:     []corev1.Container{tool},
-		HostAliases:    hostAliases(in.EgressProxyAlias),
-		Volumes:        volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
+		// The signer first: the kubelet starts containers in order, so it listens by the time
+		// the body side looks for it.
+		Containers:  []corev1.Container{signer, tool},
+		HostAliases: hostAliases(in.EgressProxyAlias),
+		Volumes:     volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
 	}, body)
 }
 
@@ -260,16 +263,25 @@ func runnerInitContainer(opts JobOptions) corev1.Container {
 	}
 }
 
-// toolEnv is the tool container's environment. The kubelet expands $(NAME) references in
-// env values and turns $$ into $, so every value toolgate sets is escaped (literalEnv): the
-// runner reads exactly the frozen bytes, whatever they contain. The Tool's own env is the
-// operator's, written in the Pod API's syntax, and keeps Kubernetes' expansion.
-func toolEnv(in JobInput) []corev1.EnvVar {
-	env := make([]corev1.EnvVar, 0, len(in.Tool.Body.Env)+4)
-	for _, e := range in.Tool.Body.Env {
+// bodyEnv is the body's container's environment: the Tool's own (literals keep the
+// kubelet's $(VAR) expansion, as the operator wrote them in the Pod API's syntax; Secret
+// keys the kubelet resolves). No key, no arguments: the body side gets those from the
+// signer.
+func bodyEnv(body toolgatev1alpha1.ToolBody) []corev1.EnvVar {
+	env := make([]corev1.EnvVar, 0, len(body.Env))
+	for _, e := range body.Env {
 		env = append(env, bodyEnvVar(e))
 	}
-	env = append(env, credentialEnv(in.Tool.Body)...)
+	return env
+}
+
+// signerEnv is the signer container's environment: the frozen arguments and their digest,
+// where the body side writes them, the output bound, the attempt's frame key (by reference
+// to its Secret) and the credentials' values to redact. The kubelet expands $(NAME)
+// references in env values and turns $$ into $, so every value toolgate sets is escaped
+// (literalEnv): the runner reads exactly the frozen bytes, whatever they contain.
+func signerEnv(in JobInput) []corev1.EnvVar {
+	env := credentialEnv(in.Tool.Body)
 	if in.Traceparent != "" {
 		env = append(env, literalEnv(podcontract.EnvTraceparent, in.Traceparent))
 	}
@@ -278,12 +290,48 @@ func toolEnv(in JobInput) []corev1.EnvVar {
 		literalEnv(podcontract.EnvArgsDigest, in.Digest),
 		literalEnv(podcontract.EnvArgsFile, argsFileFor(in.Tool.Sandbox.Scratch)),
 		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(in.Tool), 10)),
-		// The runner signs with the key it derives for this call and attempt from the
-		// namespace's master, which the kubelet resolves from the Secret (framekey.go).
-		literalEnv(podcontract.EnvCallUID, string(in.Call.UID)),
-		literalEnv(podcontract.EnvAttempt, strconv.Itoa(int(in.Attempt))),
-		frameKeyEnv(false)[0],
+		attemptKeyEnv(JobName(in.Call.Name, in.Attempt)),
 	)
+}
+
+// signerContainer is the container that holds the attempt's key and signs the frame: the
+// runner from the operator's image, which runs nothing itself. The body cannot reach it
+// (another container: its own PID and mount namespaces, whatever the runtime); it talks to
+// the body side over the Pod's loopback only. Its resources are its own, small and fixed
+// but for memory, which grows with the output it may keep (and redact, and encode).
+func signerContainer(opts JobOptions, maxOut int64, env []corev1.EnvVar) corev1.Container {
+	return corev1.Container{
+		Name:                     podcontract.SignerContainerName,
+		Image:                    opts.RunnerImage,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		Command:                  []string{podcontract.ImageRunner, podcontract.SignFlag},
+		Env:                      env,
+		Resources:                signerResources(opts, maxOut),
+		SecurityContext:          containerSecurityContext(),
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+	}
+}
+
+// signerResources: 10m CPU and 16 MiB requested; at most half a CPU, and 32 MiB plus eight
+// times the output bound (the kept output, its redaction, the frame's base64 and gzip); the
+// ephemeral-storage limit of a tool container, for its log (the body's stderr, redacted).
+func signerResources(opts JobOptions, maxOut int64) corev1.ResourceRequirements {
+	storage := resource.MustParse("64Mi")
+	if q, ok := opts.DefaultResources.Limits[corev1.ResourceEphemeralStorage]; ok {
+		storage = q
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:              resource.MustParse("10m"),
+			corev1.ResourceMemory:           resource.MustParse("16Mi"),
+			corev1.ResourceEphemeralStorage: resource.MustParse("1Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceCPU:              resource.MustParse("500m"),
+			corev1.ResourceMemory:           *resource.NewQuantity(32<<20+8*maxOut, resource.BinarySI),
+			corev1.ResourceEphemeralStorage: storage,
+		},
+	}
 }
 
 // toolOTLPEnv points a body's OpenTelemetry SDK at the collector the operator names
@@ -386,6 +434,16 @@ func networkLabel(mode toolgatev1alpha1.NetworkMode) string {
 		return "egress"
 	}
 	return "none"
+}
+
+// toolContainerOf is the Pod spec's body container.
+func toolContainerOf(ps *corev1.PodSpec) *corev1.Container {
+	for i := range ps.Containers {
+		if ps.Containers[i].Name == podcontract.ToolContainerName {
+			return &ps.Containers[i]
+		}
+	}
+	return nil
 }
 
 // withWorkspace adds the session's claim to a tool Pod's spec, mounted in the tool

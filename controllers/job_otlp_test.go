@@ -27,10 +27,10 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 	with.ToolOTLPEndpoint = testOTLPEndpoint
 	paths := map[string]func(JobInput, JobOptions) []corev1.EnvVar{
 		"cold": func(in JobInput, o JobOptions) []corev1.EnvVar {
-			return BuildJob(in, o).Spec.Template.Spec.Containers[0].Env
+			return toolIn(BuildJob(in, o).Spec.Template.Spec).Env
 		},
 		"warm": func(in JobInput, o JobOptions) []corev1.EnvVar {
-			return buildWarmPod(toolPool(warmToolOf(in), 1), o).Spec.Containers[0].Env
+			return toolIn(buildWarmPod(toolPool(warmToolOf(in), 1), o).Spec).Env
 		},
 	}
 	for name, env := range paths {
@@ -67,7 +67,7 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 func TestToolOTLPEnvIsLiteral(t *testing.T) {
 	o := DefaultJobOptions()
 	o.ToolOTLPEndpoint = "http://collector:4318/$(HOME)"
-	v := envValues(BuildJob(testJobInput(nil), o).Spec.Template.Spec.Containers[0].Env)[podcontract.EnvOTLPEndpoint]
+	v := envValues(toolIn(BuildJob(testJobInput(nil), o).Spec.Template.Spec).Env)[podcontract.EnvOTLPEndpoint]
 	if len(v) != 1 || v[0] != "http://collector:4318/$$(HOME)" {
 		t.Fatalf("%s = %q", podcontract.EnvOTLPEndpoint, v)
 	}

@@ -108,70 +108,91 @@ func TestBuildJobRunnerPaths(t *testing.T) {
 	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Image != DefaultJobOptions().RunnerImage {
 		t.Fatalf("init container: %+v", pod.InitContainers)
 	}
-	if d := diff(pod.Containers[0].Command, []string{podcontract.CopiedRunner, "--", "/echo", "-v"}); d != "" {
+	if d := diff(toolIn(pod).Command, []string{podcontract.CopiedRunner, podcontract.BodyFlag, "--", "/echo", "-v"}); d != "" {
 		t.Errorf("command (-got +want):\n%s", d)
+	}
+	if s := signerIn(pod); s.Image != DefaultJobOptions().RunnerImage || diff(s.Command, []string{podcontract.ImageRunner, podcontract.SignFlag}) != "" {
+		t.Errorf("signer %s %v", s.Image, s.Command)
+	}
+	if pod.Containers[0].Name != podcontract.SignerContainerName {
+		t.Error("the signer is not the first container: the kubelet starts it after the body's")
 	}
 	inImage := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }), DefaultJobOptions())
 	pod = inImage.Spec.Template.Spec
 	if len(pod.InitContainers) != 0 {
 		t.Fatal("runnerInImage must not add an init container")
 	}
-	if pod.Containers[0].Command[0] != podcontract.ImageRunner {
-		t.Errorf("runner path = %s", pod.Containers[0].Command[0])
+	if toolIn(pod).Command[0] != podcontract.ImageRunner {
+		t.Errorf("runner path = %s", toolIn(pod).Command[0])
 	}
 }
 
+// The body's container gets the Tool's own environment and nothing of toolgate's; the
+// signer gets the frozen arguments, the digest, the bounds and the attempt's key.
 func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
-	job := BuildJob(testJobInput(nil), DefaultJobOptions())
-	env := map[string]string{}
-	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
-		env[e.Name] = e.Value
+	pod := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
+	if d := diff(envMap(toolIn(pod).Env), map[string]string{"MODE": "fast"}); d != "" {
+		t.Errorf("body env (-got +want):\n%s", d)
 	}
 	want := map[string]string{
-		"MODE": "fast", podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
-		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576",
-		podcontract.EnvCallUID: "call-uid", podcontract.EnvAttempt: "1", podcontract.EnvFrameKey: "",
+		podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
+		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvAttemptKey: "",
 	}
-	if d := diff(env, want); d != "" {
-		t.Errorf("env (-got +want):\n%s", d)
+	if d := diff(envMap(signerIn(pod).Env), want); d != "" {
+		t.Errorf("signer env (-got +want):\n%s", d)
 	}
 }
 
-// The frame key is never in a Job (anyone who may get Jobs or Pods would read it there):
-// the tool container references the namespace's Secret, which the kubelet resolves.
-func TestBuildJobReferencesTheFrameKey(t *testing.T) {
-	c := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec.Containers[0]
-	wantFrameKeyRef(t, c.Env, false)
+// No key is ever in a Job (anyone who may get Jobs or Pods would read it there), and no Pod
+// holds the namespace's master: the signer references its attempt's own key Secret, which
+// the kubelet resolves; the body's container references no key at all.
+func TestBuildJobReferencesOnlyTheAttemptKey(t *testing.T) {
+	pod := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
+	want := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.AttemptKeySecret("hello-1")},
+		Key: podcontract.FrameKeySecretKey}
+	wantSecretRef(t, signerIn(pod).Env, podcontract.EnvAttemptKey, want)
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == podcontract.FrameKeySecret {
+				t.Errorf("container %s references the namespace's master Secret (%s)", c.Name, e.Name)
+			}
+			if c.Name == podcontract.ToolContainerName && (e.Name == podcontract.EnvAttemptKey || e.Name == podcontract.EnvArgs) {
+				t.Errorf("the body's container gets %s", e.Name)
+			}
+		}
+	}
 }
 
-// wantFrameKeyRef checks that env carries the master by secretKeyRef only (and the
-// previous one, optional, when previous), with no value.
-func wantFrameKeyRef(t *testing.T, env []corev1.EnvVar, previous bool) {
+// wantSecretRef checks that env carries name by secretKeyRef sel only, with no value.
+func wantSecretRef(t *testing.T, env []corev1.EnvVar, name string, sel corev1.SecretKeySelector) {
 	t.Helper()
-	want := map[string]corev1.SecretKeySelector{podcontract.EnvFrameKey: {
-		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretKey}}
-	if previous {
-		want[podcontract.EnvFrameKeyPrevious] = corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretPrevious, Optional: ptr.To(true)}
-	}
 	for _, e := range env {
-		sel, ok := want[e.Name]
-		if !ok {
+		if e.Name != name {
 			continue
 		}
-		delete(want, e.Name)
 		if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-			t.Errorf("%s is not a reference to the Secret: %+v", e.Name, e)
-			continue
+			t.Fatalf("%s is not a reference to a Secret: %+v", e.Name, e)
 		}
 		if d := diff(*e.ValueFrom.SecretKeyRef, sel); d != "" {
 			t.Errorf("%s references (-got +want):\n%s", e.Name, d)
 		}
+		return
 	}
-	if len(want) != 0 {
-		t.Errorf("no %v in the environment", want)
-	}
+	t.Errorf("no %s in the environment", name)
 }
+
+// envMap is env's values by name (the last of a name).
+func envMap(env []corev1.EnvVar) map[string]string {
+	out := map[string]string{}
+	for _, e := range env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+// toolIn and signerIn are a Pod spec's body and signer containers.
+func toolIn(spec corev1.PodSpec) corev1.Container   { return *toolContainerOf(&spec) }
+func signerIn(spec corev1.PodSpec) corev1.Container { return *signerOf(&spec) }
 
 func scratchNone(s *toolgatev1alpha1.ToolSpec) {
 	s.Body.RunnerInImage = true
@@ -181,17 +202,17 @@ func scratchNone(s *toolgatev1alpha1.ToolSpec) {
 func TestBuildJobScratch(t *testing.T) {
 	pod := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		DefaultJobOptions()).Spec.Template.Spec
-	if len(pod.Volumes) != 2 || len(pod.Containers[0].VolumeMounts) != 2 {
-		t.Fatalf("default scratch: volumes %+v mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	if len(pod.Volumes) != 2 || len(toolIn(pod).VolumeMounts) != 2 {
+		t.Fatalf("default scratch: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
 	}
 	pod = BuildJob(testJobInput(scratchNone), DefaultJobOptions()).Spec.Template.Spec
-	if len(pod.Volumes) != 0 || len(pod.Containers[0].VolumeMounts) != 0 {
-		t.Fatalf("scratch None: volumes %+v mounts %+v", pod.Volumes, pod.Containers[0].VolumeMounts)
+	if len(pod.Volumes) != 0 || len(toolIn(pod).VolumeMounts) != 0 {
+		t.Fatalf("scratch None: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
 	}
-	if sc := pod.Containers[0].SecurityContext; sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+	if sc := toolIn(pod).SecurityContext; sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("scratch None must keep the root filesystem read-only")
 	}
-	for _, e := range pod.Containers[0].Env {
+	for _, e := range signerIn(pod).Env {
 		if e.Name == podcontract.EnvArgsFile && e.Value != podcontract.NoArgsFile {
 			t.Errorf("%s = %q, want %q", podcontract.EnvArgsFile, e.Value, podcontract.NoArgsFile)
 		}
@@ -322,7 +343,8 @@ func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
 	})
 	in.Arguments = []byte(`{"cmd":"echo $$ $(HOME) $$(X)"}`)
 	env := map[string]string{}
-	for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
+	spec := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
+	for _, e := range append(signerIn(spec).Env, toolIn(spec).Env...) {
 		env[e.Name] = e.Value
 	}
 	if got, want := env[podcontract.EnvArgs], `{"cmd":"echo $$$$ $$(HOME) $$$$(X)"}`; got != want {
@@ -367,7 +389,7 @@ func TestBuildJobBoundsNodeDisk(t *testing.T) {
 					t.Errorf("volume %s: emptyDir %+v, want sizeLimit %s", v.Name, v.EmptyDir, tc.wantSize)
 				}
 			}
-			res := pod.Containers[0].Resources
+			res := toolIn(pod).Resources
 			if got := res.Limits[corev1.ResourceEphemeralStorage]; got.Cmp(q(tc.wantStorage)) != 0 {
 				t.Errorf("ephemeral-storage limit = %s, want %s", got.String(), tc.wantStorage)
 			}

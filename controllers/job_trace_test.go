@@ -14,7 +14,7 @@ func TestBuildJobTraceparent(t *testing.T) {
 	env := func(in JobInput) (string, int) {
 		var last string
 		n := 0
-		for _, e := range BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.Containers[0].Env {
+		for _, e := range signerIn(BuildJob(in, DefaultJobOptions()).Spec.Template.Spec).Env {
 			if e.Name == podcontract.EnvTraceparent {
 				last, n = e.Value, n+1
 			}

@@ -40,31 +40,36 @@ func warmMaxIdle(spec *toolgatev1alpha1.ToolSpec) time.Duration {
 }
 
 // warmPodSpec is the cold Pod's spec (buildPodSpec: same sandbox, security context,
-// resources, runtime class and volumes) for a Pod started before its call: no arguments in
-// the environment (they come in the Handover, on stdin), the runner in warm mode, stdin
-// open for one attach, and no activeDeadlineSeconds yet (set at claim to the time already
-// run plus the call's timeout: it may be set or lowered on a running Pod, never raised).
+// resources, runtime class, volumes and the same two containers) for a Pod started before
+// its call: no arguments and no key in it (they come in the Handover, on the signer's
+// stdin), the signer in warm mode with stdin open for one attach, and no
+// activeDeadlineSeconds yet (set at claim to the time already run plus the call's timeout:
+// it may be set or lowered on a running Pod, never raised).
 func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) corev1.PodSpec {
 	ps := buildPodSpec(JobInput{Call: &toolgatev1alpha1.ToolCall{}, Tool: spec}, opts, 0)
 	ps.ActiveDeadlineSeconds = nil
-	tool := &ps.Containers[0]
-	tool.Stdin, tool.StdinOnce = true, true
-	env := make([]corev1.EnvVar, 0, len(spec.Body.Env)+4)
-	for _, e := range spec.Body.Env {
-		env = append(env, bodyEnvVar(e))
-	}
-	env = append(env, toolOTLPEnv(spec.Body.Env, opts)...)
-	env = append(env,
+	signer := signerOf(&ps)
+	signer.Stdin, signer.StdinOnce = true, true
+	signer.Env = []corev1.EnvVar{
 		literalEnv(podcontract.EnvWarm, podcontract.WarmOn),
 		literalEnv(podcontract.EnvArgsFile, argsFileFor(spec.Sandbox.Scratch)),
 		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(maxOutput(spec), 10)),
-		// A Handover is authenticated for this Pod's uid (frame.HandoverAuth).
-		corev1.EnvVar{Name: podcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
+		// A Handover is signed for this Pod's uid (frame.SignHandover).
+		{Name: podcontract.EnvPodUID, ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.uid"}}},
-	)
-	env = append(env, frameKeyEnv(true)...)
-	tool.Env = env
+		handoverKeysEnv(),
+	}
 	return ps
+}
+
+// signerOf is the Pod spec's signer container.
+func signerOf(ps *corev1.PodSpec) *corev1.Container {
+	for i := range ps.Containers {
+		if ps.Containers[i].Name == podcontract.SignerContainerName {
+			return &ps.Containers[i]
+		}
+	}
+	return nil
 }
 
 // warmTemplateDigest identifies the Pod a spec gives: 32 hex of the SHA-256 of the Pod

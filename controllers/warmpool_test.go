@@ -46,29 +46,23 @@ func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
 	in := testJobInput(nil)
 	cold := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
 	warm := warmPodSpec(in.Tool, DefaultJobOptions())
-	env := map[string]string{}
-	for _, e := range warm.Containers[0].Env {
-		env[e.Name] = e.Value
-	}
-	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest} {
+	env := envMap(signerIn(warm).Env)
+	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest, podcontract.EnvAttemptKey} {
 		if _, ok := env[name]; ok {
-			t.Errorf("warm Pod env has %s", name)
+			t.Errorf("warm signer env has %s: a pool Pod knows no call and holds no key", name)
 		}
 	}
-	for _, name := range []string{podcontract.EnvCallUID, podcontract.EnvAttempt} {
-		if _, ok := env[name]; ok {
-			t.Errorf("warm Pod env has %s: a pool Pod knows no call", name)
-		}
-	}
-	if env[podcontract.EnvWarm] != "1" || env["MODE"] != "fast" {
+	if env[podcontract.EnvWarm] != "1" || envMap(toolIn(warm).Env)["MODE"] != "fast" {
 		t.Errorf("warm env %v", env)
 	}
-	wantFrameKeyRef(t, warm.Containers[0].Env, true)
-	if !warm.Containers[0].Stdin || !warm.Containers[0].StdinOnce || warm.ActiveDeadlineSeconds != nil {
-		t.Errorf("stdin %v stdinOnce %v deadline %v", warm.Containers[0].Stdin, warm.Containers[0].StdinOnce, warm.ActiveDeadlineSeconds)
+	wantSecretRef(t, signerIn(warm).Env, podcontract.EnvHandoverKeys, corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretHandover})
+	s := signerOf(&warm)
+	if !s.Stdin || !s.StdinOnce || warm.ActiveDeadlineSeconds != nil {
+		t.Errorf("stdin %v stdinOnce %v deadline %v", s.Stdin, s.StdinOnce, warm.ActiveDeadlineSeconds)
 	}
-	warm.Containers[0].Env, cold.Containers[0].Env = nil, nil
-	warm.Containers[0].Stdin, warm.Containers[0].StdinOnce = false, false
+	s.Env, signerOf(&cold).Env = nil, nil
+	s.Stdin, s.StdinOnce = false, false
 	warm.ActiveDeadlineSeconds = cold.ActiveDeadlineSeconds
 	if d := diff(cold, warm); d != "" {
 		t.Errorf("warm Pod differs from the cold Pod (-cold +warm):\n%s", d)

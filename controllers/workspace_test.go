@@ -80,7 +80,8 @@ func TestBuildJobMountsTheWorkspaceInTheToolContainerOnly(t *testing.T) {
 			t.Errorf("readOnly %v: volume (-want +got):\n%s", readOnly, diff)
 		}
 		mount := corev1.VolumeMount{Name: podcontract.WorkspaceVolume, MountPath: podcontract.WorkspaceMountPath, ReadOnly: readOnly}
-		if diff := cmp.Diff(mount, spec.Containers[0].VolumeMounts[len(spec.Containers[0].VolumeMounts)-1]); diff != "" {
+		if mounts := toolIn(spec).VolumeMounts; cmp.Diff(mount, mounts[len(mounts)-1]) != "" {
+			diff := cmp.Diff(mount, mounts[len(mounts)-1])
 			t.Errorf("readOnly %v: mount (-want +got):\n%s", readOnly, diff)
 		}
 		for _, c := range spec.InitContainers {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,13 +35,17 @@ type config struct {
 	stderrTail      int
 	terminationPath string
 	marker          string
-	// masters are the namespace's frame master keys the container got by secretKeyRef:
-	// the current one, then (a warm Pod, after a rotation) the previous one.
-	masters [][]byte
-	// frameKey signs the frame: the attempt's key derived from a master (cold: for
-	// TOOLGATE_CALL_UID and TOOLGATE_ATTEMPT; warm: for the authenticated Handover's call).
-	// nil: unsigned (no one will trust it).
+	// handoverKeys are the public keys a warm Pod's Handover must be signed with
+	// (TOOLGATE_HANDOVER_KEYS).
+	handoverKeys []ed25519.PublicKey
+	// frameKey signs the frame: the attempt's key (cold: TOOLGATE_ATTEMPT_KEY; warm: the
+	// authenticated Handover's). nil: unsigned (no one will trust it).
 	frameKey []byte
+	// mode is how this runner takes part: alone (runs the tool and signs), as the signer
+	// (holds the key, runs nothing) or as the body side (runs the tool, holds no key).
+	mode mode
+	// signerAddress is where the signer listens and the body side connects.
+	signerAddress string
 	// podUID is the warm Pod's own uid (TOOLGATE_POD_UID): a Handover is for one Pod.
 	podUID   string
 	ioGrace  time.Duration
@@ -73,6 +78,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 		ioGrace:         defaultIOGrace,
 	}
 	cfg.warm = getenv(podcontract.EnvWarm) == podcontract.WarmOn
+	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerAddress, podcontract.SignerAddress)
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)
@@ -94,6 +100,8 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	fs.StringVar(&cfg.marker, "result-marker", cfg.marker, "log block marker ($"+podcontract.EnvResultMarker+")")
 	fs.DurationVar(&cfg.ioGrace, "io-grace", cfg.ioGrace, "how long to keep reading output after the tool exits")
 	fs.StringVar(&cfg.copySelf, strings.TrimPrefix(podcontract.CopySelfFlag, "--"), "", "copy the runner executable to this path and exit")
+	fs.BoolFunc(strings.TrimPrefix(podcontract.SignFlag, "--"), "be the signer: hold the frame key, run nothing; the body side connects", cfg.setMode(modeSigner))
+	fs.BoolFunc(strings.TrimPrefix(podcontract.BodyFlag, "--"), "be the body side: run the tool for the signer, hold no key", cfg.setMode(modeBody))
 	err := fs.Parse(argv)
 	cfg.command = fs.Args()
 	if errors.Is(err, flag.ErrHelp) {
@@ -102,30 +110,46 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	return cfg, errors.Join(err1, err2, err3, err4, err, cfg.check())
 }
 
-// readKeys reads the masters and, for a cold Pod, derives its attempt's frame key: a cold
-// Pod with a master but no call to derive it for signs nothing.
+// readKeys reads the attempt's frame key (cold) or the Handover public keys (warm).
 func (c *config) readKeys(getenv func(string) string) error {
-	for _, name := range []string{podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious} {
-		v := getenv(name)
-		if v == "" {
-			continue
-		}
-		m, err := frame.ParseKey(v)
+	if v := getenv(podcontract.EnvAttemptKey); v != "" {
+		k, err := frame.ParseKey(v)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", podcontract.EnvAttemptKey, err)
 		}
-		c.masters = append(c.masters, m)
+		c.frameKey = k
 	}
-	if c.warm || len(c.masters) == 0 || getenv(podcontract.EnvFrameKey) == "" {
-		return nil // warm: the key comes with the Handover; none: a local run, unsigned
+	keys, err := frame.ParsePublicKeys(getenv(podcontract.EnvHandoverKeys))
+	if err != nil {
+		return fmt.Errorf("%s: %w", podcontract.EnvHandoverKeys, err)
 	}
-	uid := getenv(podcontract.EnvCallUID)
-	attempt, err := strconv.Atoi(getenv(podcontract.EnvAttempt))
-	if uid == "" || err != nil || attempt < 1 {
-		return fmt.Errorf("%s and %s (a positive number) name the attempt the frame key is for", podcontract.EnvCallUID, podcontract.EnvAttempt)
-	}
-	c.frameKey = frame.AttemptKey(c.masters[0], uid, attempt)
+	c.handoverKeys = keys
 	return nil
+}
+
+// mode is the part a runner plays in its Pod.
+type mode int
+
+const (
+	// modeAlone: one process runs the tool and signs its frame (a local run, tests).
+	modeAlone mode = iota
+	// modeSigner: the signer container; the body side connects to it (sign.go).
+	modeSigner
+	// modeBody: the body's container; it runs the tool for the signer (body.go).
+	modeBody
+)
+
+func (c *config) setMode(m mode) func(string) error {
+	return func(v string) error {
+		if v != "true" {
+			return fmt.Errorf("takes no value")
+		}
+		if c.mode != modeAlone && c.mode != m {
+			return errors.New("is one of " + podcontract.SignFlag + " and " + podcontract.BodyFlag + ", not both")
+		}
+		c.mode = m
+		return nil
+	}
 }
 
 func (c *config) check() error {
@@ -146,7 +170,13 @@ func (c *config) check() error {
 	if c.argsFile == "" || c.terminationPath == "" {
 		errs = append(errs, errors.New("args file and termination path must not be empty"))
 	}
-	if len(c.command) == 0 && c.copySelf == "" {
+	if c.mode == modeSigner && len(c.command) > 0 {
+		errs = append(errs, errors.New("the signer runs no command"))
+	}
+	if c.mode == modeBody && c.warm {
+		errs = append(errs, errors.New("the body side takes its arguments from the signer, never a Handover"))
+	}
+	if len(c.command) == 0 && c.copySelf == "" && c.mode != modeSigner {
 		errs = append(errs, errors.New("no tool command given (runner [flags] -- COMMAND [ARGS...])"))
 	}
 	return errors.Join(errs...)

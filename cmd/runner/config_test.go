@@ -28,6 +28,7 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 	want := config{
 		args: []byte("{}"), argsDigest: "sha256:x", argsFile: defaultArgsFile, maxOutput: 20, stderrTail: 7,
 		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
+		signerAddress: podcontract.SignerAddress,
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
@@ -39,18 +40,20 @@ func TestParseConfigErrors(t *testing.T) {
 		env  map[string]string
 		argv []string
 	}{
-		"bad env int":    {map[string]string{podcontract.EnvMaxOutput: "1MiB"}, []string{"--", "x"}},
-		"too large":      {nil, []string{"--max-output", "999999999", "--", "x"}},
-		"negative tail":  {map[string]string{podcontract.EnvStderrTail: "-1"}, []string{"--", "x"}},
-		"bad marker":     {map[string]string{podcontract.EnvResultMarker: "a b"}, []string{"--", "x"}},
-		"no command":     {nil, nil},
-		"unknown flag":   {nil, []string{"--nope", "--", "x"}},
-		"zero io grace":  {nil, []string{"--io-grace=0s", "--", "x"}},
-		"empty argsfile": {nil, []string{"--args-file=", "--", "x"}},
-		// a cold Pod with the master but no call to derive its attempt's key for
-		"key, no call":     {map[string]string{podcontract.EnvFrameKey: encodedTestKey(), podcontract.EnvAttempt: "1"}, []string{"--", "x"}},
-		"key, bad attempt": {map[string]string{podcontract.EnvFrameKey: encodedTestKey(), podcontract.EnvCallUID: "u", podcontract.EnvAttempt: "0"}, []string{"--", "x"}},
-		"bad previous":     {map[string]string{podcontract.EnvFrameKeyPrevious: "short"}, []string{"--", "x"}},
+		"bad env int":           {map[string]string{podcontract.EnvMaxOutput: "1MiB"}, []string{"--", "x"}},
+		"too large":             {nil, []string{"--max-output", "999999999", "--", "x"}},
+		"negative tail":         {map[string]string{podcontract.EnvStderrTail: "-1"}, []string{"--", "x"}},
+		"bad marker":            {map[string]string{podcontract.EnvResultMarker: "a b"}, []string{"--", "x"}},
+		"no command":            {nil, nil},
+		"unknown flag":          {nil, []string{"--nope", "--", "x"}},
+		"zero io grace":         {nil, []string{"--io-grace=0s", "--", "x"}},
+		"empty argsfile":        {nil, []string{"--args-file=", "--", "x"}},
+		"bad attempt key":       {map[string]string{podcontract.EnvAttemptKey: "short"}, []string{"--", "x"}},
+		"bad handover key":      {map[string]string{podcontract.EnvHandoverKeys: "short"}, []string{"--", "x"}},
+		"signer with a command": {nil, []string{podcontract.SignFlag, "--", "x"}},
+		"signer and body":       {nil, []string{podcontract.SignFlag, podcontract.BodyFlag, "--", "x"}},
+		"body without command":  {nil, []string{podcontract.BodyFlag}},
+		"warm body side":        {map[string]string{podcontract.EnvWarm: podcontract.WarmOn}, []string{podcontract.BodyFlag, "--", "x"}},
 	} {
 		cfg, err := parseConfig(tc.argv, lookupEnvFrom(tc.env), io.Discard)
 		if err == nil {

@@ -31,9 +31,9 @@ func TestMain(m *testing.M) {
 
 const testArgs = `{"path":"/tmp/x","text":"héllo\nwörld"}`
 
-// testKey is the namespace's frame master the tests give the runner, as the kubelet does
-// from the frame key Secret; the runner signs with the key it derives for testCallUID's
-// attempt 1 (testAttemptKey), as the operator expects.
+// testKey is the namespace's frame master; the runner gets the key derived from it for
+// testCallUID's attempt 1 (testAttemptKey), as the kubelet gives it from the attempt's key
+// Secret, and signs with it, as the operator expects.
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 const (
@@ -43,7 +43,7 @@ const (
 
 var testAttemptKey = frame.AttemptKey(testKey, testCallUID, 1)
 
-func encodedTestKey() string { return base64.RawURLEncoding.EncodeToString(testKey) }
+func encodedAttemptKey() string { return base64.RawURLEncoding.EncodeToString(testAttemptKey) }
 
 // invocation is one run of the runner: argv and the environment it gets.
 type invocation struct {
@@ -58,6 +58,8 @@ type invocation struct {
 	// unsigned: the frame is expected unsigned (the runner had no key for the attempt);
 	// outcome reads it without verifying, after checking that no key verifies it.
 	unsigned bool
+	// stdin is the runner's standard input (nil: none).
+	stdin []byte
 }
 
 func newInvocation(t *testing.T, argv ...string) *invocation {
@@ -68,9 +70,7 @@ func newInvocation(t *testing.T, argv ...string) *invocation {
 		podcontract.EnvArgsDigest:      frame.DigestOf([]byte(testArgs)),
 		podcontract.EnvArgsFile:        filepath.Join(dir, "toolgate", "args.json"),
 		podcontract.EnvTerminationPath: filepath.Join(dir, "termination-log"),
-		podcontract.EnvFrameKey:        encodedTestKey(),
-		podcontract.EnvCallUID:         testCallUID,
-		podcontract.EnvAttempt:         "1",
+		podcontract.EnvAttemptKey:      encodedAttemptKey(),
 	}}
 }
 
@@ -81,6 +81,9 @@ func (in *invocation) command(ctx context.Context) *exec.Cmd {
 	}
 	cmd := exec.CommandContext(ctx, exe, in.argv...)
 	cmd.SysProcAttr = in.sys
+	if in.stdin != nil {
+		cmd.Stdin = bytes.NewReader(in.stdin)
+	}
 	// GOCOVERDIR keeps a -cover test binary quiet when it runs as the runner.
 	cmd.Env = []string{reexecEnv + "=1", "PATH=" + os.Getenv("PATH"), "GOCOVERDIR=" + in.coverDir()}
 	for k, v := range in.env {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -135,14 +134,12 @@ while [ ! -e "$READY" ]; do sleep 0.01; done; head -c 300000 /dev/urandom`)...)
 	}
 }
 
-// TestFrameKeyHiddenFromTool: the tool's environment has no frame master (neither the
-// current nor the previous one), and the runner still signs with the attempt's key.
+// TestFrameKeyHiddenFromTool: the tool's environment has no frame key, and the runner
+// still signs with the attempt's key.
 func TestFrameKeyHiddenFromTool(t *testing.T) {
 	in := newInvocation(t, sh(`env`)...)
-	previous := base64.RawURLEncoding.EncodeToString([]byte("fedcba9876543210fedcba9876543210"))
-	in.env[podcontract.EnvFrameKeyPrevious] = previous
 	o := in.run() // run decodes with testAttemptKey: the frame is signed for the attempt
-	for _, leak := range []string{podcontract.EnvFrameKey, encodedTestKey(), previous} {
+	for _, leak := range []string{podcontract.EnvAttemptKey, encodedAttemptKey()} {
 		if strings.Contains(o.frame.Stdout, leak) {
 			t.Fatalf("the tool sees the frame key (%s):\n%s", leak, o.frame.Stdout)
 		}
@@ -196,7 +193,7 @@ func copyFile(src, dst string) error {
 // says so; a decoder refuses the frame.
 func TestUnsignedWithoutKey(t *testing.T) {
 	in := newInvocation(t, sh(`echo hi`)...)
-	delete(in.env, podcontract.EnvFrameKey)
+	delete(in.env, podcontract.EnvAttemptKey)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := in.command(ctx).CombinedOutput()
@@ -214,7 +211,7 @@ func TestUnsignedWithoutKey(t *testing.T) {
 
 func TestBadKeyIsInvalidConfiguration(t *testing.T) {
 	in := newInvocation(t, sh(`echo ran`)...)
-	in.env[podcontract.EnvFrameKey] = "short"
+	in.env[podcontract.EnvAttemptKey] = "short"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -40,20 +41,26 @@ func realMain(argv []string, lookupEnv func(string) (string, bool), stdout, stde
 	case cfg.copySelf != "":
 		return copyCommand(cfg.copySelf, stderr)
 	}
+	if cfg.mode == modeBody {
+		return bodySide(cfg, sigs, stderr)
+	}
+	var ln net.Listener
+	if cfg.mode == modeSigner {
+		if ln, err = listenSigner(cfg.signerAddress); err != nil {
+			f := failed(frame.Frame{ArgsDigest: cfg.argsDigest}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError,
+				fmt.Errorf("the runner could not listen for the tool's side: %w", err))
+			return deliver(cfg, f, stdout, stderr)
+		}
+		defer ln.Close()
+		logf(stderr, "listening for the tool's side at %s", cfg.signerAddress)
+	}
 	if cfg.warm {
 		var ok bool
 		if cfg, ok = awaitHandover(cfg, stdin, sigs, stderr); !ok {
 			return 0 // stopped while idle: a pool Pod nobody claimed, nothing to report
 		}
-		if cfg.handoverErr != nil {
-			reason := frame.ReasonInvalidConfiguration
-			if errors.Is(cfg.handoverErr, errHandoverRefused) {
-				reason = frame.ReasonHandoverRefused
-			}
-			return deliver(cfg, failed(frame.Frame{}, reason, frame.ExitRunnerError, cfg.handoverErr), stdout, stderr)
-		}
 	}
-	return deliver(cfg, execute(cfg, sigs, stderr), stdout, stderr)
+	return deliver(cfg, execute(cfg, ln, sigs, stderr), stdout, stderr)
 }
 
 // deliver writes the frame: the log block (if any) to stdout in one write,
@@ -66,7 +73,7 @@ func deliver(cfg config, f frame.Frame, stdout, stderr io.Writer) int {
 		logf(stderr, "%s: %s", f.Reason, f.Error)
 	}
 	if len(cfg.frameKey) == 0 {
-		logf(stderr, "no frame key for this attempt (%s): the frame is not signed, and the operator will not trust it", podcontract.EnvFrameKey)
+		logf(stderr, "no frame key for this attempt (%s): the frame is not signed, and the operator will not trust it", podcontract.EnvAttemptKey)
 	}
 	killOthers()
 	term, block, err := frame.Encoder{Key: cfg.frameKey, Marker: cfg.marker}.Encode(f)

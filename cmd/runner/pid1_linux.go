@@ -47,3 +47,31 @@ func killOthers() {
 		}
 	}
 }
+
+// silence points the body side's stdout and stderr at /dev/null when it is PID 1, once it
+// has reached the signer: the body's container log then holds nothing the body could
+// write there through its PID 1's descriptors, unredacted (a runtime such as gVisor lets a
+// process open another's /proc/<pid>/fd); the redacted stderr is in the signer's log.
+func silence() {
+	if os.Getpid() != 1 {
+		return
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer null.Close()
+	_ = unix.Dup2(int(null.Fd()), 1)
+	_ = unix.Dup2(int(null.Fd()), 2)
+}
+
+// clearTermination empties the body container's termination message when the body side is
+// PID 1, after every other process is gone: the Pod's status then shows nothing the body
+// wrote there. (A body that kills its PID 1 first leaves its bytes: the operator, which
+// never reads that message, deletes such a Pod as soon as it recorded the attempt.)
+func clearTermination(path string) {
+	if os.Getpid() != 1 {
+		return
+	}
+	_ = os.Truncate(path, 0)
+}

@@ -301,7 +301,7 @@ func TestBodyEnvironStripsRunnerOnly(t *testing.T) {
 	env := []string{
 		"PATH=/bin", "API_TOKEN=secret-value", podcontract.EnvSecretEnv + "=API_TOKEN",
 		podcontract.EnvSecretFiles + "=token", podcontract.EnvSecretFilePrefix + "0=secret-file",
-		podcontract.EnvSecretFilePrefix + "12=x", podcontract.EnvFrameKey + "=k", podcontract.EnvFrameKeyPrevious + "=p",
+		podcontract.EnvSecretFilePrefix + "12=x", podcontract.EnvAttemptKey + "=k", podcontract.EnvHandoverKeys + "=p",
 		podcontract.EnvSecretFiles + "X=kept", // another name
 	}
 	got := bodyEnviron(env)
@@ -396,7 +396,7 @@ func TestSecretFilesRedactedAndHidden(t *testing.T) {
 	if o.code != 0 || o.frame.Reason != "" {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)
 	}
-	for _, name := range []string{podcontract.EnvSecretFiles, podcontract.EnvSecretEnv, podcontract.EnvSecretFilePrefix, podcontract.EnvFrameKey} {
+	for _, name := range []string{podcontract.EnvSecretFiles, podcontract.EnvSecretEnv, podcontract.EnvSecretFilePrefix, podcontract.EnvAttemptKey} {
 		if strings.Contains(o.frame.Stdout, name) {
 			t.Errorf("the body's environment has %s: %s", name, o.frame.Stdout)
 		}

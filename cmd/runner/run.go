@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -20,28 +21,51 @@ import (
 // errArgumentsAltered is the digest check's failure as the model reads it.
 var errArgumentsAltered = errors.New("the arguments that reached the tool differ from the frozen arguments, so the tool was not run")
 
-// execute verifies the arguments, runs the tool and returns the frame to
-// deliver. Its ExitCode is the runner's exit code.
-func execute(cfg config, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
+// execute verifies the arguments, runs the tool (alone) or has the body side run it (the
+// signer: ln is where it listens) and returns the frame to deliver. Its ExitCode is the
+// runner's exit code.
+func execute(cfg config, ln net.Listener, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
 	// The frame names the arguments the runner was asked to serve (the call's digest): the
 	// operator believes no frame for other arguments.
 	f := frame.Frame{ArgsDigest: cfg.argsDigest}
-	if err := checkCredentials(cfg.credentials); err != nil {
-		// The error names the credentials (variables, files), never their values.
-		return failed(f, frame.ReasonCredentialTooShort, frame.ExitRunnerError, err)
-	}
-	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
-		// The digests are for the Pod log (operators); the frame's error reaches the model.
-		logf(stderr, "%s is %q but the arguments hash to %q", podcontract.EnvArgsDigest, cfg.argsDigest, got)
-		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered)
-	}
-	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
-		return failed(f, frame.ReasonArgumentsFileError, frame.ExitRunnerError, err)
+	if refused, ok := preflight(cfg, f, stderr); !ok {
+		if ln != nil {
+			refuseBody(ln, sigs, stderr)
+		}
+		return refused
 	}
 	if err := protectKey(); err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, fmt.Errorf("protecting the frame key: %w", err))
 	}
+	if ln != nil {
+		return redactError(runRemote(cfg, f, ln, sigs, stderr), cfg.credentials)
+	}
+	if err := writeArgsFile(cfg.argsFile, cfg.args); err != nil {
+		return failed(f, frame.ReasonArgumentsFileError, frame.ExitRunnerError, err)
+	}
 	return redactError(runTool(cfg, f, sigs, stderr), cfg.credentials)
+}
+
+// preflight is what the key holder checks before any body runs: the credentials can be
+// redacted and the arguments are the frozen ones.
+func preflight(cfg config, f frame.Frame, stderr io.Writer) (frame.Frame, bool) {
+	if cfg.handoverErr != nil {
+		reason := frame.ReasonInvalidConfiguration
+		if errors.Is(cfg.handoverErr, errHandoverRefused) {
+			reason = frame.ReasonHandoverRefused
+		}
+		return failed(frame.Frame{}, reason, frame.ExitRunnerError, cfg.handoverErr), false
+	}
+	if err := checkCredentials(cfg.credentials); err != nil {
+		// The error names the credentials (variables, files), never their values.
+		return failed(f, frame.ReasonCredentialTooShort, frame.ExitRunnerError, err), false
+	}
+	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
+		// The digests are for the Pod log (operators); the frame's error reaches the model.
+		logf(stderr, "%s is %q but the arguments hash to %q", podcontract.EnvArgsDigest, cfg.argsDigest, got)
+		return failed(f, frame.ReasonArgumentsDigestMismatch, frame.ExitRunnerError, errArgumentsAltered), false
+	}
+	return f, true
 }
 
 func failed(f frame.Frame, reason string, code int, err error) frame.Frame {
@@ -75,9 +99,18 @@ func bodyArgsFile(path string) string {
 // tail, and reports how it ended. Both are redacted of the credentials' forms before
 // anything is kept, counted or copied.
 func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
-	out := &headWriter{limit: cfg.maxOutput}
-	errs := &tailWriter{limit: cfg.stderrTail, pass: stderr}
-	outW, errsW, redactions := redactOutput(redactionForms(cfg.credentials), out, errs)
+	c := newCapture(cfg, stderr)
+	f, started := runProcess(cfg, f, sigs, c.outW, c.errsW)
+	if !started {
+		return f
+	}
+	return c.fill(f)
+}
+
+// runProcess runs the tool with the arguments on its stdin, its stdout and stderr copied
+// to out and errs (closed, when they are closers, at the end of each stream), SIGTERM and
+// SIGINT forwarded, and says how it ended. started is false when it never ran.
+func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.Writer) (frame.Frame, bool) {
 	cmd := exec.Command(cfg.command[0], cfg.command[1:]...)
 	cmd.Env = append(bodyEnviron(os.Environ()), podcontract.EnvArgsFile+"="+bodyArgsFile(cfg.argsFile))
 	if cfg.traceparent != "" {
@@ -85,31 +118,61 @@ func runTool(cfg config, f frame.Frame, sigs <-chan os.Signal, stderr io.Writer)
 	}
 	pipes, err := newStdio(cmd)
 	if err != nil {
-		return failed(f, frame.ReasonStartError, frame.ExitStartError, err)
+		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pipes.closeAll()
-		return startFailed(f, err)
+		return startFailed(f, err), false
 	}
-	pipes.run(cfg.args, outW, errsW)
+	pipes.run(cfg.args, out, errs)
 	done := make(chan struct{})
 	go forwardSignals(sigs, cmd.Process, done)
 	waitErr := cmd.Wait()
 	close(done)
 	f.DurationMs = time.Since(start).Milliseconds()
 	f.OutputLeftOpen = !pipes.drain(cfg.ioGrace)
+	return exitStatus(f, cmd.ProcessState, waitErr), true
+}
 
-	f.SetStdout(out.kept())
-	f.StdoutBytes, f.Truncated = out.total, out.truncated()
-	f.StderrTail, f.StderrBytes = errs.tail(), errs.total
-	f.Redactions = redactions()
-	return exitStatus(f, cmd.ProcessState, waitErr)
+// capture is where the key holder keeps the body's output: redacted first, then stdout's
+// head and stderr's tail (stderr also copied to the holder's own stderr, the Pod log).
+type capture struct {
+	out        *headWriter
+	errs       *tailWriter
+	outW       io.Writer
+	errsW      io.Writer
+	redactions func() int64
+}
+
+func newCapture(cfg config, stderr io.Writer) *capture {
+	c := &capture{out: &headWriter{limit: cfg.maxOutput}, errs: &tailWriter{limit: cfg.stderrTail, pass: stderr}}
+	c.outW, c.errsW, c.redactions = redactOutput(redactionForms(cfg.credentials), c.out, c.errs)
+	return c
+}
+
+// close writes out what the redactors held back (runProcess's copies close them
+// themselves at the end of their streams).
+func (c *capture) close() {
+	for _, w := range []io.Writer{c.outW, c.errsW} {
+		if cl, ok := w.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	}
+}
+
+// fill sets what the capture vouches for in f.
+func (c *capture) fill(f frame.Frame) frame.Frame {
+	f.SetStdout(c.out.kept())
+	f.StdoutBytes, f.Truncated = c.out.total, c.out.truncated()
+	f.StderrTail, f.StderrBytes = c.errs.tail(), c.errs.total
+	f.Redactions = c.redactions()
+	return f
 }
 
 // bodyEnviron is the runner's environment without the variables that are the runner's
-// alone: the frame master keys, so that the tool cannot sign a frame of its own (nor one
-// of any other call of the namespace), and the credential lists with the
+// alone (a runner alone, or the body side, which is never given them): the frame key, so
+// that the tool cannot sign a frame of its own, and the credential lists with the
 // TOOLGATE_SECRET_FILE_<i> copies of the secret files' values (the body reads the files;
 // the variables TOOLGATE_SECRET_ENV names are the body's own and stay).
 func bodyEnviron(env []string) []string {
@@ -126,7 +189,7 @@ func bodyEnviron(env []string) []string {
 // runnerOnly reports whether the environment variable name is kept from the body.
 func runnerOnly(name string) bool {
 	switch name {
-	case podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles:
+	case podcontract.EnvAttemptKey, podcontract.EnvHandoverKeys, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles:
 		return true
 	}
 	return strings.HasPrefix(name, podcontract.EnvSecretFilePrefix)

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
+	"crypto/ed25519"
 	"errors"
 	"os"
 	"path/filepath"
@@ -35,23 +35,25 @@ func runWarm(t *testing.T, in *invocation, stdin []byte) (outcome, string) {
 	return in.outcome(cmd, nil, stderr.Bytes()), line
 }
 
-// warmEnv is a pool Pod's environment: no call in it, the master, the Pod's own uid.
+// warmEnv is a pool Pod's environment: no call and no key in it, the public key of the
+// namespace's handovers, the Pod's own uid.
 func warmEnv(in *invocation) {
-	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest, podcontract.EnvCallUID, podcontract.EnvAttempt} {
+	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest, podcontract.EnvAttemptKey} {
 		delete(in.env, name)
 	}
 	in.env[podcontract.EnvWarm] = "1"
 	in.env[podcontract.EnvPodUID] = testPodUID
+	in.env[podcontract.EnvHandoverKeys] = frame.EncodePublicKeys([]ed25519.PublicKey{frame.HandoverPublicKey(testKey)})
 }
 
-// authenticated is h as the operator hands it over for attempt 1 of testCallUID, with an
-// auth made with each of masters for testPodUID.
+// authenticated is h as the operator hands it over for attempt 1 of testCallUID (with that
+// attempt's key), signed with each of masters for testPodUID.
 func authenticated(h frame.Handover, masters ...[]byte) frame.Handover {
-	h.CallUID, h.Attempt = testCallUID, 1
-	for _, m := range masters {
-		h.Auth = append(h.Auth, frame.HandoverAuth(m, h.CallUID, h.Attempt, testPodUID, h.ArgumentsDigest))
+	h.CallUID, h.Attempt, h.AttemptKey = testCallUID, 1, testAttemptKey
+	if len(masters) == 0 {
+		return h
 	}
-	return h
+	return frame.SignHandover(masters, testPodUID, h)
 }
 
 func handoverLine(t *testing.T, h frame.Handover) []byte {
@@ -163,8 +165,8 @@ func TestWarmForgedHandoverRefused(t *testing.T) {
 	for name, h := range map[string]frame.Handover{
 		"no auth":           authenticated(forged),
 		"another master":    authenticated(forged, other),
-		"another Pod":       withAuth(forged, frame.HandoverAuth(testKey, testCallUID, 1, "another-pod", forged.ArgumentsDigest)),
-		"auth for a digest": withAuth(forged, frame.HandoverAuth(testKey, testCallUID, 1, testPodUID, frame.DigestOf([]byte(testArgs)))),
+		"another Pod":       signedFor(forged, "another-pod", forged.ArgumentsDigest),
+		"auth for a digest": signedFor(forged, testPodUID, frame.DigestOf([]byte(testArgs))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := newInvocation(t, sh(`touch "$MARK"; echo ran`)...)
@@ -183,20 +185,21 @@ func TestWarmForgedHandoverRefused(t *testing.T) {
 	}
 }
 
-func withAuth(h frame.Handover, auth string) frame.Handover {
-	h.CallUID, h.Attempt, h.Auth = testCallUID, 1, []string{auth}
+// signedFor is h with the operator's signature of it for pod, had it named digest.
+func signedFor(h frame.Handover, pod, digest string) frame.Handover {
+	real := authenticated(h)
+	real.ArgumentsDigest = digest
+	h.CallUID, h.Attempt, h.AttemptKey, h.Auth = real.CallUID, real.Attempt, real.AttemptKey, frame.SignHandover([][]byte{testKey}, pod, real).Auth
 	return h
 }
 
-// A Handover taken is signed for the call and attempt it names, with the master that
-// authenticated it: after a rotation the operator may still hold only the previous master
-// (its cache), while a new Pod holds both.
+// A Handover taken is signed for the call and attempt it names, with the attempt key it
+// brought: after a rotation a Pod started before it holds the old public key, and the
+// operator signs with both masters.
 func TestWarmHandoverSignsForItsAttempt(t *testing.T) {
 	newMaster := []byte("the master after the rotation..!")
 	in := newInvocation(t, sh(`echo ran`)...)
-	in.env[podcontract.EnvFrameKey] = base64.RawURLEncoding.EncodeToString(newMaster)
-	in.env[podcontract.EnvFrameKeyPrevious] = encodedTestKey()
-	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, testKey)
+	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, newMaster, testKey)
 	o, _ := runWarm(t, in, handoverLine(t, h)) // decodes with AttemptKey(testKey, testCallUID, 1)
 	if o.code != 0 || o.frame.Stdout != "ran\n" || o.frame.ArgsDigest != h.ArgumentsDigest {
 		t.Fatalf("exit %d frame %+v", o.code, o.frame)

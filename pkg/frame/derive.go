@@ -1,30 +1,37 @@
 package frame
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"hash"
 	"strconv"
+	"strings"
 )
 
-// Keys from the namespace's master. No frame key is ever written into a Pod or Job spec
-// (anyone with `get pods` could read it there): each namespace has one master key in a
-// Secret only the operator and the kubelet read, tool containers get it by secretKeyRef,
-// and the runner and the operator derive from it what one attempt needs:
+// Keys from the namespace's master. No key is ever written into a Pod or Job spec (anyone
+// with `get pods` could read it there), and no Pod ever holds more than its own attempt's
+// key: each namespace has one master key in a Secret only the operator reads, and the
+// operator derives from it what one attempt needs:
 //
-//	attempt key    = HMAC-SHA256(master, "toolgate-frame" ‖ callUID ‖ attempt)
-//	handover auth  = HMAC-SHA256(master, "toolgate-handover" ‖ callUID ‖ attempt ‖ podUID ‖ argsDigest)
+//	attempt key       = HMAC-SHA256(master, "toolgate-frame" ‖ callUID ‖ attempt)
+//	handover signing  = Ed25519 key from the seed HMAC-SHA256(master, "toolgate-handover-signing")
 //
 // where ‖ joins fields each preceded by its length (4 bytes, big-endian), so no two
-// different tuples give the same message, and the leading label keeps a handover
-// authenticator from ever being a frame key. A frame signed with the attempt key names its
-// call and attempt: it verifies for no other. The runner takes a Handover only when its
-// auth verifies (VerifyHandover): whoever can attach to a pool Pod but not read the Secret
-// cannot have a body run under a real call's name.
+// different tuples give the same message, and the leading label keeps one key from ever
+// being another. A frame signed with the attempt key names its call and attempt: it
+// verifies for no other. A cold Pod's signer gets its attempt key from a per-attempt Secret;
+// a warm Pod holds only the handover public keys until its Handover, signed by the operator
+// for that Pod, brings the attempt key (VerifyHandover): whoever can attach to a pool Pod
+// cannot have a body run under a real call's name, and nothing in the Pod signs for any
+// other attempt.
 const (
-	labelFrame    = "toolgate-frame"
-	labelHandover = "toolgate-handover"
+	labelFrame          = "toolgate-frame"
+	labelHandover       = "toolgate-handover"
+	labelHandoverSigner = "toolgate-handover-signing"
 )
 
 // AttemptKey is the frame key of one attempt of one call, derived from the namespace's
@@ -33,33 +40,80 @@ func AttemptKey(master []byte, callUID string, attempt int) []byte {
 	return derive(master, labelFrame, callUID, strconv.Itoa(attempt))
 }
 
-// HandoverAuth authenticates one Handover for one warm Pod (its metadata.uid): the
-// operator sends one per master it knows (the current one and, after a rotation, the
-// previous), encoded as a signature is.
-func HandoverAuth(master []byte, callUID string, attempt int, podUID, argsDigest string) string {
-	return macEncoding.EncodeToString(derive(master, labelHandover, callUID, strconv.Itoa(attempt), podUID, argsDigest))
+// HandoverPublicKey is the public key a warm Pod verifies the namespace's Handovers with
+// (TOOLGATE_HANDOVER_KEYS, base64url).
+func HandoverPublicKey(master []byte) ed25519.PublicKey {
+	return handoverSigner(master).Public().(ed25519.PublicKey)
 }
 
-// VerifyHandover returns the master among masters that authenticates h for the Pod podUID
-// (one of h.Auth, compared in constant time), and false when none does: the runner then
-// refuses the Handover and runs nothing.
-func VerifyHandover(masters [][]byte, podUID string, h Handover) ([]byte, bool) {
-	if h.CallUID == "" || h.Attempt < 1 || podUID == "" || len(h.Auth) > MaxHandoverAuths {
-		return nil, false
-	}
+func handoverSigner(master []byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(derive(master, labelHandoverSigner))
+}
+
+// SignHandover returns h with Auth set: one signature per master the operator knows (the
+// current one and, after a rotation, the previous), for the Pod podUID.
+func SignHandover(masters [][]byte, podUID string, h Handover) Handover {
+	h.Auth = nil
+	msg := handoverMessage(podUID, h)
 	for _, m := range masters {
-		if len(m) == 0 {
+		if len(m) > 0 && len(h.Auth) < MaxHandoverAuths {
+			h.Auth = append(h.Auth, macEncoding.EncodeToString(ed25519.Sign(handoverSigner(m), msg)))
+		}
+	}
+	return h
+}
+
+// VerifyHandover reports whether one of h.Auth is a signature of h for the Pod podUID by
+// one of keys: the runner otherwise refuses the Handover and runs nothing.
+func VerifyHandover(keys []ed25519.PublicKey, podUID string, h Handover) bool {
+	if h.CallUID == "" || h.Attempt < 1 || podUID == "" || len(h.Auth) > MaxHandoverAuths || len(h.AttemptKey) == 0 {
+		return false
+	}
+	msg := handoverMessage(podUID, h)
+	for _, k := range keys {
+		if len(k) != ed25519.PublicKeySize {
 			continue
 		}
-		want := derive(m, labelHandover, h.CallUID, strconv.Itoa(h.Attempt), podUID, h.ArgumentsDigest)
 		for _, a := range h.Auth {
-			got, err := macEncoding.DecodeString(a)
-			if err == nil && hmac.Equal(got, want) {
-				return m, true
+			sig, err := macEncoding.DecodeString(a)
+			if err == nil && ed25519.Verify(k, msg, sig) {
+				return true
 			}
 		}
 	}
-	return nil, false
+	return false
+}
+
+// ParsePublicKeys reads TOOLGATE_HANDOVER_KEYS: base64url Ed25519 public keys, comma-separated.
+func ParsePublicKeys(s string) ([]ed25519.PublicKey, error) {
+	var out []ed25519.PublicKey
+	for _, p := range strings.Split(s, ",") {
+		if p == "" {
+			continue
+		}
+		b, err := base64.RawURLEncoding.DecodeString(p)
+		if err != nil || len(b) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("handover key %q is not a base64url Ed25519 public key", p)
+		}
+		out = append(out, ed25519.PublicKey(b))
+	}
+	return out, nil
+}
+
+// EncodePublicKeys is ParsePublicKeys' inverse.
+func EncodePublicKeys(keys []ed25519.PublicKey) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = base64.RawURLEncoding.EncodeToString(k)
+	}
+	return strings.Join(parts, ",")
+}
+
+// handoverMessage is what a Handover's signature covers: everything but the arguments
+// themselves, which the runner checks against the signed digest.
+func handoverMessage(podUID string, h Handover) []byte {
+	return derive([]byte(labelHandover), labelHandover, h.CallUID, strconv.Itoa(h.Attempt), podUID,
+		h.ArgumentsDigest, h.Traceparent, base64.RawURLEncoding.EncodeToString(h.AttemptKey))
 }
 
 // MaxHandoverAuths bounds Handover.Auth: one per master the operator knows.

@@ -31,13 +31,11 @@
 //
 // # Trust
 //
-// The tool body runs as the same user as the runner and can write the
-// termination message and the log itself, so nothing in them is believed
-// unless the runner vouched for it. Each attempt has its own key, derived from
-// the namespace's master ([AttemptKey]: the master reaches the tool container by
-// secretKeyRef, never as a literal in a spec; see derive.go); the runner keeps
-// the master from the tool and signs the termination message with HMAC-SHA256,
-// under the attempt's key, over its exact bytes:
+// Nothing written inside the sandbox is believed unless the runner vouched for it. Each
+// attempt has its own key, derived from the namespace's master ([AttemptKey]; see
+// derive.go); only the attempt's key reaches the Pod, and only its signer container,
+// which the body cannot reach; the signer signs the termination message with
+// HMAC-SHA256, under the attempt's key, over its exact bytes:
 //
 //	tgs1:<43 characters: base64url(HMAC-SHA256(key, BODY))>:BODY
 //

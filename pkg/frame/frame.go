@@ -72,6 +72,11 @@ const (
 	// MinCredentialBytes, too short to redact without mangling the output; the body
 	// did not run.
 	ReasonCredentialTooShort = "CredentialTooShort"
+	// ReasonBodyLost: the signer never heard how the tool ended — the body's container
+	// never reached it, or its side of the runner went away without reporting (killed,
+	// OOM-killed, or replaced by a body that can signal its PID 1). Such a frame vouches for
+	// no run: the operator reads the attempt's end from the kubelet alone.
+	ReasonBodyLost = "BodyLost"
 )
 
 // Errors returned by the decoders (wrapped; test with errors.Is).

@@ -28,15 +28,17 @@ const (
 )
 
 // Handover is what the operator hands a warm Pod's runner for its one call. The runner
-// takes it only when one of Auth verifies (VerifyHandover) with a master it holds, for
-// its own Pod: then it signs its frame with AttemptKey(master, CallUID, Attempt).
+// takes it only when one of Auth verifies (VerifyHandover) with a public key it holds, for
+// its own Pod: then it signs its frame with the Handover's AttemptKey.
 type Handover struct {
 	// CallUID and Attempt name the call and attempt the Pod was claimed for.
 	CallUID string `json:"callUID"`
 	Attempt int    `json:"attempt"`
-	// Auth are HandoverAuth of the fields below for this Pod, one per master the operator
-	// knows (at most MaxHandoverAuths).
+	// Auth are Ed25519 signatures of the fields below for this Pod (SignHandover), one per
+	// master the operator knows (at most MaxHandoverAuths).
 	Auth []string `json:"auth"`
+	// AttemptKey is the attempt's frame key (AttemptKey): the Pod holds no key before it.
+	AttemptKey []byte `json:"attemptKey"`
 	// Arguments are the frozen canonical bytes (base64 in JSON).
 	Arguments []byte `json:"arguments"`
 	// ArgumentsDigest is "sha256:<hex>" of Arguments, from the call's status.

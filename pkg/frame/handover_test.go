@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -94,51 +95,68 @@ func TestAttemptKeyNamesCallAndAttempt(t *testing.T) {
 	}
 }
 
-// A Handover is taken only with an auth made from a master the runner holds, for its own
-// Pod and for exactly the call, attempt and digest it carries.
+// A Handover is taken only with a signature made from a master the runner holds the public
+// key of, for its own Pod and for exactly the call, attempt, digest, traceparent and attempt
+// key it carries.
 func TestVerifyHandover(t *testing.T) {
 	master, previous, other := testMaster(t), testMaster(t), testMaster(t)
 	digest := DigestOf([]byte(`{"a":1}`))
-	signed := func(m []byte, mutate func(*Handover)) Handover {
-		h := Handover{CallUID: "uid-1", Attempt: 1, ArgumentsDigest: digest, Arguments: []byte(`{"a":1}`)}
-		h.Auth = []string{HandoverAuth(m, h.CallUID, h.Attempt, "pod-1", h.ArgumentsDigest)}
+	pub := func(ms ...[]byte) []ed25519.PublicKey {
+		var out []ed25519.PublicKey
+		for _, m := range ms {
+			out = append(out, HandoverPublicKey(m))
+		}
+		return out
+	}
+	signed := func(ms [][]byte, mutate func(*Handover)) Handover {
+		h := Handover{CallUID: "uid-1", Attempt: 1, ArgumentsDigest: digest, Arguments: []byte(`{"a":1}`),
+			AttemptKey: AttemptKey(master, "uid-1", 1)}
+		h = SignHandover(ms, "pod-1", h)
 		if mutate != nil {
 			mutate(&h)
 		}
 		return h
 	}
-	if m, ok := VerifyHandover([][]byte{master}, "pod-1", signed(master, nil)); !ok || !bytes.Equal(m, master) {
-		t.Fatal("a Handover authenticated with the Pod's master is refused")
+	one := [][]byte{master}
+	if !VerifyHandover(pub(master), "pod-1", signed(one, nil)) {
+		t.Fatal("a Handover signed for the Pod with its key is refused")
 	}
-	// After a rotation the operator sends one auth per master; a Pod started before it
-	// holds the old master as its current one.
-	both := signed(master, func(h *Handover) {
-		h.Auth = append(h.Auth, HandoverAuth(previous, h.CallUID, h.Attempt, "pod-1", h.ArgumentsDigest))
-	})
-	if m, ok := VerifyHandover([][]byte{previous}, "pod-1", both); !ok || !bytes.Equal(m, previous) {
-		t.Fatal("an old Pod refuses the auth made with its master")
+	// After a rotation the operator signs with both masters; a Pod started before it holds
+	// the old public key only.
+	if !VerifyHandover(pub(previous), "pod-1", signed([][]byte{master, previous}, nil)) {
+		t.Fatal("an old Pod refuses the signature made with its key")
 	}
 	for name, tc := range map[string]struct {
 		h   Handover
 		pod string
 	}{
-		"no auth":            {signed(master, func(h *Handover) { h.Auth = nil }), "pod-1"},
-		"garbage auth":       {signed(master, func(h *Handover) { h.Auth = []string{"not-a-mac"} }), "pod-1"},
-		"another master":     {signed(other, nil), "pod-1"},
-		"another Pod":        {signed(master, nil), "pod-2"},
-		"no Pod uid":         {signed(master, nil), ""},
-		"another call":       {signed(master, func(h *Handover) { h.CallUID = "uid-2" }), "pod-1"},
-		"another attempt":    {signed(master, func(h *Handover) { h.Attempt = 2 }), "pod-1"},
-		"another digest":     {signed(master, func(h *Handover) { h.ArgumentsDigest = DigestOf([]byte(`{}`)) }), "pod-1"},
-		"no call":            {signed(master, func(h *Handover) { h.CallUID = "" }), "pod-1"},
-		"too many auths":     {signed(master, func(h *Handover) { h.Auth = []string{"a", "b", h.Auth[0]} }), "pod-1"},
-		"the frame key auth": {signed(master, func(h *Handover) { h.Auth = []string{macEncoding.EncodeToString(AttemptKey(master, "uid-1", 1))} }), "pod-1"},
+		"no auth":             {signed(one, func(h *Handover) { h.Auth = nil }), "pod-1"},
+		"garbage auth":        {signed(one, func(h *Handover) { h.Auth = []string{"not-a-signature"} }), "pod-1"},
+		"another master":      {signed([][]byte{other}, nil), "pod-1"},
+		"another Pod":         {signed(one, nil), "pod-2"},
+		"no Pod uid":          {signed(one, nil), ""},
+		"another call":        {signed(one, func(h *Handover) { h.CallUID = "uid-2" }), "pod-1"},
+		"another attempt":     {signed(one, func(h *Handover) { h.Attempt = 2 }), "pod-1"},
+		"another digest":      {signed(one, func(h *Handover) { h.ArgumentsDigest = DigestOf([]byte(`{}`)) }), "pod-1"},
+		"another attempt key": {signed(one, func(h *Handover) { h.AttemptKey = AttemptKey(other, "uid-1", 1) }), "pod-1"},
+		"no attempt key":      {signed(one, func(h *Handover) { h.AttemptKey = nil }), "pod-1"},
+		"another traceparent": {signed(one, func(h *Handover) { h.Traceparent = "00-x" }), "pod-1"},
+		"no call":             {signed(one, func(h *Handover) { h.CallUID = "" }), "pod-1"},
+		"too many auths":      {signed(one, func(h *Handover) { h.Auth = []string{"a", "b", h.Auth[0]} }), "pod-1"},
+		"an HMAC as auth":     {signed(one, func(h *Handover) { h.Auth = []string{macEncoding.EncodeToString(AttemptKey(master, "uid-1", 1))} }), "pod-1"},
 	} {
-		if _, ok := VerifyHandover([][]byte{master, previous}, tc.pod, tc.h); ok {
+		if VerifyHandover(pub(master, previous), tc.pod, tc.h) {
 			t.Errorf("%s: taken", name)
 		}
 	}
-	if _, ok := VerifyHandover(nil, "pod-1", signed(master, nil)); ok {
-		t.Error("a runner without a master takes a Handover")
+	if VerifyHandover(nil, "pod-1", signed(one, nil)) {
+		t.Error("a runner without a key takes a Handover")
+	}
+	keys, err := ParsePublicKeys(EncodePublicKeys(pub(master, previous)))
+	if err != nil || len(keys) != 2 || !keys[1].Equal(HandoverPublicKey(previous)) {
+		t.Fatalf("public keys do not round-trip: %v %v", keys, err)
+	}
+	if _, err := ParsePublicKeys("not a key"); err == nil {
+		t.Error("a malformed public key is taken")
 	}
 }

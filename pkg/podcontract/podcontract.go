@@ -26,20 +26,20 @@ const (
 	EnvTerminationPath = "TOOLGATE_TERMINATION_PATH"
 	// EnvResultMarker overrides the marker of a frame block carried in the Pod log.
 	EnvResultMarker = "TOOLGATE_RESULT_MARKER"
-	// EnvFrameKey is the namespace's frame master key, from FrameKeySecret by secretKeyRef
-	// (never a literal in a Pod spec). The runner derives its attempt's frame key from it
-	// (frame.AttemptKey), signs its frame with that, and never hands the master to the body.
-	EnvFrameKey = "TOOLGATE_FRAME_KEY"
-	// EnvFrameKeyPrevious is the master before the last rotation (FrameKeySecretPrevious,
-	// optional), on warm pool Pods: a Handover authenticated with either is taken.
-	EnvFrameKeyPrevious = "TOOLGATE_FRAME_KEY_PREVIOUS"
-	// EnvCallUID and EnvAttempt name the call and attempt a cold Pod serves: its frame key
-	// is derived for them. A warm Pod learns them from its authenticated Handover.
-	EnvCallUID = "TOOLGATE_CALL_UID"
-	EnvAttempt = "TOOLGATE_ATTEMPT"
+	// EnvAttemptKey is the attempt's frame key (frame.AttemptKey, base64url), in the signer
+	// container only, from the attempt's key Secret (AttemptKeySecret) by secretKeyRef: never
+	// a literal in a Pod spec, never in the body's container. The signer signs its frame with
+	// it; it verifies for this call's attempt and no other.
+	EnvAttemptKey = "TOOLGATE_ATTEMPT_KEY"
+	// EnvHandoverKeys, on a warm pool Pod's signer, lists (comma-separated, base64url) the
+	// public keys a Handover must be signed with (frame.HandoverPublicKey of the namespace's
+	// masters): the Pod holds no secret before its call; the Handover brings its attempt key.
+	EnvHandoverKeys = "TOOLGATE_HANDOVER_KEYS"
 	// EnvPodUID is the warm pool Pod's own metadata.uid (downward API): a Handover is
-	// authenticated for one Pod, so it cannot be replayed to another.
+	// signed for one Pod, so it cannot be replayed to another.
 	EnvPodUID = "TOOLGATE_POD_UID"
+	// EnvSignerAddress overrides SignerAddress (tests).
+	EnvSignerAddress = "TOOLGATE_SIGNER_ADDRESS"
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
 	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span
@@ -130,7 +130,20 @@ const (
 	FrameKeySecret         = "toolgate-frame-key"
 	FrameKeySecretKey      = "key"
 	FrameKeySecretPrevious = "previous"
+	// FrameKeySecretHandover holds the handover public keys of the masters (the operator
+	// writes it: frame.EncodePublicKeys of frame.HandoverPublicKey of key, then previous),
+	// which warm Pods read as EnvHandoverKeys: public, but kept beside the masters so that a
+	// rotation reaches new pool Pods the same way.
+	FrameKeySecretHandover = "handover-keys"
+	// AttemptKeySecretSuffix makes an attempt's key Secret's name from its Job's: the
+	// operator creates it (data FrameKeySecretKey: the attempt's key only) before the Job,
+	// owned by the call, and deletes it with the Job.
+	AttemptKeySecretSuffix = "-key"
 )
+
+// AttemptKeySecret is the name of the Secret holding the frame key of the attempt whose
+// Job is jobName.
+func AttemptKeySecret(jobName string) string { return jobName + AttemptKeySecretSuffix }
 
 // Network modes as LabelNetwork's values.
 const (
@@ -143,8 +156,20 @@ const (
 
 // Containers, volumes and paths of a tool Pod.
 const (
-	// ToolContainerName is the container that runs the runner and, under it, the tool body.
+	// ToolContainerName is the body's container: the tool's image, the runner's body side
+	// (BodyFlag) as its PID 1 and, under it, the tool. It holds no key.
 	ToolContainerName = "tool"
+	// SignerContainerName is the container that holds the attempt's frame key and signs
+	// the frame (the runner from the operator's image, SignFlag): the body cannot reach its
+	// environment, memory or files under any runtime (another container: other PID and
+	// mount namespaces). Its termination message and log carry the frame.
+	SignerContainerName = "toolgate-signer"
+	// SignFlag starts the runner as the signer; BodyFlag as the body side, with the tool's
+	// command after "--". The two talk over the Pod's loopback at SignerAddress.
+	SignFlag = "--sign"
+	BodyFlag = "--body"
+	// SignerAddress is where the signer listens for the body side (the Pod's loopback only).
+	SignerAddress = "127.0.0.1:4717"
 	// RunnerInitContainerName copies the runner into RunVolume for images that lack it.
 	RunnerInitContainerName = "toolgate-runner"
 	// RunVolume is the emptyDir at RunMountPath: the copied runner and the arguments file.

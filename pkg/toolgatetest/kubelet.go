@@ -316,18 +316,20 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 
 // play writes the Pod's status (and the Job's, as the Job controller would) for o.
 func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o Outcome) error {
-	cs := corev1.ContainerStatus{Name: podcontract.ToolContainerName, Image: pod.Spec.Containers[0].Image}
+	ended := false
 	switch {
 	case o.Waiting != "":
 		msg := o.WaitingMessage
 		if msg == "" {
 			msg = "simulated: " + o.Waiting
 		}
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: msg}
+		// The body's container waits; the signer runs, waiting for the body side.
+		pod.Status.ContainerStatuses = runningStatuses(pod, false)
+		pod.Status.ContainerStatuses[1].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: o.Waiting, Message: msg}}
+		pod.Status.ContainerStatuses[1].Started = ptr.To(false)
 		pod.Status.Phase = corev1.PodPending
 	case o.Hold:
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
-		cs.Started = ptr.To(true)
+		pod.Status.ContainerStatuses = runningStatuses(pod, true)
 		pod.Status.Phase = corev1.PodRunning
 	case o.LosePod:
 		return k.losePod(ctx, job, pod)
@@ -338,17 +340,17 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 		if err != nil {
 			return err
 		}
-		cs.State.Terminated = term
+		pod.Status.ContainerStatuses = endedStatuses(pod, term)
 		pod.Status.Phase = corev1.PodSucceeded
 		if term.ExitCode != 0 {
 			pod.Status.Phase = corev1.PodFailed
 		}
+		ended = true
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	if err := k.Status().Update(ctx, pod); err != nil {
 		return err
 	}
-	if cs.State.Terminated != nil {
+	if ended {
 		return k.endJob(ctx, job, pod.Status.Phase == corev1.PodSucceeded, "BackoffLimitExceeded")
 	}
 	return nil
@@ -364,11 +366,8 @@ func (k *Kubelet) failPod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 		reason = o.PodReason
 	}
 	pod.Status.Reason = reason
-	// The kubelet kills the container (exit 137, no frame) and fails the Pod with a reason.
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: podcontract.ToolContainerName, Started: ptr.To(false),
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}},
-	}}
+	// The kubelet kills the containers (exit 137, no frame) and fails the Pod with a reason.
+	pod.Status.ContainerStatuses = endedStatuses(pod, &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})
 	if err := k.Status().Update(ctx, pod); err != nil {
 		return err
 	}

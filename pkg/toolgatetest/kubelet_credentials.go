@@ -14,14 +14,13 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// credentialOutcome plays the kubelet's refusal to create a tool container whose
-// credential (a body.env valueFrom, or a secret file's TOOLGATE_SECRET_FILE_<i> reference)
+// credentialOutcome plays the kubelet's refusal to create a container whose credential (a body.env valueFrom, or a secret file's TOOLGATE_SECRET_FILE_<i> reference)
 // names a Secret or key that does not exist: the container waits with
 // CreateContainerConfigError and the kubelet's own message. Other references (the frame
 // key) keep containerEnv's behaviour. The kit does not play the runner's redaction or the
 // secret files' contents.
 func (k *Kubelet) credentialOutcome(ctx context.Context, job *batchv1.Job, o Outcome) (Outcome, error) {
-	c := &job.Spec.Template.Spec.Containers[0]
+	c := signerSpec(&job.Spec.Template.Spec)
 	var named []string
 	for _, e := range c.Env {
 		if e.Name == podcontract.EnvSecretEnv {

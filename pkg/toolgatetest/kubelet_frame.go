@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -16,31 +17,36 @@ import (
 )
 
 // terminate plays the runner: it frames the tool's output exactly as cmd/runner does
-// (bounded stdout, digest check, termination message or log block, signed with the key it
-// derives for the call and attempt the Pod names from the namespace's master, which the
-// kubelet resolves from the frame key Secret), or plays what Outcome says a hostile body
-// did instead.
+// (bounded stdout, digest check, termination message or log block, signed with the
+// attempt's key the kubelet resolves for the signer from the attempt's key Secret), or
+// plays what Outcome says a hostile body did instead.
 func (k *Kubelet) terminate(ctx context.Context, pod *corev1.Pod, o Outcome) (*corev1.ContainerStateTerminated, error) {
 	env, err := k.containerEnv(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
-	var key []byte
-	attempt, aerr := strconv.Atoi(env[podcontract.EnvAttempt])
-	if master, err := frame.ParseKey(env[podcontract.EnvFrameKey]); err == nil && aerr == nil && env[podcontract.EnvCallUID] != "" {
-		key = frame.AttemptKey(master, env[podcontract.EnvCallUID], attempt)
-	}
+	key, _ := frame.ParseKey(env[podcontract.EnvAttemptKey])
 	return k.terminateWith(pod, o, env, []byte(env[podcontract.EnvArgs]), key)
 }
 
-// containerEnv is the tool container's environment as a kubelet hands it to the runner:
-// $(…) references expanded, Secret values and the Pod's uid resolved (Secrets read live:
-// the operator's cache holds none). A Secret or key that does not exist leaves its variable
+// signerSpec is the Pod spec's signer container: the runner's environment (arguments,
+// keys, credentials' copies) is its.
+func signerSpec(spec *corev1.PodSpec) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == podcontract.SignerContainerName {
+			return &spec.Containers[i]
+		}
+	}
+	return &corev1.Container{} // a Pod a test made by hand: no runner, nothing signed
+}
+
+// containerEnv is the signer's environment as a kubelet hands it to the runner: $(…)
+// references expanded, Secret values and the Pod's uid resolved (Secrets read live: the
+// operator's cache holds none). A Secret or key that does not exist leaves its variable
 // unset — a real kubelet would not start the container; the simulated runner then signs
-// nothing, as a runner without a key does (a Job a test made by hand, in a namespace the
-// operator never ran a call in).
+// nothing, as a runner without a key does (a Job a test made by hand).
 func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	c := &pod.Spec.Containers[0]
+	c := signerSpec(&pod.Spec)
 	env := expandEnv(c)
 	secrets := map[string]*corev1.Secret{}
 	for _, e := range c.Env {
@@ -119,6 +125,49 @@ func (k *Kubelet) terminateWith(pod *corev1.Pod, o Outcome, env map[string]strin
 		k.mu.Unlock()
 	}
 	return term, nil
+}
+
+// endedStatuses are the statuses of the Pod's two containers once both ended as term says:
+// the body's container with term's exit code and reason but no message (what a body writes
+// there is never read), the signer's with term's message, the frame — or, with none, killed
+// before it could write one.
+func endedStatuses(pod *corev1.Pod, term *corev1.ContainerStateTerminated) []corev1.ContainerStatus {
+	body := term.DeepCopy()
+	body.Message = ""
+	signer := term.DeepCopy()
+	signer.Reason = "Completed"
+	if term.ExitCode != 0 {
+		signer.Reason = "Error"
+	}
+	if term.Message == "" {
+		signer.ExitCode, signer.Reason = 137, "Error"
+	}
+	id := "simulated://" + string(pod.UID)
+	return []corev1.ContainerStatus{
+		{Name: podcontract.SignerContainerName, Started: ptr.To(false), ContainerID: id + "/signer", State: corev1.ContainerState{Terminated: signer}},
+		{Name: podcontract.ToolContainerName, Image: toolImage(pod), Started: ptr.To(false), ContainerID: id, State: corev1.ContainerState{Terminated: body}},
+	}
+}
+
+// runningStatuses are the statuses of the Pod's two containers running.
+func runningStatuses(pod *corev1.Pod, ready bool) []corev1.ContainerStatus {
+	now := metav1.Now()
+	id := "simulated://" + string(pod.UID)
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+	return []corev1.ContainerStatus{
+		{Name: podcontract.SignerContainerName, Ready: ready, Started: ptr.To(true), ContainerID: id + "/signer", State: running},
+		{Name: podcontract.ToolContainerName, Image: toolImage(pod), Ready: ready, Started: ptr.To(true), ContainerID: id, State: running},
+	}
+}
+
+// toolImage is the body container's image.
+func toolImage(pod *corev1.Pod) string {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == podcontract.ToolContainerName {
+			return c.Image
+		}
+	}
+	return ""
 }
 
 // TailLog serves the logs of simulated Pods (the runner's log block) in place of pods/log;

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,8 +91,7 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.StartTime = &now
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Ready: true, Started: ptr.To(true),
-		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
+	pod.Status.ContainerStatuses = runningStatuses(pod, true)
 	return ctrl.Result{}, client.IgnoreNotFound(k.Status().Update(ctx, pod))
 }
 
@@ -111,7 +109,8 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 	if err != nil {
 		return controllers.WarmStream{}, err
 	}
-	master, verified := frame.VerifyHandover(mastersOf(env), env[podcontract.EnvPodUID], h)
+	keys, _ := frame.ParsePublicKeys(env[podcontract.EnvHandoverKeys])
+	verified := frame.VerifyHandover(keys, env[podcontract.EnvPodUID], h)
 	at := time.Now()
 	rec := WarmHandover{Namespace: key.Namespace, Pod: key.Name, Call: pod.Annotations[podcontract.AnnotationCallName],
 		CallUID: types.UID(pod.Annotations[podcontract.AnnotationClaimedBy]), At: at, Traceparent: h.Traceparent, Refused: !verified}
@@ -131,7 +130,7 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 			return controllers.WarmStream{HandedOver: at}, ctx.Err()
 		}
 	}
-	term, err := k.playWarm(ctx, pod, o, h, frame.AttemptKey(master, h.CallUID, h.Attempt))
+	term, err := k.playWarm(ctx, pod, o, h, h.AttemptKey)
 	stream := controllers.WarmStream{HandedOver: at}
 	if term != nil && term.Message != "" {
 		stream.StdoutTail = frame.ResultLine([]byte(term.Message))
@@ -163,12 +162,10 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 		} else if o.PodReason != "" {
 			pod.Status.Reason = o.PodReason
 		}
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
-			ContainerID: "simulated://" + string(pod.UID),
-			State:       corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}
+		pod.Status.ContainerStatuses = endedStatuses(pod, &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})
 		return nil, k.Status().Update(ctx, pod)
 	}
-	env := expandEnv(&pod.Spec.Containers[0])
+	env := expandEnv(signerSpec(&pod.Spec))
 	env[podcontract.EnvArgsDigest] = h.ArgumentsDigest
 	term, err := k.terminateWith(pod, o, env, h.Arguments, key)
 	if err != nil {
@@ -181,7 +178,7 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 // not run; the frame, unsigned, says HandoverRefused; the Pod (stdin closed) is spent.
 func (k *Kubelet) refuseHandover(ctx context.Context, pod *corev1.Pod) (*corev1.ContainerStateTerminated, error) {
 	f := frame.Frame{ExitCode: frame.ExitRunnerError, Reason: frame.ReasonHandoverRefused,
-		Error: "the handover is not authenticated by the operator for this Pod, so the tool was not run"}
+		Error: "the handover is not signed by the operator for this Pod, so the tool was not run"}
 	msg, _, err := frame.Encoder{}.Encode(f)
 	if err != nil {
 		return nil, err
@@ -197,18 +194,6 @@ func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.Con
 	if term.ExitCode != 0 {
 		pod.Status.Phase = corev1.PodFailed
 	}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
-		ContainerID: "simulated://" + string(pod.UID), State: corev1.ContainerState{Terminated: term}}}
+	pod.Status.ContainerStatuses = endedStatuses(pod, term)
 	return k.Status().Update(ctx, pod)
-}
-
-// mastersOf are the frame masters a warm runner got from its environment.
-func mastersOf(env map[string]string) [][]byte {
-	var masters [][]byte
-	for _, name := range []string{podcontract.EnvFrameKey, podcontract.EnvFrameKeyPrevious} {
-		if m, err := frame.ParseKey(env[name]); err == nil {
-			masters = append(masters, m)
-		}
-	}
-	return masters
 }

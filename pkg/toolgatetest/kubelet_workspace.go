@@ -182,7 +182,7 @@ func (k *Kubelet) workspaceOutcome(job *batchv1.Job, o Outcome) Outcome {
 	if claim == "" || body == nil || len(job.Spec.Template.Spec.Containers) == 0 {
 		return o
 	}
-	args := expandEnv(&job.Spec.Template.Spec.Containers[0])[podcontract.EnvArgs]
+	args := expandEnv(signerSpec(&job.Spec.Template.Spec))[podcontract.EnvArgs]
 	ws := &Workspace{store: k.store(types.NamespacedName{Namespace: job.Namespace, Name: claim}), readOnly: readOnly}
 	return body(ws, []byte(args))
 }

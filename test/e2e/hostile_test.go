@@ -224,7 +224,7 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got.Status.Result).NotTo(BeNil())
 		raw := string(got.Status.Result.Content.Raw)
-		Expect(raw).NotTo(ContainSubstring(podcontract.EnvFrameKey))
+		Expect(raw).NotTo(ContainSubstring(podcontract.EnvAttemptKey))
 		for _, s := range frameKeySpellings(ctx, got) { // framekey_test.go: the master, the attempt's key
 			Expect(raw).NotTo(ContainSubstring(s), "the key leaked to the body")
 		}

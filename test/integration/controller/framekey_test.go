@@ -24,20 +24,27 @@ import (
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
-// expectKeyReferenced checks that a tool container gets TOOLGATE_FRAME_KEY by reference to
-// the namespace's Secret, with no value in the spec.
-func expectKeyReferenced(container corev1.Container) {
+// expectKeyReferenced checks that a Pod's signer gets name by reference to the Secret
+// secret, with no value in the spec, and that no container references the namespace's
+// master: a Pod holds its own attempt's key at most.
+func expectKeyReferenced(spec corev1.PodSpec, name, secret string) {
 	GinkgoHelper()
 	var found bool
-	for _, e := range container.Env {
-		if e.Name == podcontract.EnvFrameKey || e.Name == podcontract.EnvFrameKeyPrevious {
-			found = true
-			Expect(e.Value).To(BeEmpty(), "%s has a value in the spec", e.Name)
-			Expect(e.ValueFrom).NotTo(BeNil())
-			Expect(e.ValueFrom.SecretKeyRef).To(HaveField("Name", podcontract.FrameKeySecret))
+	for _, c := range spec.Containers {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == podcontract.FrameKeySecret {
+				Expect(e.ValueFrom.SecretKeyRef.Key).To(Equal(podcontract.FrameKeySecretHandover), "container %s reads the master", c.Name)
+			}
+			if e.Name == name {
+				Expect(c.Name).To(Equal(podcontract.SignerContainerName), "%s is given to the body's container", name)
+				found = true
+				Expect(e.Value).To(BeEmpty(), "%s has a value in the spec", e.Name)
+				Expect(e.ValueFrom).NotTo(BeNil())
+				Expect(e.ValueFrom.SecretKeyRef).To(HaveField("Name", secret))
+			}
 		}
 	}
-	Expect(found).To(BeTrue(), "the tool container gets the master from the Secret")
+	Expect(found).To(BeTrue(), "the signer gets %s from the Secret %s", name, secret)
 }
 
 // expectNoSecret checks that no spelling of the master or of an attempt's key is anywhere
@@ -69,7 +76,7 @@ func frameSecrets(ctx SpecContext, ns string, call *v1alpha1.ToolCall) []string 
 }
 
 var _ = Describe("The frame key", Label("framekey"), func() {
-	It("is in no Job or Pod of a call: the tool container reads the namespace's Secret", func(ctx SpecContext) {
+	It("is in no Job or Pod of a call: the signer reads its attempt's own Secret, deleted once the attempt ended", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj())
 		create(ctx, MakeToolCall("k1", ns).Tool("echo").Requester(AdminUser).Args(map[string]any{"text": "hi"}).Obj())
@@ -79,11 +86,15 @@ var _ = Describe("The frame key", Label("framekey"), func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("k1", 1)}, job)).To(Succeed())
 		pod := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: PodName(job.Name)}, pod)).To(Succeed())
-		expectKeyReferenced(job.Spec.Template.Spec.Containers[0])
-		expectKeyReferenced(pod.Spec.Containers[0])
+		keySecret := podcontract.AttemptKeySecret(job.Name)
+		expectKeyReferenced(job.Spec.Template.Spec, podcontract.EnvAttemptKey, keySecret)
+		expectKeyReferenced(pod.Spec, podcontract.EnvAttemptKey, keySecret)
 		secrets := frameSecrets(ctx, ns, call)
 		expectNoSecret(job, secrets)
 		expectNoSecret(pod, secrets)
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: keySecret}, &corev1.Secret{}))
+		}).WithContext(ctx).Should(BeTrue(), "the attempt's key Secret outlives the attempt")
 	})
 
 	It("is in no warm pool Pod either", func(ctx SpecContext) {
@@ -94,7 +105,7 @@ var _ = Describe("The frame key", Label("framekey"), func() {
 		call := waitTerminal(ctx, ns, "k2")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Attempts[0].Path).To(Equal(v1alpha1.PathWarm))
-		expectKeyReferenced(pod.Spec.Containers[0])
+		expectKeyReferenced(pod.Spec, podcontract.EnvHandoverKeys, podcontract.FrameKeySecret)
 		expectNoSecret(&pod, frameSecrets(ctx, ns, call))
 		AddReportEntry("claim check (live Pod GET) so far in this process", claimCheckFigures())
 	})

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// The signer (--sign) is the runner in a container of its own: it holds the attempt's
+// frame key (and, for redaction, the credentials' values) and runs nothing. The body side
+// (--body, body.go), PID 1 of the body's container, connects to it over the Pod's
+// loopback, takes the arguments, runs the tool and streams back what it wrote and how it
+// ended; the signer redacts and bounds that exactly as a runner alone does, signs the frame
+// and delivers it from its own container (termination message, log block), where no
+// process of the body's can write, read or signal, whatever the runtime.
+
+var (
+	errBodyNeverCame = errors.New("the tool's container never reached the runner, so the tool did not run under it")
+	errBodyLost      = errors.New("the tool's side of the runner went away without saying how the tool ended")
+)
+
+// bodyReasons are the failures the body side may report (the tool never started), with
+// the exit code each has; any other reason it names is dropped: the rest are the signer's.
+var bodyReasons = map[string]int{
+	frame.ReasonCommandNotFound: frame.ExitNotFound, frame.ReasonStartError: frame.ExitStartError,
+	frame.ReasonArgumentsFileError: frame.ExitRunnerError,
+}
+
+// listenSigner listens where the body side connects, before anything else the signer
+// does, so that the body side finds it as soon as its container starts.
+func listenSigner(addr string) (net.Listener, error) {
+	return net.Listen("tcp", addr)
+}
+
+// acceptBody waits for the body side's one connection, and closes the listener: nothing
+// else ever gets to speak to the signer. ok is false when SIGTERM came first (the Pod is
+// being stopped: its deadline, a deletion) or accepting failed.
+func acceptBody(ln net.Listener, sigs <-chan os.Signal) (net.Conn, bool) {
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	got := make(chan accepted, 1)
+	go func() {
+		c, err := ln.Accept()
+		got <- accepted{c, err}
+	}()
+	select {
+	case a := <-got:
+		_ = ln.Close()
+		return a.c, a.err == nil
+	case <-sigs:
+		_ = ln.Close()
+		if a := <-got; a.err == nil {
+			_ = a.c.Close()
+		}
+		return nil, false
+	}
+}
+
+// refuseBody tells the body side to run nothing (the signer refused the call and says why
+// in its frame), so that its container ends too.
+func refuseBody(ln net.Listener, sigs <-chan os.Signal, stderr io.Writer) {
+	conn, ok := acceptBody(ln, sigs)
+	if !ok {
+		return
+	}
+	defer conn.Close()
+	if err := (&linkWriter{w: conn}).sendJSON(linkStart, linkStartMsg{Run: false}); err != nil {
+		logf(stderr, "telling the tool's side not to run: %v", err)
+	}
+}
+
+// runRemote is runTool for the signer: the body side runs the tool with the arguments the
+// signer checked, and the signer keeps, redacts and counts the output it streams back.
+// SIGTERM does not stop the signer: the body side forwards it to the tool and reports the
+// end (the kubelet's SIGKILL after the grace period ends both, with no frame).
+func runRemote(cfg config, f frame.Frame, ln net.Listener, sigs <-chan os.Signal, stderr io.Writer) frame.Frame {
+	conn, ok := acceptBody(ln, sigs)
+	if !ok {
+		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyNeverCame)
+	}
+	defer conn.Close()
+	go drainSignals(sigs)
+	start := linkStartMsg{Run: true, Args: cfg.args, ArgsFile: cfg.argsFile, Traceparent: cfg.traceparent}
+	if err := (&linkWriter{w: conn}).sendJSON(linkStart, start); err != nil {
+		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost)
+	}
+	c := newCapture(cfg, stderr)
+	end, ok := receive(conn, c.outW, c.errsW)
+	c.close()
+	if !ok {
+		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost)
+	}
+	if code, ok := bodyReasons[end.Reason]; ok {
+		return failed(f, end.Reason, code, errors.New(end.Error))
+	}
+	f.ExitCode, f.Signal, f.DurationMs, f.OutputLeftOpen = end.ExitCode, boundedSignal(end.Signal), end.DurationMs, end.OutputLeftOpen
+	return c.fill(f)
+}
+
+// boundedSignal keeps a signal name the body side reports to what a runner alone writes.
+func boundedSignal(s string) string {
+	if len(s) > 16 {
+		return "SIG?"
+	}
+	for _, c := range s {
+		if c < '0' || c > 'Z' || c > '9' && c < 'A' {
+			return "SIG?"
+		}
+	}
+	return s
+}
+
+// drainSignals drops the signals the signer gets once the body side runs.
+func drainSignals(sigs <-chan os.Signal) {
+	for range sigs {
+	}
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// pair is a tool Pod's two runners: the signer (holding the attempt key, as its container
+// does) and the body side (holding none), joined at a loopback address of their own.
+type pair struct {
+	signer, body *invocation
+}
+
+func newPair(t *testing.T, script string) *pair {
+	t.Helper()
+	signer := newInvocation(t, podcontract.SignFlag)
+	body := newInvocation(t, append([]string{podcontract.BodyFlag}, sh(script)...)...)
+	// The body's container holds no key, no arguments: only what the signer sends.
+	body.env = map[string]string{
+		podcontract.EnvTerminationPath: filepath.Join(body.dir, "termination-log"),
+	}
+	addr := freeAddress(t)
+	signer.env[podcontract.EnvSignerAddress] = addr
+	body.env[podcontract.EnvSignerAddress] = addr
+	return &pair{signer: signer, body: body}
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// run starts the signer, then the body side (the kubelet's order), calls during (when not
+// nil) once the body side runs, waits for both and decodes the signer's frame.
+func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int, bodyStderr []byte) {
+	t := p.signer.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sc := p.signer.command(ctx)
+	var sout, serr bytes.Buffer
+	sc.Stdout, sc.Stderr = &sout, &serr
+	if err := sc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bc := p.body.command(ctx)
+	var berr bytes.Buffer
+	bc.Stderr = &berr
+	if err := bc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during(bc.Process)
+	}
+	_ = bc.Wait()
+	_ = sc.Wait()
+	if p.signer.stdin != nil { // warm: stdout carries the result line, for the attach stream
+		o := p.signer.outcome(sc, nil, serr.Bytes())
+		o.stdout = sout.Bytes()
+		return o, bc.ProcessState.ExitCode(), berr.Bytes()
+	}
+	return p.signer.outcome(sc, sout.Bytes(), serr.Bytes()), bc.ProcessState.ExitCode(), berr.Bytes()
+}
+
+// The body side runs the tool with the frozen bytes on stdin and in the file; the signer's
+// frame, signed with the attempt key only the signer holds, carries its output, stderr
+// tail and exit code, and the body side exits with the same code.
+func TestSplitRunsTheToolForTheSigner(t *testing.T) {
+	p := newPair(t, `cat; printf '|'; cat "$`+podcontract.EnvArgsFile+`"; echo oops >&2; env | grep -c `+podcontract.EnvAttemptKey+`; exit 3`)
+	o, bodyCode, _ := p.run(nil)
+	if o.code != 3 || bodyCode != 3 || o.frame.ExitCode != 3 {
+		t.Fatalf("signer exit %d, body side exit %d, frame %+v", o.code, bodyCode, o.frame)
+	}
+	if want := testArgs + "|" + testArgs + "0\n"; o.frame.Stdout != want {
+		t.Fatalf("stdout %q, want %q", o.frame.Stdout, want)
+	}
+	if o.frame.StderrTail != "oops\n" || !strings.Contains(string(o.stderr), "oops") {
+		t.Fatalf("stderr tail %q, signer's log %q", o.frame.StderrTail, o.stderr)
+	}
+}
+
+// Redaction is the signer's: the body side streams raw output, the signer redacts it before
+// it keeps, counts or logs anything.
+func TestSplitSignerRedacts(t *testing.T) {
+	p := newPair(t, `echo "token=$API_TOKEN"; echo "$API_TOKEN" >&2`)
+	p.signer.env[podcontract.EnvSecretEnv] = "API_TOKEN"
+	p.signer.env["API_TOKEN"] = "s3cr3t-value-123"
+	p.body.env["API_TOKEN"] = "s3cr3t-value-123"
+	o, _, _ := p.run(nil)
+	if o.frame.Stdout != "token=[REDACTED]\n" || o.frame.Redactions != 2 || strings.Contains(string(o.stderr), "s3cr3t") {
+		t.Fatalf("frame %+v, signer log %q", o.frame, o.stderr)
+	}
+}
+
+// A body side that goes away without saying how the tool ended (killed: the OOM killer,
+// or a body that can signal its PID 1 under some runtime) yields a signed BodyLost frame,
+// never a success, whatever the tool had printed.
+func TestSplitBodySideKilledIsBodyLost(t *testing.T) {
+	p := newPair(t, `echo '{"ok":true}'; touch "$MARK"; exec sleep 30`)
+	mark := filepath.Join(p.body.dir, "printed")
+	p.body.env["MARK"] = mark
+	o, _, _ := p.run(func(body *os.Process) {
+		waitFor(t, func() bool { _, err := os.Stat(mark); return err == nil })
+		_ = body.Signal(syscall.SIGKILL)
+	})
+	if o.frame.Reason != frame.ReasonBodyLost || o.code != frame.ExitRunnerError || o.frame.Stdout != "" {
+		t.Fatalf("exit %d frame %+v", o.code, o.frame)
+	}
+}
+
+// The signer refuses arguments that are not the frozen ones before anything runs: the body
+// side is told to run nothing and ends too.
+func TestSplitRefusalRunsNothing(t *testing.T) {
+	p := newPair(t, `touch "$MARK"`)
+	mark := filepath.Join(p.body.dir, "ran")
+	p.body.env["MARK"] = mark
+	p.signer.env[podcontract.EnvArgsDigest] = frame.DigestOf([]byte(`{"other":1}`))
+	o, bodyCode, _ := p.run(nil)
+	if o.frame.Reason != frame.ReasonArgumentsDigestMismatch || bodyCode != frame.ExitRunnerError {
+		t.Fatalf("frame %+v, body side exit %d", o.frame, bodyCode)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the tool ran")
+	}
+}
+
+// A signer whose body side never comes reports BodyLost when the kubelet stops it.
+func TestSplitBodyNeverCame(t *testing.T) {
+	in := newInvocation(t, podcontract.SignFlag)
+	in.env[podcontract.EnvSignerAddress] = freeAddress(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := in.command(ctx)
+	serr := &lockedBuffer{}
+	cmd.Stderr = serr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return strings.Contains(serr.String(), "listening for the tool's side") })
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	o := in.outcome(cmd, nil, []byte(serr.String()))
+	if o.frame.Reason != frame.ReasonBodyLost || o.frame.Error != errBodyNeverCame.Error() {
+		t.Fatalf("frame %+v", o.frame)
+	}
+}
+
+// Whatever speaks for the body side is bounded: a chunk over the bound, or a message of a
+// type the body side may not send, ends the link as BodyLost, not a success.
+func TestSplitSignerBoundsTheLink(t *testing.T) {
+	for name, send := range map[string]func(*linkWriter){
+		"chunk over the bound": func(l *linkWriter) { _ = l.send(linkStdout, make([]byte, maxLinkChunk+1)) },
+		"start from the body":  func(l *linkWriter) { _ = l.sendJSON(linkStart, linkStartMsg{Run: true}) },
+		"malformed end":        func(l *linkWriter) { _ = l.send(linkEnd, []byte("{")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := newInvocation(t, podcontract.SignFlag)
+			addr := freeAddress(t)
+			in.env[podcontract.EnvSignerAddress] = addr
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := in.command(ctx)
+			var serr bytes.Buffer
+			cmd.Stderr = &serr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var conn net.Conn
+			waitFor(t, func() bool {
+				c, err := net.Dial("tcp", addr)
+				conn = c
+				return err == nil
+			})
+			if _, err := readStart(bufio.NewReader(conn)); err != nil {
+				t.Fatal(err)
+			}
+			send(&linkWriter{w: conn})
+			_ = cmd.Wait()
+			conn.Close()
+			o := in.outcome(cmd, nil, serr.Bytes())
+			if o.frame.Reason != frame.ReasonBodyLost || o.frame.ExitCode == 0 {
+				t.Fatalf("frame %+v", o.frame)
+			}
+		})
+	}
+}
+
+// A warm signer takes its Handover on stdin, then the body side runs it: the Pod held no
+// key before the Handover brought one.
+func TestSplitWarm(t *testing.T) {
+	p := newPair(t, `cat`)
+	warmEnv(p.signer)
+	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, testKey)
+	p.signer.stdin = handoverLine(t, h)
+	o, bodyCode, _ := p.run(nil)
+	if o.code != 0 || bodyCode != 0 || o.frame.Stdout != testArgs {
+		t.Fatalf("exit %d/%d frame %+v", o.code, bodyCode, o.frame)
+	}
+	if line, ok := frame.LastResultLine(o.stdout); !ok || line != string(o.term) {
+		t.Fatalf("no result line for the attach stream: %q", o.stdout)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 20s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a process's output may be copied into while it is read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

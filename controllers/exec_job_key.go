@@ -1,0 +1,63 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// attemptKeySecret is the Secret that hands one attempt's frame key (and nothing else) to
+// its Pod's signer: a Pod never holds the namespace's master, so a body or a person who
+// reads everything in a Pod can sign for that attempt at most. Owned by the call (the
+// garbage collector's backstop); the operator deletes it once the attempt's end is recorded.
+func attemptKeySecret(call *v1alpha1.ToolCall, jobName string, attempt int32, master []byte) *corev1.Secret {
+	key := frame.AttemptKey(master, string(call.UID), int(attempt))
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      podcontract.AttemptKeySecret(jobName),
+			Namespace: call.Namespace,
+			Labels: map[string]string{
+				podcontract.LabelManagedBy: podcontract.ManagedByValue,
+				podcontract.LabelCall:      CallLabelValue(call.Name),
+				podcontract.LabelAttempt:   strconv.Itoa(int(attempt)),
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(base64.RawURLEncoding.EncodeToString(key))},
+	}
+}
+
+// ensureAttemptKey creates the attempt's key Secret before its Job. One that exists already
+// is left as it is: the operator's own from before a restart, or one a tenant planted under
+// the name — which gains nothing, since the operator verifies frames with the keys it
+// derives itself, never with what a Secret holds: a wrong key makes the frame unreadable,
+// never a success.
+func (j *jobExecutor) ensureAttemptKey(ctx context.Context, call *v1alpha1.ToolCall, jobName string, attempt int32, master []byte) error {
+	secret := attemptKeySecret(call, jobName, attempt, master)
+	if err := controllerutil.SetControllerReference(call, secret, j.Scheme); err != nil {
+		return err
+	}
+	if err := j.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// deleteAttemptKey deletes an ended attempt's key Secret (best effort: the call owns it).
+func (j *jobExecutor) deleteAttemptKey(ctx context.Context, namespace, jobName string) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podcontract.AttemptKeySecret(jobName)}}
+	if err := j.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "could not delete an attempt's key Secret", "secret", secret.Name)
+	}
+}
