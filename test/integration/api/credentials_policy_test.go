@@ -18,6 +18,7 @@ package api_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -132,6 +133,23 @@ var _ = Describe("The toolgate-credentials admission policy", Label("credentials
 			Entry("the model-facing name", func(t *toolgatev1alpha1.Tool) { t.Spec.Name = "echo" }),
 			Entry("the scope", func(t *toolgatev1alpha1.Tool) { t.Spec.Scope = "everyone" }),
 		)
+
+		// Comparing the old and new spec costs CEL in proportion to their size.
+		It("refuses, naming the Secret, a change to a Tool near etcd's 1.5 MiB: the comparison stays within the CEL budget", func(ctx SpecContext) {
+			pad := func(t *toolgatev1alpha1.Tool) {
+				for i := range 40 {
+					t.Spec.Body.Env = append(t.Spec.Body.Env, toolgatev1alpha1.EnvVar{Name: fmt.Sprintf("PAD%d", i), Value: strings.Repeat("x", 32768)})
+				}
+			}
+			fresh := &toolgatev1alpha1.Tool{}
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(stored), fresh)).To(Succeed())
+			pad(fresh)
+			Expect(k8sClient.Update(ctx, fresh)).To(Succeed(), "the admin pads its body with 40 literals of 32 KiB")
+			Expect(update(ctx, func(t *toolgatev1alpha1.Tool) {
+				t.Spec.Body.Env[len(t.Spec.Body.Env)-1].Value = strings.Repeat("y", 32768)
+			})).To(denied(fmt.Sprintf("alice may not get Secret github in namespace %s", ns), authorChange))
+			Expect(update(ctx, func(t *toolgatev1alpha1.Tool) { t.Spec.Description = "edited by alice" })).To(Succeed())
+		})
 
 		It("admits what only changes how it reads (description, labels, timeout) and an update that drops the credential", func(ctx SpecContext) {
 			Expect(update(ctx, func(t *toolgatev1alpha1.Tool) { t.Spec.Description = "edited by alice" })).To(Succeed())
