@@ -83,7 +83,42 @@ func (e *Env) waitForIdentityPolicy(ctx context.Context) error {
 		}
 	}
 	// Last: the probes above have seen the CRDs served.
-	return e.waitForCancelPolicy(ctx)
+	if err := e.waitForCancelPolicy(ctx); err != nil {
+		return err
+	}
+	return e.waitForCredentialPolicy(ctx)
+}
+
+// credentialProbeUser is an EditorsGroup member (may create Tools) who may get no Secret.
+const credentialProbeUser = "toolgatetest:tool-editor"
+
+// waitForCredentialPolicy polls, with dry-run creates as credentialProbeUser of a Tool
+// naming a Secret, until the toolgate-credentials policy refuses them.
+func (e *Env) waitForCredentialPolicy(ctx context.Context) error {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: credentialProbeUser, Groups: []string{EditorsGroup}}
+	as, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return err
+	}
+	tool := MakeTool("toolgatetest-credential-probe", metav1.NamespaceDefault).SecretEnv("TOKEN", "toolgatetest-probe", "token").Obj()
+	var last error
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = as.Create(ctx, tool.DeepCopy(), client.DryRunAll)
+		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "'"+admission.CredentialPolicyName+"'"), nil
+	})
+	if err != nil {
+		if last == nil {
+			last = errors.New("a Tool naming a Secret its author may not get was admitted")
+		}
+		return fmt.Errorf("admission policy %s not in effect: %w", admission.CredentialPolicyName, last)
+	}
+	return nil
+}
+
+// IsCredentialPolicyDenial reports whether err is the toolgate-credentials policy's refusal.
+func IsCredentialPolicyDenial(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "'"+admission.CredentialPolicyName+"'")
 }
 
 // IsIdentityPolicyDenial reports whether err is the toolgate-identity policy's refusal.

@@ -106,7 +106,7 @@ type Env struct {
 
 // Start starts kube-apiserver and etcd, installs the embedded CRDs (waiting until they are
 // served), creates the EditorsGroup RBAC, applies the embedded admission policies and waits
-// until they reject a mismatched requester (a policy takes a moment to propagate). On error
+// until each is in effect (a policy takes a moment to propagate). On error
 // nothing is left running.
 func Start(opts Options) (*Env, error) {
 	assets, err := AssetsDirectory(opts.BinaryAssetsDirectory)
