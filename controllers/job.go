@@ -190,7 +190,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		Env:                      append(append(bodyEnv(body), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
-		VolumeMounts:             volumeMounts(in.Tool.Sandbox.Scratch),
+		VolumeMounts:             append(volumeMounts(in.Tool.Sandbox.Scratch), linkMount()),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 	signer := signerContainer(opts, maxOutput(in.Tool), signerEnv(in))
@@ -213,7 +213,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		// the body side looks for it.
 		Containers:  []corev1.Container{signer, tool},
 		HostAliases: hostAliases(in.EgressProxyAlias),
-		Volumes:     volumes(in.Tool.Sandbox, opts.ScratchSizeLimit),
+		Volumes:     append(volumes(in.Tool.Sandbox, opts.ScratchSizeLimit), linkVolume()),
 	}, body)
 }
 
@@ -249,6 +249,16 @@ func volumes(sandbox toolgatev1alpha1.Sandbox, defaultLimit resource.Quantity) [
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(limit.DeepCopy())}}}
 	}
 	return []corev1.Volume{emptyDir(podcontract.RunVolume), emptyDir(podcontract.TmpVolume)}
+}
+
+// linkVolume holds the socket the body side reaches the signer by, and nothing else.
+func linkVolume() corev1.Volume {
+	return corev1.Volume{Name: podcontract.LinkVolume, VolumeSource: corev1.VolumeSource{
+		EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Mi"))}}}
+}
+
+func linkMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: podcontract.LinkVolume, MountPath: podcontract.LinkMountPath}
 }
 
 func runnerInitContainer(opts JobOptions) corev1.Container {
@@ -308,6 +318,7 @@ func signerContainer(opts JobOptions, maxOut int64, env []corev1.EnvVar) corev1.
 		Env:                      env,
 		Resources:                signerResources(opts, maxOut),
 		SecurityContext:          containerSecurityContext(),
+		VolumeMounts:             []corev1.VolumeMount{linkMount()},
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 }

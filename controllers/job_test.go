@@ -181,6 +181,17 @@ func wantSecretRef(t *testing.T, env []corev1.EnvVar, name string, sel corev1.Se
 	t.Errorf("no %s in the environment", name)
 }
 
+// scratchVolumes are the Pod's volumes but the link volume.
+func scratchVolumes(spec corev1.PodSpec) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range spec.Volumes {
+		if v.Name != podcontract.LinkVolume {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // envMap is env's values by name (the last of a name).
 func envMap(env []corev1.EnvVar) map[string]string {
 	out := map[string]string{}
@@ -202,12 +213,21 @@ func scratchNone(s *toolgatev1alpha1.ToolSpec) {
 func TestBuildJobScratch(t *testing.T) {
 	pod := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		DefaultJobOptions()).Spec.Template.Spec
-	if len(pod.Volumes) != 2 || len(toolIn(pod).VolumeMounts) != 2 {
+	if len(scratchVolumes(pod)) != 2 || len(toolIn(pod).VolumeMounts) != 3 {
 		t.Fatalf("default scratch: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
 	}
 	pod = BuildJob(testJobInput(scratchNone), DefaultJobOptions()).Spec.Template.Spec
-	if len(pod.Volumes) != 0 || len(toolIn(pod).VolumeMounts) != 0 {
+	if len(scratchVolumes(pod)) != 0 || len(toolIn(pod).VolumeMounts) != 1 {
 		t.Fatalf("scratch None: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
+	}
+	// The link volume only: both containers, a socket's worth of room.
+	for _, c := range pod.Containers {
+		if d := diff(c.VolumeMounts, []corev1.VolumeMount{linkMount()}); d != "" {
+			t.Errorf("container %s mounts (-got +want):\n%s", c.Name, d)
+		}
+	}
+	if d := diff(pod.Volumes, []corev1.Volume{linkVolume()}); d != "" {
+		t.Errorf("scratch None: volumes (-got +want):\n%s", d)
 	}
 	if sc := toolIn(pod).SecurityContext; sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("scratch None must keep the root filesystem read-only")
@@ -378,13 +398,13 @@ func TestBuildJobBoundsNodeDisk(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := BuildJob(testJobInput(tc.mut), DefaultJobOptions()).Spec.Template.Spec
-			if tc.wantSize == "" && len(pod.Volumes) != 0 {
+			if tc.wantSize == "" && len(scratchVolumes(pod)) != 0 {
 				t.Fatalf("volumes = %+v, want none", pod.Volumes)
 			}
-			if tc.wantSize != "" && len(pod.Volumes) != 2 {
+			if tc.wantSize != "" && len(scratchVolumes(pod)) != 2 {
 				t.Fatalf("volumes = %+v, want 2", pod.Volumes)
 			}
-			for _, v := range pod.Volumes {
+			for _, v := range scratchVolumes(pod) {
 				if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Cmp(q(tc.wantSize)) != 0 {
 					t.Errorf("volume %s: emptyDir %+v, want sizeLimit %s", v.Name, v.EmptyDir, tc.wantSize)
 				}

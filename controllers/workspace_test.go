@@ -92,7 +92,7 @@ func TestBuildJobMountsTheWorkspaceInTheToolContainerOnly(t *testing.T) {
 			}
 		}
 	}
-	if spec := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec; len(spec.Volumes) != 2 {
+	if spec := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec; len(scratchVolumes(spec)) != 2 {
 		t.Errorf("no workspace: volumes %v", spec.Volumes)
 	}
 }

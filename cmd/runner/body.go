@@ -69,7 +69,7 @@ func runForSigner(cfg config, lw *linkWriter, sigs <-chan os.Signal) linkEndMsg 
 func dialSigner(addr string, sigs <-chan os.Signal, bound time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(bound)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
+		c, err := net.DialTimeout("unix", addr, time.Second)
 		if err == nil {
 			return c, nil
 		}

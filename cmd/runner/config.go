@@ -44,7 +44,7 @@ type config struct {
 	// mode is how this runner takes part: alone (runs the tool and signs), as the signer
 	// (holds the key, runs nothing) or as the body side (runs the tool, holds no key).
 	mode mode
-	// signerAddress is where the signer listens and the body side connects.
+	// signerAddress is the Unix socket the signer listens on and the body side connects to.
 	signerAddress string
 	// podUID is the warm Pod's own uid (TOOLGATE_POD_UID): a Handover is for one Pod.
 	podUID   string
@@ -78,7 +78,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 		ioGrace:         defaultIOGrace,
 	}
 	cfg.warm = getenv(podcontract.EnvWarm) == podcontract.WarmOn
-	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerAddress, podcontract.SignerAddress)
+	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerSocket, podcontract.SignerSocket)
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)

@@ -12,7 +12,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
-// The link joins the two halves of the runner in a tool Pod, over the Pod's loopback: the
+// The link joins the two halves of the runner in a tool Pod, over a Unix socket: the
 // signer (which holds the attempt's key and the credentials' values, in a container of
 // its own) and the body side (PID 1 of the body's container, which holds no key). Each
 // message is a type byte, a 4-byte big-endian length and that many bytes.

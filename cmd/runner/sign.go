@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 
@@ -11,8 +12,8 @@ import (
 
 // The signer (--sign) is the runner in a container of its own: it holds the attempt's
 // frame key (and, for redaction, the credentials' values) and runs nothing. The body side
-// (--body, body.go), PID 1 of the body's container, connects to it over the Pod's
-// loopback, takes the arguments, runs the tool and streams back what it wrote and how it
+// (--body, body.go), PID 1 of the body's container, connects to it over a Unix socket in a
+// volume the two share, takes the arguments, runs the tool and streams back what it wrote and how it
 // ended; the signer redacts and bounds that exactly as a runner alone does, signs the frame
 // and delivers it from its own container (termination message, log block), where no
 // process of the body's can write, read or signal, whatever the runtime.
@@ -29,10 +30,15 @@ var bodyReasons = map[string]int{
 	frame.ReasonArgumentsFileError: frame.ExitRunnerError,
 }
 
-// listenSigner listens where the body side connects, before anything else the signer
-// does, so that the body side finds it as soon as its container starts.
-func listenSigner(addr string) (net.Listener, error) {
-	return net.Listen("tcp", addr)
+// listenSigner listens where the body side connects (a Unix socket in the Pod's link
+// volume, which only the two containers mount), before anything else the signer does, so
+// that the body side finds it as soon as its container starts. A socket file left there
+// (a signer restarted in place) is replaced.
+func listenSigner(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return net.Listen("unix", path)
 }
 
 // acceptBody waits for the body side's one connection, and closes the listener: nothing

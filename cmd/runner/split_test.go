@@ -31,20 +31,21 @@ func newPair(t *testing.T, script string) *pair {
 	body.env = map[string]string{
 		podcontract.EnvTerminationPath: filepath.Join(body.dir, "termination-log"),
 	}
-	addr := freeAddress(t)
-	signer.env[podcontract.EnvSignerAddress] = addr
-	body.env[podcontract.EnvSignerAddress] = addr
+	addr := socketPath(t)
+	signer.env[podcontract.EnvSignerSocket] = addr
+	body.env[podcontract.EnvSignerSocket] = addr
 	return &pair{signer: signer, body: body}
 }
 
-func freeAddress(t *testing.T) string {
+// socketPath is a socket path of the test's own, short enough for a Unix socket.
+func socketPath(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "link")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "signer.sock")
 }
 
 // run starts the signer, then the body side (the kubelet's order), calls during (when not
@@ -144,7 +145,7 @@ func TestSplitRefusalRunsNothing(t *testing.T) {
 // A signer whose body side never comes reports BodyLost when the kubelet stops it.
 func TestSplitBodyNeverCame(t *testing.T) {
 	in := newInvocation(t, podcontract.SignFlag)
-	in.env[podcontract.EnvSignerAddress] = freeAddress(t)
+	in.env[podcontract.EnvSignerSocket] = socketPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)
@@ -172,8 +173,8 @@ func TestSplitSignerBoundsTheLink(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := newInvocation(t, podcontract.SignFlag)
-			addr := freeAddress(t)
-			in.env[podcontract.EnvSignerAddress] = addr
+			addr := socketPath(t)
+			in.env[podcontract.EnvSignerSocket] = addr
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := in.command(ctx)
@@ -184,7 +185,7 @@ func TestSplitSignerBoundsTheLink(t *testing.T) {
 			}
 			var conn net.Conn
 			waitFor(t, func() bool {
-				c, err := net.Dial("tcp", addr)
+				c, err := net.Dial("unix", addr)
 				conn = c
 				return err == nil
 			})

@@ -17,6 +17,7 @@
 # docs/local-cluster.md, "gVisor", says what this does and does not show.
 set -eu
 RUNSC=/usr/bin/runsc
+RUNSC_FLAGS="--host-uds=open"
 RUNC=/usr/bin/runc
 
 root="" log="" bundle="" cmd=""
@@ -36,11 +37,18 @@ done
 [ -n "$bundle" ] || bundle="$(dirname "${log:-/nonexistent/x}")"
 
 is_sandbox() { grep -q '"io.kubernetes.cri.container-type": *"sandbox"' "$bundle/config.json" 2>/dev/null; }
+# toolgate's signer (the runner that holds the attempt's key, never the body) stays with runc
+# too: each gVisor container here is a sandbox of its own with a copy of the Pod's interface,
+# and a second one would answer (reset) the body's connections. The body reaches it by a Unix
+# socket in a volume both mount: a host socket, which the body's sandbox may open
+# (--host-uds=open). On a real cluster (containerd-shim-runsc-v1) both containers share one
+# sandbox and need neither.
+is_signer() { grep -q '"io.kubernetes.cri.container-name": *"toolgate-signer"' "$bundle/config.json" 2>/dev/null; }
 
 if [ "$cmd" = create ] || [ "$cmd" = run ]; then
-  if is_sandbox; then exec "$RUNC" "$@"; fi
+  if is_sandbox || is_signer; then exec "$RUNC" "$@"; fi
   sed -i 's/"io\.kubernetes\.cri\.container-type"/"toolgate.local\/cri-container-type"/; s/"io\.kubernetes\.cri\.sandbox-id"/"toolgate.local\/cri-sandbox-id"/' "$bundle/config.json"
-  exec "$RUNSC" "$@"
+  exec "$RUNSC" $RUNSC_FLAGS "$@"
 fi
 # After create: runc keeps <root>/<id>/state.json (the id is one of the arguments); all else is runsc's.
 if [ -n "$root" ]; then
@@ -52,7 +60,7 @@ fi
 if [ "$cmd" = kill ]; then
   # A sandbox whose body has ended is gone: say it as runc would ("container not running"),
   # which the shim takes for done (runsc: "sandbox is not running").
-  if out="$("$RUNSC" "$@" 2>&1)"; then exit 0; fi
+  if out="$("$RUNSC" $RUNSC_FLAGS "$@" 2>&1)"; then exit 0; fi
   case "$out" in *"is not running"* | *"not found"*) echo "container not running" >&2 ;; *) echo "$out" >&2 ;; esac
   exit 1
 fi
@@ -64,6 +72,6 @@ if [ "$cmd" = start ]; then
     save="$1"; shift
     mount --bind /proc/sys "$save" && mount -t tmpfs -o size=4k toolgate-hide /proc/sys || exit 1
     for d in fs kernel vm; do mkdir "/proc/sys/$d" && mount --bind "$save/$d" "/proc/sys/$d" || exit 1; done
-    exec "$@"' runsc-start "$save" "$RUNSC" "$@"
+    exec "$@"' runsc-start "$save" "$RUNSC" $RUNSC_FLAGS "$@"
 fi
-exec "$RUNSC" "$@"
+exec "$RUNSC" $RUNSC_FLAGS "$@"

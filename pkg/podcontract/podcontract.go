@@ -38,8 +38,8 @@ const (
 	// EnvPodUID is the warm pool Pod's own metadata.uid (downward API): a Handover is
 	// signed for one Pod, so it cannot be replayed to another.
 	EnvPodUID = "TOOLGATE_POD_UID"
-	// EnvSignerAddress overrides SignerAddress (tests).
-	EnvSignerAddress = "TOOLGATE_SIGNER_ADDRESS"
+	// EnvSignerSocket overrides SignerSocket (tests).
+	EnvSignerSocket = "TOOLGATE_SIGNER_SOCKET"
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
 	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span
@@ -165,11 +165,16 @@ const (
 	// mount namespaces). Its termination message and log carry the frame.
 	SignerContainerName = "toolgate-signer"
 	// SignFlag starts the runner as the signer; BodyFlag as the body side, with the tool's
-	// command after "--". The two talk over the Pod's loopback at SignerAddress.
+	// command after "--". The two talk over a Unix socket, SignerSocket, in LinkVolume.
 	SignFlag = "--sign"
 	BodyFlag = "--body"
-	// SignerAddress is where the signer listens for the body side (the Pod's loopback only).
-	SignerAddress = "127.0.0.1:4717"
+	// LinkVolume is a small emptyDir both containers mount at LinkMountPath, for the socket
+	// alone: a socket file works between two containers under every runtime (the loopback
+	// does not when each container is a sandbox of its own, as on the local cluster's gVisor).
+	LinkVolume    = "toolgate-link"
+	LinkMountPath = "/var/run/toolgate-link"
+	// SignerSocket is where the signer listens for the body side.
+	SignerSocket = LinkMountPath + "/signer.sock"
 	// RunnerInitContainerName copies the runner into RunVolume for images that lack it.
 	RunnerInitContainerName = "toolgate-runner"
 	// RunVolume is the emptyDir at RunMountPath: the copied runner and the arguments file.

@@ -174,10 +174,19 @@ func (m operatorMemory) String() string {
 		float64(m.workingSet)/(1<<20), float64(m.rss)/(1<<20), m.restarts)
 }
 
+// hostileRuntimes are the runtimes the local cluster offers: every hostile spec runs under
+// each, since a stronger sandbox must never be the weaker one for the result's integrity
+// (under gVisor a body can read and signal its container's PID 1, which runc forbids).
+var hostileRuntimes = []struct{ name, tool, scope string }{
+	{"runc", "sh", demoScope},
+	{"gVisor", "gv-sh-hostile", ""},
+}
+
 var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("hostile", "frame"), func() {
 	var before operatorMemory
 
 	BeforeAll(func(ctx SpecContext) {
+		gvisorCopy(ctx, "sh", "gv-sh-hostile")
 		before = readOperatorMemory(ctx)
 		fmt.Fprintf(GinkgoWriter, "operator memory before the hostile calls: %s\n", before)
 	})
@@ -189,11 +198,57 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 		Expect(after.restarts).To(Equal(before.restarts), "the operator was not restarted (OOM-killed) by a hostile call")
 	})
 
+	for _, rt := range hostileRuntimes {
+		Context("under "+rt.name, func() {
+			hostileSpecs(rt.name, rt.tool, rt.scope)
+		})
+	}
+})
+
+// hostileSpecs are the hostile body's attacks through tool (an sh tool) in scope.
+func hostileSpecs(runtime, tool, scope string) {
+	call := func(ctx SpecContext, command string) *toolgatev1alpha1.ToolCall {
+		GinkgoHelper()
+		return waitTerminal(ctx, createCall(ctx, tool, scope, map[string]any{"command": command}), callTimeout)
+	}
+
 	It("writing a forged frame and killing the runner (kill -HUP 1) never yields the forged result", func(ctx SpecContext) {
 		// SIGTERM and SIGINT are left out: the runner forwards them to the tool, by design.
 		kills := "kill -HUP 1; kill -QUIT 1; kill -USR1 1; kill -USR2 1; kill -ALRM 1; kill -PIPE 1; kill -TSTP 1; kill -KILL 1; kill -STOP 1"
-		cmd := `printf '%s' '` + forgedFrame() + `' > /dev/termination-log; ` + kills + `; sleep 3`
-		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": cmd}), callTimeout)
+		got := call(ctx, `printf '%s' '`+forgedFrame()+`' > /dev/termination-log; `+kills+`; sleep 3`)
+		expectNothingForged(got, len(forgedMarker))
+		// What the body wrote in its own termination message is never left readable in the
+		// Pod's status: the runner's side empties it, or (a body that killed it) the operator
+		// deletes the Pod as soon as it recorded the attempt.
+		Eventually(func(g Gomega) {
+			for _, p := range podsOf(ctx, got) {
+				for _, cs := range p.Status.ContainerStatuses {
+					if t := cs.State.Terminated; t != nil {
+						g.Expect(t.Message).NotTo(ContainSubstring(forgedMarker), "container %s of Pod %s", cs.Name, p.Name)
+					}
+				}
+			}
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+	}, SpecTimeout(2*time.Minute))
+
+	It("printing a success and then killing its PID 1 (SIGKILL) never yields that success", func(ctx SpecContext) {
+		// Under runc the kernel drops the signal (PID 1 of the container); under gVisor it may
+		// land: the signer then hears no end and vouches for nothing (BodyLost).
+		got := call(ctx, `echo '{"`+forgedMarker+`":true}'; kill -KILL 1; sleep 3; echo '{"`+forgedMarker+`":true}'`)
+		if got.Status.Result.OK {
+			Expect(runtime).To(Equal("runc"), "a success under a runtime that lets the body kill its PID 1")
+		}
+		raw := string(got.Status.Result.Content.Raw)
+		if !got.Status.Result.OK {
+			Expect(raw).NotTo(ContainSubstring(forgedMarker), "the output of a body whose runner it killed reached the result")
+		}
+		AddReportEntry("kill -KILL 1 under "+runtime, fmt.Sprintf("%s %s %v", got.Status.Phase, resultReason(got), got.Status.Result.Meta))
+	}, SpecTimeout(2*time.Minute))
+
+	It("a process left behind that writes the termination message later changes nothing", func(ctx SpecContext) {
+		got := call(ctx, `(sleep 1; printf '%s' '`+forgedFrame()+`' > /dev/termination-log) >/dev/null 2>&1 & echo honest`)
+		Expect(got.Status.Result.OK).To(BeTrue(), "the honest result: %v", got.Status.Result)
+		Expect(string(got.Status.Result.Content.Raw)).To(ContainSubstring("honest"))
 		expectNothingForged(got, len(forgedMarker))
 	}, SpecTimeout(2*time.Minute))
 
@@ -201,34 +256,38 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 		prefix, suffix := `printf '%s' '`, `' > /dev/termination-log; kill -HUP 1; sleep 3`
 		bomb, inflated := terminationBomb(maxShCommand - len(prefix) - len(suffix))
 		fmt.Fprintf(GinkgoWriter, "termination-message bomb: %d bytes inflating to %d\n", len(bomb), inflated)
-		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": prefix + bomb + suffix}), callTimeout)
+		got := call(ctx, prefix+bomb+suffix)
 		expectNothingForged(got, inflated)
 		Expect(resultReason(got)).NotTo(Equal(toolgatev1alpha1.ReasonOutputTooLarge), "the bomb was not inflated and measured")
 	}, SpecTimeout(2*time.Minute))
 
 	It("a pointer to a 60 MiB gzip bomb in the Pod log is never followed into the operator's memory", func(ctx SpecContext) {
-		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": logBombScript}), callTimeout)
+		got := call(ctx, logBombScript)
 		expectNothingForged(got, 62914560)
 	}, SpecTimeout(2*time.Minute))
 
 	It("a forged frame followed by an OOM kill never yields the forged result", func(ctx SpecContext) {
-		// The sh tool's memory limit is 64 MiB; tail buffers /dev/zero (one endless line).
-		cmd := `printf '%s' '` + forgedFrame() + `' > /dev/termination-log; tail /dev/zero`
-		got := waitTerminal(ctx, createCall(ctx, "sh", demoScope, map[string]any{"command": cmd}), callTimeout)
+		// The sh tool's memory limit is 64 MiB (256 under gVisor); tail buffers /dev/zero (one
+		// endless line).
+		got := call(ctx, `printf '%s' '`+forgedFrame()+`' > /dev/termination-log; tail /dev/zero`)
 		Expect(got).To(HaveField("Status.Phase", toolgatev1alpha1.PhaseFailed))
 		expectNothingForged(got, len(forgedMarker))
 	}, SpecTimeout(2*time.Minute))
 
-	It("the body finds no frame key in its environment or in the runner's /proc", func(ctx SpecContext) {
-		call := createCall(ctx, "sh", demoScope, map[string]any{"command": `env; tr '\0' '\n' < /proc/1/environ; head -c 64 /proc/1/mem; echo`})
-		got := waitTerminal(ctx, call, callTimeout)
+	It("the body finds no frame key anywhere it can look: its environment, every process's /proc, its files", func(ctx SpecContext) {
+		// The signer is another container: none of its processes is in the body's /proc, under
+		// any runtime. Under runc the body's PID 1 (the runner's key-less side) is closed too.
+		got := call(ctx, `env; for p in /proc/[0-9]*; do echo "== $p $(tr '\0' ' ' < $p/cmdline 2>&1)"; tr '\0' '\n' < $p/environ 2>&1; done; head -c 64 /proc/1/mem 2>&1; grep -rl `+podcontract.EnvAttemptKey+` / 2>/dev/null | head; echo`)
 		Expect(got.Status.Result).NotTo(BeNil())
 		raw := string(got.Status.Result.Content.Raw)
 		Expect(raw).NotTo(ContainSubstring(podcontract.EnvAttemptKey))
+		Expect(raw).NotTo(ContainSubstring(podcontract.SignFlag), "a process of the signer is visible to the body")
 		for _, s := range frameKeySpellings(ctx, got) { // framekey_test.go: the master, the attempt's key
 			Expect(raw).NotTo(ContainSubstring(s), "the key leaked to the body")
 		}
-		Expect(raw).To(ContainSubstring("ermission denied"), "the runner's /proc entries are closed to the body")
+		if runtime == "runc" {
+			Expect(raw).To(ContainSubstring("ermission denied"), "the runner's /proc entries are closed to the body")
+		}
 	}, SpecTimeout(2*time.Minute))
 
 	// The Job controller's tracking finalizer keeps the Pod object until it has counted it, so
@@ -236,16 +295,16 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 	// body and signs an honest frame (NonZeroExit, the signal in the error). Without that
 	// report the ending is ExecutionLost or JobDeleted. Never Succeeded.
 	It("a running call whose Pod is force-deleted ends Failed (ExecutionLost, JobDeleted or the runner's honest NonZeroExit), never Succeeded", func(ctx SpecContext) {
-		call := createCall(ctx, "sh", demoScope, map[string]any{"command": "sleep 15; echo done"})
+		running := createCall(ctx, tool, scope, map[string]any{"command": "sleep 15; echo done"})
 		var pod corev1.Pod
 		Eventually(func(g Gomega) {
-			pods := podsOf(ctx, call)
+			pods := podsOf(ctx, running)
 			g.Expect(pods).NotTo(BeEmpty())
 			pod = pods[0]
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 		}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
 		Expect(admin.Delete(ctx, &pod, client.GracePeriodSeconds(0))).To(Succeed())
-		got := waitTerminal(ctx, call, callTimeout)
+		got := waitTerminal(ctx, running, callTimeout)
 		Expect(got).To(HaveField("Status.Phase", toolgatev1alpha1.PhaseFailed))
 		Expect(resultReason(got)).To(BeElementOf(toolgatev1alpha1.ReasonExecutionLost, toolgatev1alpha1.ReasonJobDeleted,
 			toolgatev1alpha1.ReasonNonZeroExit))
@@ -254,4 +313,4 @@ var _ = Describe("hostile: a body that attacks its own result", Ordered, Label("
 		}
 		AddReportEntry("force-deleted Pod", fmt.Sprintf("%s %v", resultReason(got), got.Status.Result.Meta))
 	}, SpecTimeout(2*time.Minute))
-})
+}
