@@ -90,14 +90,17 @@ func TestTransformToolCall(t *testing.T) {
 // The TTL that applies: the call's (raised to the operator's floor), else its tool
 // snapshot's, else the operator's; none when the operator's default is 0 and neither sets
 // one. 0 on the tool is a TTL; 0 on the call is the floor. The floor bounds the caller's own
-// value only: the tool's and the operator's are the platform's.
+// value only: the tool's and the operator's are the platform's. The ceiling bounds every
+// value an object sets, the call's and the tool's (the operator's is checked against it when
+// the manager reads its flags).
 func TestEffectiveTTLPrecedence(t *testing.T) {
+	const forever = int32(2147483647) // 2094, when the call finished now
 	tests := []struct {
-		name            string
-		call, tool      *int32
-		operator, floor time.Duration
-		want            time.Duration
-		wantOK          bool
+		name                     string
+		call, tool               *int32
+		operator, floor, ceiling time.Duration
+		want                     time.Duration
+		wantOK                   bool
 	}{
 		{name: "call wins", call: ptr.To[int32](5), tool: ptr.To[int32](10), operator: time.Minute, want: 5 * time.Second, wantOK: true},
 		{name: "tool over operator", tool: ptr.To[int32](10), operator: time.Minute, want: 10 * time.Second, wantOK: true},
@@ -110,11 +113,16 @@ func TestEffectiveTTLPrecedence(t *testing.T) {
 		{name: "call over the floor lengthens", call: ptr.To[int32](7200), floor: 5 * time.Minute, operator: time.Minute, want: 2 * time.Hour, wantOK: true},
 		{name: "the floor leaves the tool's value", tool: ptr.To[int32](0), floor: 5 * time.Minute, want: 0, wantOK: true},
 		{name: "the floor leaves the operator's value", operator: time.Minute, floor: 5 * time.Minute, want: time.Minute, wantOK: true},
+		{name: "the call's int32 maximum is lowered to the ceiling", call: ptr.To(forever), floor: 5 * time.Minute, ceiling: DefaultMaxTTL, want: DefaultMaxTTL, wantOK: true},
+		{name: "the call over the ceiling wins over the tool, lowered", call: ptr.To[int32](7200), tool: ptr.To[int32](60), ceiling: time.Hour, want: time.Hour, wantOK: true},
+		{name: "the tool's value is lowered to the ceiling", tool: ptr.To(forever), operator: time.Minute, ceiling: DefaultMaxTTL, want: DefaultMaxTTL, wantOK: true},
+		{name: "a ceiling equal to the floor", call: ptr.To[int32](0), floor: time.Hour, ceiling: time.Hour, want: time.Hour, wantOK: true},
+		{name: "under the ceiling as asked", call: ptr.To[int32](600), floor: 5 * time.Minute, ceiling: time.Hour, want: 10 * time.Minute, wantOK: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &ToolCallReconciler{Options: DefaultCallOptions()}
-			r.Options.Retention.TTL, r.Options.Retention.MinTTL = tc.operator, tc.floor
+			r.Options.Retention.TTL, r.Options.Retention.MinTTL, r.Options.Retention.MaxTTL = tc.operator, tc.floor, tc.ceiling
 			call := finishedCall("c", time.Now())
 			call.Spec.TTLSecondsAfterFinished = tc.call
 			call.Status.Tool.Spec.CallTTLSecondsAfterFinished = tc.tool
@@ -204,6 +212,36 @@ func TestExpireLeavesOwnedApprovalAndUsesCompletionTime(t *testing.T) {
 	}
 	if err := c.Get(context.Background(), req.NamespacedName, &v1alpha1.ToolCallApproval{}); err != nil {
 		t.Errorf("the owned approval was deleted by the operator (the garbage collector's job): %v", err)
+	}
+}
+
+// A call that ended with an expiry past the ceiling (under an operator without one, or
+// with a higher one) is due at its completion time plus the ceiling; one within it keeps
+// its recorded expiry.
+func TestExpiresAtHonoursTheCeiling(t *testing.T) {
+	done := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		recorded time.Time
+		ceiling  time.Duration
+		want     time.Time
+	}{
+		{name: "2094 is lowered to the ceiling", recorded: time.Date(2094, 12, 19, 0, 0, 0, 0, time.UTC), ceiling: DefaultMaxTTL, want: done.Add(DefaultMaxTTL)},
+		{name: "within the ceiling as recorded", recorded: done.Add(time.Hour), ceiling: DefaultMaxTTL, want: done.Add(time.Hour)},
+		{name: "at the ceiling as recorded", recorded: done.Add(time.Hour), ceiling: time.Hour, want: done.Add(time.Hour)},
+		{name: "no ceiling (options built without one)", recorded: done.Add(30 * 24 * time.Hour), want: done.Add(30 * 24 * time.Hour)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &ToolCallReconciler{Options: DefaultCallOptions()}
+			r.Options.Retention.MaxTTL = tc.ceiling
+			call := finishedCall("c", done)
+			call.Status.ExpiresAt = ptrTime(tc.recorded)
+			got, ok := r.expiresAt(call)
+			if !ok || !got.Equal(tc.want) {
+				t.Errorf("expiresAt = %v, %v; want %v", got, ok, tc.want)
+			}
+		})
 	}
 }
 

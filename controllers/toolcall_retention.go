@@ -23,6 +23,11 @@ type RetentionOptions struct {
 	// floor). It does not bound the tool's callTTLSecondsAfterFinished nor TTL, which the
 	// platform sets itself.
 	MinTTL time.Duration
+	// MaxTTL is the ceiling of every TTL an object sets (the call's, raised to MinTTL, and
+	// its tool's callTTLSecondsAfterFinished) and of an expiry already recorded: etcd's
+	// room is the platform's, and an int32 of seconds reaches 2094. 0: no ceiling (the
+	// manager refuses 0; TTL is checked against it when the flags are read).
+	MaxTTL time.Duration
 	// HistorySucceeded and HistoryFailed keep, per namespace, at most that many Succeeded
 	// calls and Failed or Denied calls (the most recently finished); 0: no limit.
 	HistorySucceeded, HistoryFailed int
@@ -35,10 +40,17 @@ type RetentionOptions struct {
 // read its frozen result, however short a TTL the caller asked for.
 const DefaultMinTTL = 5 * time.Minute
 
-// DefaultRetentionOptions keep a finished call for 24 hours, at least 5 minutes whatever
-// the call asks, with no history limit.
+// DefaultMaxTTL is the default ceiling of a call's TTL: a week, so that a review after a
+// weekend or a holiday still finds the call, while agents asking for years cannot make etcd
+// hold their calls past what it can: a day of 50,000 calls is ≈ 0.5 GiB in etcd
+// (docs/operations.md), so a week is ≈ 3.5 GiB and a month ≈ 15 GiB, past etcd's largest
+// recommended quota (8 GiB). What must outlive a week is in the audit record (the log).
+const DefaultMaxTTL = 7 * 24 * time.Hour
+
+// DefaultRetentionOptions keep a finished call for 24 hours, at least 5 minutes and at
+// most 7 days whatever the call or its tool asks, with no history limit.
 func DefaultRetentionOptions() RetentionOptions {
-	return RetentionOptions{TTL: 24 * time.Hour, MinTTL: DefaultMinTTL}
+	return RetentionOptions{TTL: 24 * time.Hour, MinTTL: DefaultMinTTL, MaxTTL: DefaultMaxTTL}
 }
 
 // Reasons a finished call is deleted, the label of toolgate_toolcalls_deleted_total.
@@ -49,20 +61,28 @@ const (
 
 // effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished
 // raised to the operator's floor (MinTTL), else its tool snapshot's
-// callTTLSecondsAfterFinished, else the operator's default. ok is false when none applies
-// (the call is kept).
+// callTTLSecondsAfterFinished, either lowered to the operator's ceiling (MaxTTL), else the
+// operator's default. ok is false when none applies (the call is kept).
 func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
 	if t := call.Spec.TTLSecondsAfterFinished; t != nil {
 		// The caller's own value: the agent may lengthen its record's life, not shorten it.
-		return max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL), true
+		return r.Options.Retention.ceiling(max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL)), true
 	}
 	if snap := call.Status.Tool; snap != nil && snap.Spec != nil && snap.Spec.CallTTLSecondsAfterFinished != nil {
-		return time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second, true
+		return r.Options.Retention.ceiling(time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second), true
 	}
 	if d := r.Options.Retention.TTL; d > 0 {
 		return d, true
 	}
 	return 0, false
+}
+
+// ceiling lowers ttl to MaxTTL, when there is one.
+func (o RetentionOptions) ceiling(ttl time.Duration) time.Duration {
+	if o.MaxTTL > 0 {
+		return min(ttl, o.MaxTTL)
+	}
+	return ttl
 }
 
 // setExpiry records, in the terminal status being written, when the call will be deleted.
@@ -73,13 +93,18 @@ func (r *ToolCallReconciler) setExpiry(call *v1alpha1.ToolCall, finished time.Ti
 	}
 }
 
-// expiresAt is when a terminal call is due: status.expiresAt, fixed when it ended. A call
-// that ended without one (before this operator version, or while no TTL applied) is due
-// at its completion time plus its own TTL or the operator's default (its tool snapshot is
-// not in the cache, see TransformToolCall); ok is false when it is kept.
+// expiresAt is when a terminal call is due: status.expiresAt, fixed when it ended, but no
+// later than its completion time plus the ceiling (a call that ended under an operator
+// without one, or with a higher one, asked for 2094 is not kept that long). A call that
+// ended without status.expiresAt (before this operator version, or while no TTL applied)
+// is due at its completion time plus its own TTL or the operator's default (its tool
+// snapshot is not in the cache, see TransformToolCall); ok is false when it is kept.
 func (r *ToolCallReconciler) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
-	if call.Status.ExpiresAt != nil {
-		return call.Status.ExpiresAt.Time, true
+	if due := call.Status.ExpiresAt; due != nil {
+		if done, most := call.Status.CompletionTime, r.Options.Retention.MaxTTL; done != nil && most > 0 && due.After(done.Add(most)) {
+			return done.Add(most), true
+		}
+		return due.Time, true
 	}
 	if call.Status.CompletionTime == nil {
 		return time.Time{}, false

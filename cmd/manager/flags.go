@@ -58,13 +58,20 @@ func (f *retentionFlags) resolve() (time.Duration, string, error) {
 	return d, notice, nil
 }
 
-// validateRetention refuses negative TTLs, floors and history limits.
+// validateRetention refuses negative TTLs, floors and history limits, a ceiling that is not
+// positive, and a floor or default TTL above the ceiling.
 func validateRetention(o controllers.RetentionOptions) error {
 	switch {
 	case o.TTL < 0:
 		return fmt.Errorf("--toolcall-ttl %s is negative (0 keeps finished calls forever)", o.TTL)
 	case o.MinTTL < 0:
 		return fmt.Errorf("--toolcall-min-ttl %s is negative (0: no floor)", o.MinTTL)
+	case o.MaxTTL <= 0:
+		return fmt.Errorf("--toolcall-max-ttl %s is not positive: the ceiling of every TTL a call or tool sets (default %s)", o.MaxTTL, controllers.DefaultMaxTTL)
+	case o.MinTTL > o.MaxTTL:
+		return fmt.Errorf("--toolcall-min-ttl %s is above --toolcall-max-ttl %s", o.MinTTL, o.MaxTTL)
+	case o.TTL > o.MaxTTL:
+		return fmt.Errorf("--toolcall-ttl %s is above --toolcall-max-ttl %s: raise the ceiling or lower the default", o.TTL, o.MaxTTL)
 	case o.HistorySucceeded < 0 || o.HistoryFailed < 0:
 		return fmt.Errorf("history limits must not be negative (0: no limit): succeeded %d, failed %d", o.HistorySucceeded, o.HistoryFailed)
 	}

@@ -53,18 +53,28 @@ func TestJobRetentionFlags(t *testing.T) {
 	}
 }
 
-// Negative retention settings are refused with the flag's name; 0 is "none" everywhere.
+// Negative retention settings are refused with the flag's name; 0 is "none" everywhere but
+// for the ceiling, which must be positive and at least the floor and the default TTL.
 func TestValidateRetention(t *testing.T) {
+	week := controllers.DefaultMaxTTL
 	tests := []struct {
 		name string
 		opts controllers.RetentionOptions
 		err  string
 	}{
 		{name: "defaults", opts: controllers.DefaultRetentionOptions()},
-		{name: "all zero", opts: controllers.RetentionOptions{}},
-		{name: "negative ttl", opts: controllers.RetentionOptions{TTL: -time.Second}, err: "--toolcall-ttl"},
-		{name: "negative floor", opts: controllers.RetentionOptions{MinTTL: -time.Second}, err: "--toolcall-min-ttl -1s is negative"},
-		{name: "negative history", opts: controllers.RetentionOptions{HistoryFailed: -1}, err: "history limits"},
+		{name: "all zero but the ceiling", opts: controllers.RetentionOptions{MaxTTL: week}},
+		{name: "negative ttl", opts: controllers.RetentionOptions{TTL: -time.Second, MaxTTL: week}, err: "--toolcall-ttl"},
+		{name: "negative floor", opts: controllers.RetentionOptions{MinTTL: -time.Second, MaxTTL: week}, err: "--toolcall-min-ttl -1s is negative"},
+		{name: "negative history", opts: controllers.RetentionOptions{HistoryFailed: -1, MaxTTL: week}, err: "history limits"},
+		{name: "no ceiling", opts: controllers.RetentionOptions{}, err: "--toolcall-max-ttl 0s is not positive"},
+		{name: "negative ceiling", opts: controllers.RetentionOptions{MaxTTL: -time.Hour}, err: "--toolcall-max-ttl -1h0m0s is not positive"},
+		{name: "ceiling equal to the floor", opts: controllers.RetentionOptions{MinTTL: time.Hour, MaxTTL: time.Hour}},
+		{name: "floor above the ceiling", opts: controllers.RetentionOptions{MinTTL: 2 * time.Hour, MaxTTL: time.Hour},
+			err: "--toolcall-min-ttl 2h0m0s is above --toolcall-max-ttl 1h0m0s"},
+		{name: "default TTL above the ceiling", opts: controllers.RetentionOptions{TTL: 48 * time.Hour, MaxTTL: 24 * time.Hour},
+			err: "--toolcall-ttl 48h0m0s is above --toolcall-max-ttl 24h0m0s"},
+		{name: "keeping calls that set nothing is the platform's choice", opts: controllers.RetentionOptions{TTL: 0, MaxTTL: time.Hour}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,6 +58,7 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/local-values.yaml > $(CHART_OUT)/local.yaml
 	$(HELM) template other $(CHART) --kube-version $(K8S_VERSION) -n other --set rbac.create=false,rbac.userRoles=false,admissionPolicy.enabled=false,metrics.enabled=false,leaderElection.enabled=false,replicaCount=1,serviceAccount.create=false > $(CHART_OUT)/minimal.yaml
 	@grep -q 'name: toolgate-tools-deny-all' $(CHART_OUT)/local.yaml || { echo "local values render no NetworkPolicy"; exit 1; }
+	go run ./hack/impersonation -want narrow $(CHART_OUT)/local.yaml
 	@! grep -q 'kind: ClusterRole$$' $(CHART_OUT)/minimal.yaml || { echo "rbac.create=false still renders a ClusterRole"; exit 1; }
 	@! grep -qE 'kind: PodDisruptionBudget|podAntiAffinity' $(CHART_OUT)/minimal.yaml || { echo "one replica still renders a PodDisruptionBudget or anti-affinity"; exit 1; }
 	@grep -q 'preferredDuringSchedulingIgnoredDuringExecution' $(CHART_OUT)/default.yaml || { echo "two replicas render no soft anti-affinity"; exit 1; }
@@ -68,18 +69,25 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	go run ./hack/installdiff $(CHART_OUT)/apf.yaml $(CHART)/ci/apf-expected.yaml
 	@! grep -q 'component: gateway' $(CHART_OUT)/default.yaml || { echo "the MCP gateway is rendered by default"; exit 1; }
 	$(HELM) lint --strict $(CHART) --set gateway.enabled=true,gateway.namespace=agents,gateway.tls.secretName=gw-tls
+	@# The gateway's default impersonates the ServiceAccounts of its namespace only; anyUser=true anyone.
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system \
-	  --set gateway.enabled=true,gateway.namespace=agents,gateway.impersonate.anyUser=false > $(CHART_OUT)/gateway.yaml
-	@grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false renders no ServiceAccount-only Role"; exit 1; }
-	@! grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/gateway.yaml || { echo "anyUser=false still impersonates any user"; exit 1; }
+	  --set gateway.enabled=true,gateway.namespace=agents > $(CHART_OUT)/gateway.yaml
+	@grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway.yaml || { echo "the gateway's default renders no ServiceAccount-only Role"; exit 1; }
+	go run ./hack/impersonation -want narrow $(CHART_OUT)/gateway.yaml
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system \
+	  --set gateway.enabled=true,gateway.namespace=agents,gateway.impersonate.anyUser=true > $(CHART_OUT)/gateway-wide.yaml
+	go run ./hack/impersonation -want wide $(CHART_OUT)/gateway-wide.yaml
+	@! grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway-wide.yaml || { echo "gateway anyUser=true still renders the ServiceAccount-only Role"; exit 1; }
 	@! grep -q 'component: console' $(CHART_OUT)/default.yaml || { echo "the approval console is rendered by default"; exit 1; }
-	$(HELM) lint --strict $(CHART) --set console.enabled=true,console.tls.secretName=console-tls
-	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set console.enabled=true > $(CHART_OUT)/console.yaml
+	@# The console's default names whom it may act as, and an enabled console that names no one does not render.
+	$(HELM) lint --strict $(CHART) --set console.enabled=true,console.tls.secretName=console-tls,console.impersonate.users={alice}
+	@! $(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) --set console.enabled=true >/dev/null 2>&1 || { echo "a console that may act as no one rendered"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --set console.enabled=true,console.impersonate.anyUser=true > $(CHART_OUT)/console.yaml
 	@grep -q -- '- --auth=token' $(CHART_OUT)/console.yaml || { echo "the deployed console does not authenticate tokens"; exit 1; }
-	@grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/console.yaml || { echo "the console's default (anyUser) cannot impersonate people"; exit 1; }
+	go run ./hack/impersonation -want wide $(CHART_OUT)/console.yaml
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --show-only templates/console.yaml \
-	  --set console.enabled=true,console.impersonate.anyUser=false,console.impersonate.users={alice},console.impersonate.groups={approvers},console.impersonate.serviceAccountNamespaces={agents} > $(CHART_OUT)/console-narrow.yaml
-	@! grep -q 'resources: \[users, groups, serviceaccounts\]' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false still impersonates anyone"; exit 1; }
+	  --set console.enabled=true,console.impersonate.users={alice},console.impersonate.groups={approvers},console.impersonate.serviceAccountNamespaces={agents} > $(CHART_OUT)/console-narrow.yaml
+	go run ./hack/impersonation -want narrow $(CHART_OUT)/console-narrow.yaml
 	@grep -q 'resourceNames: \["alice"\]' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its users"; exit 1; }
 	@grep -q -- '- "approvers"' $(CHART_OUT)/console-narrow.yaml && grep -q -- '- system:serviceaccounts:agents' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false does not name its groups"; exit 1; }
 	@grep -q 'name: toolgate-console-impersonate' $(CHART_OUT)/console-narrow.yaml || { echo "console anyUser=false renders no ServiceAccount Role"; exit 1; }

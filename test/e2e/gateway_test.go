@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +71,24 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 			Expect(resp.Header.Get("WWW-Authenticate")).To(ContainSubstring("/.well-known/oauth-protected-resource"))
 		}
 		Expect(postInitialize(ctx, url, token).StatusCode).To(Equal(http.StatusOK), "the toolgate token is accepted")
+	}, SpecTimeout(time.Minute))
+
+	It("may impersonate only the ServiceAccounts of its namespace (the chart's default), never a user or system:masters", func(ctx SpecContext) {
+		gateway := "system:serviceaccount:" + systemNS + ":" + gatewayName
+		may := func(resource, namespace, name string) bool {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   gateway,
+				Groups: []string{"system:authenticated", "system:serviceaccounts", "system:serviceaccounts:" + systemNS},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Verb: "impersonate", Resource: resource, Namespace: namespace, Name: name}}}
+			Expect(admin.Create(ctx, sar)).To(Succeed())
+			return sar.Status.Allowed
+		}
+		Expect(may("serviceaccounts", demoNS, sa)).To(BeTrue(), "a ServiceAccount of "+demoNS)
+		Expect(may("groups", "", "system:serviceaccounts:"+demoNS)).To(BeTrue(), "its group")
+		Expect(may("users", "", "kubernetes-admin")).To(BeFalse(), "a user")
+		Expect(may("groups", "", "system:masters")).To(BeFalse(), "system:masters")
+		Expect(may("serviceaccounts", "kube-system", "default")).To(BeFalse(), "a ServiceAccount of another namespace")
 	}, SpecTimeout(time.Minute))
 
 	It("runs one tools/call end to end as the token's ServiceAccount (Go MCP SDK)", func(ctx SpecContext) {

@@ -75,6 +75,18 @@ var _ = Describe("whose record a call is", Label("identity", "record"), func() {
 			"the chart's manager.toolcallMinTTL (5m) raises the agent's 0")
 	}, SpecTimeout(2*time.Minute))
 
+	It("keeps a call that asked for ttlSecondsAfterFinished 2147483647 no longer than the operator's ceiling", func(ctx SpecContext) {
+		call := toolgatetest.MakeToolCall("", demoNS).Tool("echo").TTL(2147483647).
+			Args(map[string]any{"message": "kept until 2094?"}).Label(e2eLabel, "true").Obj()
+		call.GenerateName = "e2e-forever-"
+		Expect(agent.Create(ctx, call)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, call))).To(Succeed()) })
+		done := waitTerminal(ctx, call, callTimeout)
+		Expect(done.Status.ExpiresAt).NotTo(BeNil())
+		Expect(done.Status.ExpiresAt.Sub(done.Status.CompletionTime.Time)).To(Equal(7*24*time.Hour),
+			"the chart's manager.toolcallMaxTTL (168h) lowers the agent's 68 years")
+	}, SpecTimeout(2*time.Minute))
+
 	It("lets the garbage collector finish a foreground delete of a finished call", func(ctx SpecContext) {
 		call := createCall(ctx, "echo", "", map[string]any{"message": "delete me in the foreground"})
 		waitTerminal(ctx, call, callTimeout)

@@ -1,8 +1,9 @@
 // Package serving configures the operator's metrics endpoint as current kubebuilder
 // scaffolding does: HTTPS (a self-signed certificate unless one is given), and every request
 // authenticated with a TokenReview and authorised with a SubjectAccessReview (verb get on the
-// non-resource URL /metrics) against the API server, through controller-runtime's
-// filters.WithAuthenticationAndAuthorization. The operator's identity needs create on
+// non-resource URL /metrics) against the API server, as controller-runtime's
+// filters.WithAuthenticationAndAuthorization does, but answering a refused token 401 (that
+// filter answers it 500; filter.go). The operator's identity needs create on
 // tokenreviews and subjectaccessreviews (config/rbac/metrics_auth_role.yaml); a scraper needs
 // get on /metrics (config/rbac/metrics_reader_role.yaml).
 //
@@ -13,7 +14,6 @@ package serving
 import (
 	"crypto/tls"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -28,7 +28,7 @@ func Options(bindAddress string, secure, enableHTTP2 bool, certDir string) metri
 		o.TLSOpts = append(o.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	if secure {
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = withAuthenticationAndAuthorization
 	}
 	return o
 }

@@ -105,40 +105,45 @@ var _ = Describe("The metrics endpoint", Label("metrics", "rbac"), func() {
 		})
 
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		scrape := func(bearer string) (int, string, error) {
+		// scrape returns the answer's status, body and WWW-Authenticate challenge.
+		scrape := func(bearer string) (int, string, string, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
 			if err != nil {
-				return 0, "", err
+				return 0, "", "", err
 			}
 			if bearer != "" {
 				req.Header.Set("Authorization", "Bearer "+bearer)
 			}
 			resp, err := client.Do(req)
 			if err != nil {
-				return 0, "", err
+				return 0, "", "", err
 			}
 			defer func() { _ = resp.Body.Close() }()
 			body, err := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(body), err
+			return resp.StatusCode, string(body), resp.Header.Get("WWW-Authenticate"), err
 		}
 		status := func(bearer string) func() (int, error) {
 			return func() (int, error) {
-				code, _, err := scrape(bearer)
+				code, _, _, err := scrape(bearer)
 				return code, err
 			}
 		}
 
 		By("refusing a request without a token (the server is HTTPS from its first answer)")
 		Eventually(status("")).WithContext(ctx).Should(Equal(http.StatusUnauthorized))
-		By("refusing a token the API server does not know (controller-runtime's filter answers 500 then)")
-		code, body, err := scrape("not-a-token")
+		By("refusing a token the API server does not know with 401 (controller-runtime's own filter answers 500)")
+		code, body, challenge, err := scrape("not-a-token")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(code).To(BeNumerically(">=", 400))
+		Expect(code).To(Equal(http.StatusUnauthorized), body)
 		Expect(body).NotTo(ContainSubstring("# TYPE "))
+		Expect(challenge).To(Equal(`Bearer error="invalid_token"`))
+		_, _, challenge, err = scrape("")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(challenge).To(Equal("Bearer"), "the challenge without a token")
 		By("refusing a valid token without the metrics-reader role")
 		Expect(status(stranger)()).To(Equal(http.StatusForbidden))
 		By("serving the metrics to the scraper")
-		code, body, err = scrape(scraper)
+		code, body, _, err = scrape(scraper)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(code).To(Equal(http.StatusOK), body)
 		Expect(body).To(ContainSubstring("# TYPE "))

@@ -199,6 +199,34 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 	})
 
+	It("keeps a call whose agent, or whose tool, asked for ttlSecondsAfterFinished 2147483647 only until the platform's ceiling", func(ctx SpecContext) {
+		const forever = int32(2147483647) // 68 years: 2094
+		ns := newNamespace(ctx)
+		agent := bindShippedRole(ctx, ns, AgentRole, "robot")
+		create(ctx, echoTool(ns).CallTTL(forever).Obj())
+		Expect(agent.Create(ctx, MakeToolCall("agents", ns).Tool("echo").TTL(forever).Args(map[string]any{"text": "a"}).Obj())).To(Succeed())
+		Expect(agent.Create(ctx, MakeToolCall("tools", ns).Tool("echo").Args(map[string]any{"text": "b"}).Obj())).To(Succeed())
+		var calls []*v1alpha1.ToolCall
+		for _, name := range []string{"agents", "tools"} {
+			call := waitTerminal(ctx, ns, name)
+			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+			Expect(call.Status.ExpiresAt).NotTo(BeNil(), name)
+			Expect(call.Status.ExpiresAt.Sub(call.Status.CompletionTime.Time)).To(Equal(controllers.DefaultMaxTTL),
+				"%s: lowered to --toolcall-max-ttl", name)
+			calls = append(calls, call)
+		}
+
+		fakeClock.Step(controllers.DefaultMaxTTL + time.Second)
+		for _, call := range calls {
+			poke(ctx, call) // the requeue is a real-time timer; the fake clock jumped a week
+		}
+		for _, call := range calls {
+			Eventually(func() error {
+				return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
+			}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), call.Name)
+		}
+	})
+
 	It("keeps the namespace's newest Succeeded and Failed calls within the history limits", func(ctx SpecContext) {
 		Expect(mgr.Stop()).To(Succeed())
 		startRetention(historyOptions())
