@@ -31,8 +31,12 @@ import (
 const EgressProxyPolicyName = "toolgate-tools-egress-proxy"
 
 // egressGrantMargin is how long a grant outlives its attempt's deadline: the proxy refuses
-// a grant past it, so a body (or a copy of its credential) cannot use it later.
+// a grant past it, so a body (or a copy of its credential) cannot use it later, even when
+// the operator never ended it (recordEgress).
 const egressGrantMargin = time.Minute
+
+// egressGrantExpiry is when the grant of an attempt with this deadline expires.
+func egressGrantExpiry(deadline time.Time) time.Time { return deadline.Add(egressGrantMargin) }
 
 // maxEgressRecordBytes bounds what the operator reads from the proxy's records endpoint.
 const maxEgressRecordBytes = 64 << 10
@@ -127,7 +131,7 @@ func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, atte
 		return "", "the tool's sandbox.egress needs toolgate's egress proxy, and this operator has none configured (--egress-proxy-url, --egress-proxy-key-file)"
 	}
 	g := egress.Grant{Namespace: call.Namespace, Call: call.Name, UID: string(call.UID), Attempt: attempt,
-		Expires: deadline.Add(egressGrantMargin).Unix()}
+		Expires: egressGrantExpiry(deadline).Unix()}
 	for _, r := range spec.Sandbox.Egress.Allow {
 		g.Allow = append(g.Allow, egress.Rule{Host: r.Host, Port: r.Port})
 	}
@@ -215,15 +219,19 @@ func ownedEgressPolicy(name string) bool {
 	return name == EgressOnlyPolicyName || name == EgressProxyPolicyName
 }
 
-// recordEgress reads what the proxy saw of attempt n into its status, once, when the
-// attempt ended (tools with sandbox.egress only). A proxy that cannot be read costs the call
-// nothing but the record: the attempt's outcome stands, and unavailable says why.
+// recordEgress ends the grant of attempt n, the call's current one, and reads what the proxy
+// saw of it into its status, once, when the attempt ended (tools with sandbox.egress only):
+// from then on the proxy refuses the grant (GrantEnded). A proxy that cannot be reached
+// costs the call nothing but the record: the attempt's outcome stands, unavailable says
+// why, and the grant works until its signed expiry.
 func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, n int) {
 	a := &call.Status.Attempts[n]
 	if call.Status.Tool == nil || call.Status.Tool.Spec == nil || !hasEgressAllow(call.Status.Tool.Spec.Sandbox) || a.Egress != nil {
 		return
 	}
-	log, err := readEgressRecord(ctx, r.Options.EgressProxy, string(call.UID), a.Attempt, a.StartTime)
+	// The expiry the grant was signed with: the same deadline, from the attempt's start.
+	until := egressGrantExpiry(r.attemptDeadline(call))
+	log, err := endEgressGrant(ctx, r.Options.EgressProxy, string(call.UID), a.Attempt, until, a.StartTime)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Info("egress records unavailable", "attempt", a.Attempt, "error", err.Error())
 		msg := "the egress proxy's records could not be read: " + err.Error()
@@ -232,7 +240,9 @@ func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *toolgatev1a
 	a.Egress = log
 }
 
-func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, attempt int32, started *metav1.Time) (*toolgatev1alpha1.EgressLog, error) {
+// endEgressGrant asks the proxy to end an attempt's grant (until its expiry) and answer the
+// attempt's final record.
+func endEgressGrant(ctx context.Context, o EgressProxyOptions, uid string, attempt int32, until time.Time, started *metav1.Time) (*toolgatev1alpha1.EgressLog, error) {
 	if o.RecordsURL == "" || len(o.Key) == 0 {
 		return nil, fmt.Errorf("no records URL configured (--egress-proxy-records-url)")
 	}
@@ -240,7 +250,7 @@ func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, att
 	if hc == nil {
 		hc = &http.Client{Timeout: 5 * time.Second}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, egress.RecordsURL(o.RecordsURL, url.PathEscape(uid), attempt), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, egress.EndURL(o.RecordsURL, url.PathEscape(uid), attempt, until), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +277,8 @@ func readEgressRecord(ctx context.Context, o EgressProxyOptions, uid string, att
 // refusalReasons are the words a destination's reason may hold.
 var refusalReasons = []string{egress.RefusedNotAllowed, egress.RefusedIPLiteral, egress.RefusedInvalidHost,
 	egress.RefusedDeniedRange, egress.RefusedUnresolved, egress.RefusedBadRequest, egress.RefusedTooManyTunnels,
-	egress.RefusedRateLimited}
+	egress.RefusedRateLimited, egress.RefusedSNIMismatch, egress.RefusedHostMismatch, egress.RefusedFirstTimeout,
+	egress.RefusedGrantEnded}
 
 // egressLog converts the proxy's record into status, bounded and checked again: a host is a
 // name, an address or "(invalid)", whatever the proxy answered.

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -132,9 +134,10 @@ func TestEgressProxyPolicy(t *testing.T) {
 	}
 }
 
-// The operator reads the proxy's record with the records token, and checks it again: a
-// host that is no name becomes "(invalid)", an unknown reason is dropped, more than 32
-// destinations are omitted.
+// The operator ends the attempt's grant and reads the proxy's record in one request with
+// the records token (until: the expiry the grant was signed with), and checks the record
+// again: a host that is no name becomes "(invalid)", an unknown reason is dropped, more
+// than 32 destinations are omitted.
 func TestRecordEgress(t *testing.T) {
 	rec := egress.Record{Destinations: []egress.Destination{
 		{Host: "allowed.test", Port: 443, Allowed: 2},
@@ -142,14 +145,16 @@ func TestRecordEgress(t *testing.T) {
 		{Host: "\x1b[31mred", Port: 443, Refused: 1, Reason: "\x1b[0m"},
 		{Host: "10.0.0.1", Port: 443, Refused: 1, Reason: egress.RefusedIPLiteral},
 		{Host: "busy.test", Port: 443, Allowed: 40, Refused: 7, Reason: egress.RefusedRateLimited},
+		{Host: "sni.test", Port: 443, Allowed: 1, Refused: 1, Reason: egress.RefusedSNIMismatch},
+		{Host: "ended.test", Port: 80, Refused: 2, Reason: egress.RefusedGrantEnded},
 	}}
 	for i := range egress.MaxDestinations {
 		rec.Destinations = append(rec.Destinations, egress.Destination{Host: "x" + strings.Repeat("a", i) + ".test", Port: 1, Allowed: 1})
 	}
-	var gotAuth string
+	var gotAuth, gotUntil string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth = r.Header.Get("Authorization")
-		if r.URL.Path != "/records/call-uid/1" {
+		gotAuth, gotUntil = r.Header.Get("Authorization"), r.URL.Query().Get("until")
+		if r.Method != http.MethodPost || r.URL.Path != "/records/call-uid/1/end" {
 			http.NotFound(w, r)
 			return
 		}
@@ -158,17 +163,23 @@ func TestRecordEgress(t *testing.T) {
 	defer srv.Close()
 	o := egressTestOptions()
 	o.RecordsURL = srv.URL
-	r := &ToolCallReconciler{Options: CallOptions{EgressProxy: o}}
+	now := time.Unix(2_000_000, 0)
+	r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(now), Options: CallOptions{EgressProxy: o, DeadlineGrace: 30 * time.Second}}
 	in := testJobInput(withEgress)
 	call := in.Call
 	call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
-	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, CompletionTime: &metav1.Time{}}}
+	started := &metav1.Time{Time: now.Add(-10 * time.Second)}
+	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, StartTime: started, CompletionTime: &metav1.Time{}}}
+	signed := egressGrantExpiry(attemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
 	r.recordEgress(context.Background(), call, 0)
 	got := call.Status.Attempts[0].Egress
 	if gotAuth != "Bearer "+egress.RecordsToken(egressTestKey) {
 		t.Errorf("Authorization %q", gotAuth)
 	}
-	if got == nil || len(got.Destinations) != egress.MaxDestinations || got.Omitted != 5 || got.Unavailable != "" {
+	if gotUntil != strconv.FormatInt(signed, 10) {
+		t.Errorf("until %q, want the grant's signed expiry %d", gotUntil, signed)
+	}
+	if got == nil || len(got.Destinations) != egress.MaxDestinations || got.Omitted != 7 || got.Unavailable != "" {
 		t.Fatalf("egress log %+v", got)
 	}
 	want := []toolgatev1alpha1.EgressDestination{
@@ -177,8 +188,10 @@ func TestRecordEgress(t *testing.T) {
 		{Host: egress.InvalidHost, Port: 443, Refused: 1},
 		{Host: "10.0.0.1", Port: 443, Refused: 1, Reason: egress.RefusedIPLiteral},
 		{Host: "busy.test", Port: 443, Allowed: 40, Refused: 7, Reason: egress.RefusedRateLimited},
+		{Host: "sni.test", Port: 443, Allowed: 1, Refused: 1, Reason: egress.RefusedSNIMismatch},
+		{Host: "ended.test", Port: 80, Refused: 2, Reason: egress.RefusedGrantEnded},
 	}
-	if diff := cmp.Diff(want, got.Destinations[:5]); diff != "" {
+	if diff := cmp.Diff(want, got.Destinations[:7]); diff != "" {
 		t.Errorf("destinations (-want +got):\n%s", diff)
 	}
 

@@ -77,13 +77,16 @@ type EgressDestination struct {
 	// +kubebuilder:validation:Minimum=0
 	Allowed int32 `json:"allowed,omitempty"`
 
-	// refused counts the ones refused.
+	// refused counts the ones refused; a tunnel let through and then closed for its
+	// first message (SNIMismatch, HostMismatch, FirstMessageTimeout, BadRequest) counts
+	// in both.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Refused int32 `json:"refused,omitempty"`
 
 	// reason is the last refusal's reason: NotAllowed, IPLiteral, InvalidHost,
-	// DeniedRange, Unresolved, BadRequest, TooManyTunnels or RateLimited.
+	// DeniedRange, Unresolved, BadRequest, TooManyTunnels, RateLimited, SNIMismatch,
+	// HostMismatch, FirstMessageTimeout or GrantEnded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Reason string `json:"reason,omitempty"`

@@ -1,11 +1,13 @@
 // Command egress-proxy is toolgate's egress proxy: the only destination of a tool Pod whose
 // Tool names sandbox.egress.allow. It lets a body's HTTP(S) requests through to the hosts
 // its call's signed grant allows (CONNECT for TLS, absolute URIs for plain HTTP), resolves
-// every name itself and refuses IP literals and any name that resolves into a denied range.
-// It records, per attempt, the destinations it allowed and refused (counts and names, never
-// content) and serves them to the operator on a second listener, to the bearer of a token
-// derived from the proxy key. It needs no Kubernetes API access (docs/architecture.md,
-// "Egress proxy").
+// every name itself and refuses IP literals and any name that resolves into a denied range;
+// a tunnel's first message must name the tunnel's host (a TLS ClientHello's server_name, every
+// request of plain HTTP). It records, per attempt, the destinations it allowed and refused
+// (counts and names, never content) and serves them to the operator on a second listener, to
+// the bearer of a token derived from the proxy key; the operator's collection at the
+// attempt's end also ends the attempt's grant. It needs no Kubernetes API access
+// (docs/architecture.md, "Egress proxy").
 package main
 
 import (

@@ -46,6 +46,10 @@ type Config struct {
 	// with new connections, lookups and requests.
 	RatePerSecond float64
 	Burst         int
+	// FirstMessageTimeout bounds how long a tunnel's client has, from the tunnel's opening,
+	// to send its first message complete (default DefaultFirstMessageTimeout); a tunnel
+	// whose first message is not complete by then is refused (FirstMessageTimeout).
+	FirstMessageTimeout time.Duration
 }
 
 // proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
@@ -55,6 +59,7 @@ type proxy struct {
 	tunnels *tunnels
 	buckets *buckets
 	badAuth sampledLog
+	ended   sampledLog // requests with an ended grant: no bucket either
 }
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
@@ -83,8 +88,12 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	if cfg.Burst <= 0 {
 		cfg.Burst = DefaultBurst
 	}
-	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]int{}, max: cfg.MaxTunnels},
+	if cfg.FirstMessageTimeout <= 0 {
+		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout
+	}
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]map[*tunnelConn]struct{}{}, max: cfg.MaxTunnels},
 		buckets: newBuckets(cfg.RatePerSecond, cfg.Burst, maxAttempts)}
+	cfg.Recorder.OnEnd(p.tunnels.closeAll)
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(io.Discard, "", 0)
 	// Never chain to the proxy process's own HTTPS_PROXY; dial only what decide checked.
@@ -99,9 +108,10 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	return gp, nil
 }
 
-// connect decides a CONNECT: the tunnel goes to the checked address, never to the name.
+// connect decides a CONNECT: the tunnel goes to the checked address, never to the name,
+// and its first message must name the tunnel's host (tunnelConn).
 func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-	g, resp := p.authenticate(ctx.Req) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+	g, resp := p.authenticate(ctx.Req, 443) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 	if resp != nil {
 		ctx.Resp = resp
 		return goproxy.RejectConnect, hostport
@@ -110,8 +120,8 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedRateLimited) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
-	release, ok := p.tunnels.acquire(g.Key())
-	if !ok {
+	tn := &tunnelConn{p: p, g: g}
+	if !p.tunnels.add(tn) {
 		host, port := refusedHost(hostport, 443)
 		p.note(g, host, port, RefusedTooManyTunnels)
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
@@ -119,24 +129,28 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 	}
 	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
 	if refusal != "" {
-		release()
+		_ = tn.Close()
 		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
+	tn.host, tn.port = refusedHost(hostport, 443) // decide allowed it: a name
 	// The tunnel's slot is held until its connection to the destination closes.
 	ctx.Dialer = func(c context.Context, network, addr string) (net.Conn, error) {
 		conn, err := p.dialChecked(c, network, addr)
 		if err != nil {
-			release()
+			_ = tn.Close()
 			return nil, err
 		}
 		tcp, isTCP := conn.(*net.TCPConn)
 		if !isTCP { // never: dialChecked dials TCP
-			release()
+			_ = tn.Close()
 			_ = conn.Close()
 			return nil, fmt.Errorf("egress proxy: %T is not a TCP connection", conn)
 		}
-		return &releasingConn{TCPConn: tcp, release: release}, nil
+		if err := tn.start(tcp); err != nil {
+			return nil, err
+		}
+		return tn, nil
 	}
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, dest
 }
@@ -144,7 +158,7 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 // plain decides a plain-HTTP request: the URL's host becomes the checked address, the Host
 // header keeps the name.
 func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-	g, resp := p.authenticate(r)
+	g, resp := p.authenticate(r, 80)
 	if resp != nil {
 		return r, resp
 	}
@@ -166,8 +180,9 @@ func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *htt
 	return r, nil
 }
 
-// authenticate verifies the request's grant; a response when there is none that holds.
-func (p *proxy) authenticate(r *http.Request) (Grant, *http.Response) {
+// authenticate verifies the request's grant; a response when there is none that holds. A
+// grant whose attempt has ended is refused and the refusal noted on that attempt's record.
+func (p *proxy) authenticate(r *http.Request, defaultPort int32) (Grant, *http.Response) {
 	user, pass, ok := proxyBasicAuth(r.Header.Get("Proxy-Authorization"))
 	if !ok || user != ProxyUser {
 		resp := refuse(r, http.StatusProxyAuthRequired, "a toolgate call credential is required")
@@ -181,6 +196,15 @@ func (p *proxy) authenticate(r *http.Request) (Grant, *http.Response) {
 			p.cfg.Log.Info("refused a request", "why", err.Error(), "alsoRefusedSinceLastLine", n)
 		}
 		return Grant{}, refuse(r, http.StatusProxyAuthRequired, err.Error())
+	}
+	if p.cfg.Recorder.Ended(g.Key()) {
+		host, port := refusedHost(r.URL.Host, defaultPort)
+		p.cfg.Recorder.Note(g, host, port, RefusedGrantEnded)
+		if n, log := p.ended.take(now); log {
+			p.cfg.Log.Info("refused a destination", "namespace", g.Namespace, "call", g.Call, "attempt", g.Attempt,
+				"host", host, "port", port, "reason", RefusedGrantEnded, "alsoRefusedSinceLastLine", n)
+		}
+		return Grant{}, refuse(r, http.StatusProxyAuthRequired, "the credential's call has ended ("+RefusedGrantEnded+")")
 	}
 	return g, nil
 }
@@ -305,27 +329,46 @@ func refuse(r *http.Request, status int, why string) *http.Response {
 	return resp
 }
 
-// NewRecordsHandler serves GET /records/<uid>/<attempt> (the attempt's Record as JSON; an
-// empty record when the proxy saw nothing) to a bearer of RecordsToken(key), and /healthz.
+// NewRecordsHandler serves, to a bearer of RecordsToken(key), GET /records/<uid>/<attempt>
+// (the attempt's Record as JSON; an empty record when the proxy saw nothing) and POST
+// /records/<uid>/<attempt>/end?until=<Unix seconds> (ends the attempt's grant until its
+// signed expiry, then answers its final record, as Recorder.End); and /healthz to anyone.
 func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
 	want := []byte("Bearer " + RecordsToken(key))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("GET /records/{uid}/{attempt}", func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
+	authorized := func(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			attempt, err := strconv.ParseInt(r.PathValue("attempt"), 10, 32)
+			if err != nil {
+				http.Error(w, "attempt: want a number", http.StatusBadRequest)
+				return
+			}
+			h(w, r, AttemptKey(r.PathValue("uid"), int32(attempt)))
+		}
+	}
+	mux.HandleFunc("GET /records/{uid}/{attempt}", authorized(func(w http.ResponseWriter, _ *http.Request, key string) {
+		record, _ := rec.Get(key)
+		writeRecord(w, record)
+	}))
+	mux.HandleFunc("POST /records/{uid}/{attempt}/end", authorized(func(w http.ResponseWriter, r *http.Request, key string) {
+		until, err := strconv.ParseInt(r.URL.Query().Get("until"), 10, 64)
+		if err != nil || until <= 0 {
+			http.Error(w, "until: want the grant's expiry in Unix seconds", http.StatusBadRequest)
 			return
 		}
-		attempt, err := strconv.ParseInt(r.PathValue("attempt"), 10, 32)
-		if err != nil {
-			http.Error(w, "attempt: want a number", http.StatusBadRequest)
-			return
-		}
-		record, _ := rec.Get(AttemptKey(r.PathValue("uid"), int32(attempt)))
-		w.Header().Set("Content-Type", recordsContentType)
-		_ = json.NewEncoder(w).Encode(record)
-	})
+		writeRecord(w, rec.End(key, until))
+	}))
 	return mux
+}
+
+func writeRecord(w http.ResponseWriter, record Record) {
+	w.Header().Set("Content-Type", recordsContentType)
+	_ = json.NewEncoder(w).Encode(record)
 }
 
 // RecordsURL is where the operator reads an attempt's record, below the proxy's base URL.
@@ -333,43 +376,56 @@ func RecordsURL(base, uid string, attempt int32) string {
 	return strings.TrimSuffix(base, "/") + recordsPath + uid + "/" + strconv.Itoa(int(attempt))
 }
 
-// tunnels counts each attempt's open CONNECT tunnels.
+// EndURL is where the operator ends an attempt's grant (expiring at until) and collects its
+// final record, below the proxy's base URL.
+func EndURL(base, uid string, attempt int32, until time.Time) string {
+	return RecordsURL(base, uid, attempt) + "/end?until=" + strconv.FormatInt(until.Unix(), 10)
+}
+
+// tunnels holds each attempt's open CONNECT tunnels: at most max at once, and all of them
+// closed when the attempt's grant ends.
 type tunnels struct {
 	mu   sync.Mutex
-	open map[string]int
+	open map[string]map[*tunnelConn]struct{}
 	max  int
 }
 
-// acquire takes a slot for key; release gives it back (once, however often it is called).
-func (t *tunnels) acquire(key string) (release func(), ok bool) {
+// add takes a slot for tn's attempt, or reports there is none; tn.Close gives it back.
+func (t *tunnels) add(tn *tunnelConn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.open[key] >= t.max {
-		return nil, false
+	key := tn.g.Key()
+	if len(t.open[key]) >= t.max {
+		return false
 	}
-	t.open[key]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			t.mu.Lock()
-			defer t.mu.Unlock()
-			if t.open[key]--; t.open[key] <= 0 {
-				delete(t.open, key)
-			}
-		})
-	}, true
+	if t.open[key] == nil {
+		t.open[key] = map[*tunnelConn]struct{}{}
+	}
+	t.open[key][tn] = struct{}{}
+	tn.release = func() { t.remove(key, tn) }
+	return true
 }
 
-// releasingConn gives its tunnel slot back when closed; it stays a *net.TCPConn underneath
-// so goproxy can half-close it.
-type releasingConn struct {
-	*net.TCPConn
-	release func()
+func (t *tunnels) remove(key string, tn *tunnelConn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.open[key], tn)
+	if len(t.open[key]) == 0 {
+		delete(t.open, key)
+	}
 }
 
-func (c *releasingConn) Close() error {
-	c.release()
-	return c.TCPConn.Close()
+// closeAll closes every tunnel of an attempt (its grant has ended).
+func (t *tunnels) closeAll(key string) {
+	t.mu.Lock()
+	var all []*tunnelConn
+	for tn := range t.open[key] {
+		all = append(all, tn)
+	}
+	t.mu.Unlock()
+	for _, tn := range all {
+		_ = tn.Close()
+	}
 }
 
 // badAuthLogEvery is how often at most a refused credential is logged: no valid grant means

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -81,10 +82,16 @@ func (f *proxyFixture) grant(uid string, rules ...Rule) Grant {
 	return Grant{Namespace: "ns", Call: "c-" + uid, UID: uid, Attempt: 1, Allow: rules, Expires: f.now.Unix() + 60}
 }
 
-// client is a body's HTTP client: HTTPS_PROXY with the signed grant as the password. The
-// listener's certificate names example.com, so the TLS name is pinned to it; the URL's
-// host is what the proxy sees.
+// client is a body's HTTP client: HTTPS_PROXY with the signed grant as the password. It
+// sends the URL's host as the TLS name (the proxy checks it); the listener's certificate
+// names example.com, so the chain is verified for that name.
 func (f *proxyFixture) client(t *testing.T, g Grant) *http.Client {
+	t.Helper()
+	return f.namedClient(t, g, "")
+}
+
+// namedClient is client sending serverName as the TLS name (empty: the URL's host).
+func (f *proxyFixture) namedClient(t *testing.T, g Grant, serverName string) *http.Client {
 	t.Helper()
 	cred, err := Sign(testKey, g)
 	if err != nil {
@@ -92,11 +99,19 @@ func (f *proxyFixture) client(t *testing.T, g Grant) *http.Client {
 	}
 	pu, _ := url.Parse(f.proxy.URL)
 	pu.User = url.UserPassword(ProxyUser, cred)
-	tr := &http.Transport{Proxy: http.ProxyURL(pu)}
-	tr.TLSClientConfig = f.target.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-	tr.TLSClientConfig.RootCAs, tr.TLSClientConfig.ServerName = f.certPool, "example.com"
+	tr := &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: f.tlsConfig(serverName)}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+// tlsConfig trusts the listener's certificate (for example.com) whatever the TLS name sent:
+// serverName, or the URL's host when empty.
+func (f *proxyFixture) tlsConfig(serverName string) *tls.Config {
+	return &tls.Config{ServerName: serverName, InsecureSkipVerify: true, //nolint:gosec // verified in VerifyConnection, for example.com
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{DNSName: "example.com", Roots: f.certPool})
+			return err
+		}}
 }
 
 func (f *proxyFixture) get(c *http.Client, host string) (string, error) {

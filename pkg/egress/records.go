@@ -8,21 +8,25 @@ import (
 
 // Refusal reasons, the only words a record's reason holds.
 const (
-	RefusedNotAllowed     = "NotAllowed"       // no rule of the grant matches host and port
-	RefusedIPLiteral      = "IPLiteral"        // the destination was an address, not a name
-	RefusedInvalidHost    = "InvalidHost"      // not a DNS name
-	RefusedDeniedRange    = "DeniedRange"      // the name resolves into a denied range
-	RefusedUnresolved     = "Unresolved"       // the name does not resolve
-	RefusedBadRequest     = "BadRequest"       // no host, or no port the proxy understands
-	RefusedTooManyTunnels = "TooManyTunnels"   // the attempt holds Config.MaxTunnels tunnels open
-	RefusedRateLimited    = "RateLimited"      // the attempt's token bucket is empty (Config.RatePerSecond, Burst)
-	RefusedDialFailed     = "DialFailed"       // allowed, but the connection failed
-	InvalidHost           = "(invalid)"        // recorded in place of a host that is not a name
-	MaxDestinations       = 32                 // destinations kept per attempt; more are Omitted
-	maxAttempts           = 10000              // attempts kept in memory
-	keepAfterExpiry       = 10 * time.Minute   // records outlive their grant by this much
-	recordsPath           = "/records/"        // GET /records/<uid>/<attempt>
-	recordsContentType    = "application/json" // of the records endpoint's answer
+	RefusedNotAllowed     = "NotAllowed"          // no rule of the grant matches host and port
+	RefusedIPLiteral      = "IPLiteral"           // the destination was an address, not a name
+	RefusedInvalidHost    = "InvalidHost"         // not a DNS name
+	RefusedDeniedRange    = "DeniedRange"         // the name resolves into a denied range
+	RefusedUnresolved     = "Unresolved"          // the name does not resolve
+	RefusedBadRequest     = "BadRequest"          // no host, no port the proxy understands, or a tunnel's TLS or HTTP it cannot read
+	RefusedTooManyTunnels = "TooManyTunnels"      // the attempt holds Config.MaxTunnels tunnels open
+	RefusedRateLimited    = "RateLimited"         // the attempt's token bucket is empty (Config.RatePerSecond, Burst)
+	RefusedDialFailed     = "DialFailed"          // allowed, but the connection failed
+	RefusedSNIMismatch    = "SNIMismatch"         // a tunnel's TLS ClientHello names no host, another host, or hides it (ECH)
+	RefusedHostMismatch   = "HostMismatch"        // a request in a plain-HTTP tunnel names another host
+	RefusedFirstTimeout   = "FirstMessageTimeout" // a tunnel's first message was not complete in Config.FirstMessageTimeout
+	RefusedGrantEnded     = "GrantEnded"          // the grant's attempt has ended (the operator collected its record)
+	InvalidHost           = "(invalid)"           // recorded in place of a host that is not a name
+	MaxDestinations       = 32                    // destinations kept per attempt; more are Omitted
+	maxAttempts           = 10000                 // attempts kept in memory
+	keepAfterExpiry       = 10 * time.Minute      // records outlive their grant by this much
+	recordsPath           = "/records/"           // GET /records/<uid>/<attempt>
+	recordsContentType    = "application/json"    // of the records endpoint's answer
 )
 
 // Destination counts what one attempt asked for at one host and port.
@@ -52,6 +56,8 @@ type Recorder struct {
 	now     func() time.Time
 	started time.Time
 	entries map[string]*entry
+	ended   endedGrants
+	onEnd   []func(key string)
 }
 
 type entry struct {
@@ -62,7 +68,7 @@ type entry struct {
 
 // NewRecorder returns an empty recorder on the given clock.
 func NewRecorder(now func() time.Time) *Recorder {
-	return &Recorder{now: now, started: now(), entries: map[string]*entry{}}
+	return &Recorder{now: now, started: now(), entries: map[string]*entry{}, ended: endedGrants{until: map[string]int64{}}}
 }
 
 // Note records one request of grant g to host:port: allowed, or refused for reason.

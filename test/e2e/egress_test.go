@@ -31,16 +31,23 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/egress"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -103,16 +110,19 @@ type fetchResult struct {
 	Error  string `json:"error"`
 }
 
-// fetchThrough runs the fetch tool over urls and returns the call and each URL's result.
-func fetchThrough(ctx context.Context, tool string, args map[string]any) (*toolgatev1alpha1.ToolCall, []fetchResult) {
+// fetchTool is the fetch tool allowed to reach allowed.test through the proxy.
+const fetchTool = "e2e-fetch-allowed"
+
+// fetchThrough runs fetchTool over urls and returns the call and each URL's result.
+func fetchThrough(ctx context.Context, args map[string]any) (*toolgatev1alpha1.ToolCall, []fetchResult) {
 	GinkgoHelper()
-	got := waitTerminal(ctx, createCall(ctx, tool, "", args), 2*time.Minute)
+	got := waitTerminal(ctx, createCall(ctx, fetchTool, "", args), 2*time.Minute)
 	Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
 	var content struct {
 		Results []fetchResult `json:"results"`
 	}
 	Expect(json.Unmarshal(got.Status.Result.Content.Raw, &content)).To(Succeed())
-	AddReportEntry(tool+" results", content.Results)
+	AddReportEntry(fetchTool+" results", content.Results)
 	return got, content.Results
 }
 
@@ -133,13 +143,13 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
 		nodeIP = nodeAddress()
 		port, ca, served = tlsHostListener(nodeIP)
-		createTool(ctx, toolgatetest.MakeTool("e2e-fetch-allowed", demoNS).Image(toolImage).Command("/tools/fetch").
+		createTool(ctx, toolgatetest.MakeTool(fetchTool, demoNS).Image(toolImage).Command("/tools/fetch").
 			RunnerInImage("").EgressAllow("allowed.test", port).Timeout(60*time.Second).Obj())
 	})
 
 	It("reaches allowed.test, is refused other.test and an IP literal on the same listener, and the call records each", func(ctx SpecContext) {
 		base := func(host string) string { return "https://" + net.JoinHostPort(host, strconv.Itoa(int(port))) + "/" }
-		got, res := fetchThrough(ctx, "e2e-fetch-allowed", map[string]any{"ca": ca,
+		got, res := fetchThrough(ctx, map[string]any{"ca": ca,
 			"urls": []string{base("allowed.test"), base("other.test"), base(nodeIP)}})
 		Expect(res).To(HaveLen(3))
 		Expect(res[0]).To(And(HaveField("OK", true), HaveField("Body", "egress e2e")), "allowed.test through the proxy")
@@ -168,7 +178,7 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 		// to the allow list (403 NotAllowed); at 20 a second the rest could refill only if
 		// the body took over 10 s.
 		const n = 300
-		got := waitTerminal(ctx, createCall(ctx, "e2e-fetch-allowed", "", map[string]any{"url": "http://other.test/", "repeat": n}), 2*time.Minute)
+		got := waitTerminal(ctx, createCall(ctx, fetchTool, "", map[string]any{"url": "http://other.test/", "repeat": n}), 2*time.Minute)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
 		var content struct {
 			Tally map[string]int `json:"tally"`
@@ -187,10 +197,59 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 			HaveField("Allowed", int32(0)), HaveField("Refused", int32(n)))))
 	}, SpecTimeout(4*time.Minute))
 
+	It("closes a tunnel to allowed.test whose ClientHello names other.test, and the call records SNIMismatch", func(ctx SpecContext) {
+		// Both names are on one listener with one certificate, as on a shared front end: only
+		// the proxy's check of the TLS name keeps the tunnel to allowed.test.
+		got, res := fetchThrough(ctx, map[string]any{"ca": ca, "serverName": "other.test", "host": "other.test",
+			"urls": []string{"https://" + net.JoinHostPort("allowed.test", strconv.Itoa(int(port))) + "/"}})
+		Expect(res).To(HaveLen(1))
+		Expect(res[0].OK).To(BeFalse(), "the proxy closed the tunnel before the handshake")
+		Expect(served("other.test")).To(BeZero())
+		Expect(served("allowed.test")).To(BeZero())
+
+		By("status.attempts[0].egress: the tunnel was let through, then refused for its TLS name")
+		log := got.Status.Attempts[0].Egress
+		Expect(log).NotTo(BeNil())
+		Expect(log.Destinations).To(ConsistOf(toolgatev1alpha1.EgressDestination{Host: "allowed.test", Port: port,
+			Allowed: 1, Refused: 1, Reason: egress.RefusedSNIMismatch}))
+	}, SpecTimeout(4*time.Minute))
+
+	It("refuses a grant replayed after its call ended (407; GrantEnded in the proxy's log)", func(ctx SpecContext) {
+		createTool(ctx, toolgatetest.MakeTool("e2e-sleep-egress", demoNS).Image(toolImage).Command("/tools/sleep").
+			RunnerInImage("").EgressAllow("allowed.test", port).Timeout(60*time.Second).Obj())
+		first := createCall(ctx, "e2e-sleep-egress", "", map[string]any{"seconds": 5})
+
+		By("the first call's grant, read from its Job while it runs")
+		var proxyURL string
+		Eventually(func(g Gomega) {
+			proxyURL = proxyURLOf(ctx, g, first)
+			g.Expect(proxyURL).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
+		ended := waitTerminal(ctx, first, 2*time.Minute)
+		Expect(ended).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", ended.Status.Result)
+		Expect(ended.Status.Attempts[0].Egress).NotTo(BeNil())
+		Expect(ended.Status.Attempts[0].Egress.Unavailable).To(BeEmpty(), "the operator collected the record, ending the grant")
+
+		By("a second call's body uses the ended grant instead of its own")
+		got, res := fetchThrough(ctx, map[string]any{"ca": ca, "proxy": proxyURL,
+			"urls": []string{"https://" + net.JoinHostPort("allowed.test", strconv.Itoa(int(port))) + "/"}})
+		Expect(res).To(HaveLen(1))
+		Expect(res[0].OK).To(BeFalse())
+		Expect(res[0].Error).To(ContainSubstring("Proxy Authentication Required"), "the ended grant: 407")
+		Expect(served("allowed.test")).To(BeZero())
+		Expect(got.Status.Attempts[0].Egress.Destinations).To(BeEmpty(), "nothing went out on the second call's own grant")
+
+		By("the proxy logged the refusal under the first call")
+		Eventually(func(g Gomega) {
+			g.Expect(egressProxyLog(ctx, g)).To(ContainElement(And(HaveKeyWithValue("reason", egress.RefusedGrantEnded),
+				HaveKeyWithValue("call", first.Name), HaveKeyWithValue("host", "allowed.test"))))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(5*time.Minute))
+
 	It("cannot connect directly, around the proxy (NetworkPolicy toolgate-tools-egress-proxy)", func(ctx SpecContext) {
 		// The first connection may start before the Pod's address is published (the
 		// enforcer's guard drops it, TCP retries after 1 s): 8 s cover the retransmissions.
-		got, res := fetchThrough(ctx, "e2e-fetch-allowed", map[string]any{"ca": ca, "direct": true, "timeoutSeconds": 8,
+		got, res := fetchThrough(ctx, map[string]any{"ca": ca, "direct": true, "timeoutSeconds": 8,
 			"urls": []string{"https://" + net.JoinHostPort(nodeIP, strconv.Itoa(int(port))) + "/"}})
 		Expect(res).To(HaveLen(1))
 		Expect(res[0].OK).To(BeFalse(), "a direct connection to this machine from a Pod held to the proxy")
@@ -199,3 +258,43 @@ var _ = Describe("egress: only to named hosts, through the egress proxy", Label(
 		Expect(got.Status.Attempts[0].Egress.Destinations).To(BeEmpty(), "the proxy saw nothing of a direct connection")
 	}, SpecTimeout(4*time.Minute))
 })
+
+// proxyURLOf is the proxy URL (with its grant) a call's Job hands to any of its containers,
+// as anyone who may read Jobs in the namespace can see it; "" before the Job exists.
+func proxyURLOf(ctx context.Context, g Gomega, call *toolgatev1alpha1.ToolCall) string {
+	var jobs batchv1.JobList
+	g.Expect(admin.List(ctx, &jobs, client.InNamespace(demoNS), client.MatchingLabels{podcontract.LabelCall: call.Name})).To(Succeed())
+	for _, j := range jobs.Items {
+		spec := j.Spec.Template.Spec
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			for _, e := range c.Env {
+				if e.Name == podcontract.EnvHTTPSProxy && e.Value != "" {
+					return e.Value
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// egressProxyLog is the egress proxy's log lines (JSON) that refused a destination.
+func egressProxyLog(ctx context.Context, g Gomega) []map[string]any {
+	cfg, err := clientcmd.BuildConfigFromFlags("", adminCfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	cs, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	pods, err := cs.CoreV1().Pods(systemNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=egress-proxy"})
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []map[string]any
+	for _, p := range pods.Items {
+		raw, err := cs.CoreV1().Pods(systemNS).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, line := range strings.Split(string(raw), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "refused a destination" {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out
+}

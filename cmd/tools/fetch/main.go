@@ -3,7 +3,10 @@
 // ProxyFromEnvironment), or with {"direct": true} straight to the destination, as a body
 // that ignores the proxy would. {"url" or "urls" (up to 8, one after the other), "direct",
 // "ca" (PEM to trust besides the system's), "timeoutSeconds" (default 5, per request),
-// "repeat" (2 to 500: GET url that many times, one after the other, as fast as answers come)}.
+// "repeat" (2 to 500: GET url that many times, one after the other, as fast as answers come),
+// and, to play a body that tries to get around the proxy's checks: "serverName" (the TLS
+// name to send instead of the URL's host), "host" (the Host header instead of the URL's),
+// "proxy" (a proxy URL instead of the Pod's, another call's grant say)}.
 // The result is always an object, {"results": [...]} for urls, {"tally": {"403": n, "429": m,
 // "error": k}} for a repeat: the status and the first bytes of the body, or the error; never
 // isError, so a test reads what happened.
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -36,6 +40,9 @@ type args struct {
 	CA             string   `json:"ca"`
 	TimeoutSeconds int      `json:"timeoutSeconds"`
 	Repeat         int      `json:"repeat"`
+	ServerName     string   `json:"serverName"`
+	Host           string   `json:"host"`
+	Proxy          string   `json:"proxy"`
 }
 
 type result struct {
@@ -63,22 +70,29 @@ func run(raw []byte) (any, error) {
 		if a.URL == "" || a.Repeat < 2 || a.Repeat > maxRepeat {
 			return nil, fmt.Errorf("repeat: give url and 2 to %d", maxRepeat)
 		}
-		return repeat(client, a.URL, a.Repeat), nil
+		return repeat(client, a.URL, a.Host, a.Repeat), nil
 	}
 	if a.URL != "" {
-		return get(client, a.URL), nil
+		return get(client, a.URL, a.Host), nil
 	}
 	out := struct {
 		Results []result `json:"results"`
 	}{}
 	for _, u := range a.URLs {
-		out.Results = append(out.Results, get(client, u))
+		out.Results = append(out.Results, get(client, u, a.Host))
 	}
 	return out, nil
 }
 
 func newClient(a args) (*http.Client, error) {
-	tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+	tr := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{ServerName: a.ServerName, MinVersion: tls.VersionTLS12}}
+	if a.Proxy != "" {
+		u, err := url.Parse(a.Proxy)
+		if err != nil {
+			return nil, errors.New("proxy: not a URL")
+		}
+		tr.Proxy = http.ProxyURL(u)
+	}
 	if a.Direct {
 		tr.Proxy = nil
 	}
@@ -90,7 +104,7 @@ func newClient(a args) (*http.Client, error) {
 		if !pool.AppendCertsFromPEM([]byte(a.CA)) {
 			return nil, errors.New("ca: no PEM certificate")
 		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		tr.TLSClientConfig.RootCAs = pool
 	}
 	timeout := time.Duration(a.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
@@ -100,10 +114,14 @@ func newClient(a args) (*http.Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }
 
-func get(c *http.Client, url string) result {
+// get GETs url, with host as the Host header when set.
+func get(c *http.Client, url, host string) result {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
 	if err != nil {
 		return result{Error: err.Error()}
+	}
+	if host != "" {
+		req.Host = host
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -120,10 +138,10 @@ func get(c *http.Client, url string) result {
 
 // repeat GETs url n times and counts the answers by status code ("error" when there was
 // none).
-func repeat(c *http.Client, url string, n int) any {
+func repeat(c *http.Client, url, host string, n int) any {
 	tally := map[string]int{}
 	for range n {
-		r := get(c, url)
+		r := get(c, url, host)
 		key := "error"
 		if r.Status != 0 {
 			key = strconv.Itoa(r.Status)

@@ -75,3 +75,40 @@ func TestFetchRepeatTallies(t *testing.T) {
 		}
 	}
 }
+
+// serverName and host replace the URL's host in the TLS name and the Host header: the test
+// listener's certificate names example.com, the URL an address.
+func TestFetchServerNameAndHost(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(r.Host)) }))
+	defer srv.Close()
+	ca := quote(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
+	got, err := run([]byte(`{"url":"` + srv.URL + `","direct":true,"ca":` + ca + `,"serverName":"example.com","host":"other.test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.(result); !r.OK || r.Body != "other.test" {
+		t.Errorf("serverName example.com, host other.test: %+v", r)
+	}
+	got, _ = run([]byte(`{"url":"` + srv.URL + `","direct":true,"ca":` + ca + `,"serverName":"other.test"}`))
+	if r := got.(result); r.OK || !strings.Contains(r.Error, "certificate") {
+		t.Errorf("serverName other.test: %+v, want a certificate error (the name was sent)", r)
+	}
+}
+
+// proxy replaces the Pod's proxy.
+func TestFetchProxy(t *testing.T) {
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("proxied " + r.URL.String()))
+	}))
+	defer proxy.Close()
+	got, err := run([]byte(`{"url":"http://allowed.test/x","proxy":"` + proxy.URL + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.(result); r.Body != "proxied http://allowed.test/x" {
+		t.Errorf("through the given proxy: %+v", r)
+	}
+	if _, err := run([]byte(`{"url":"http://x/","proxy":"::"}`)); err == nil {
+		t.Error("a proxy that is no URL: no error")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -26,7 +28,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 	var (
 		opts      controllers.EgressProxyOptions
 		mu        sync.Mutex
-		asked     []string // records paths the operator read, with a valid token
+		asked     []string // "METHOD path?query" of each records request with a valid token
 		badTokens int
 	)
 
@@ -41,7 +43,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
-			asked = append(asked, r.URL.Path)
+			asked = append(asked, r.Method+" "+r.URL.RequestURI())
 			_ = json.NewEncoder(w).Encode(egress.Record{Destinations: []egress.Destination{
 				{Host: "allowed.test", Port: 443, Allowed: 2},
 				{Host: "other.test", Port: 443, Refused: 1, Reason: egress.RefusedNotAllowed},
@@ -83,18 +85,14 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		for _, name := range []string{podcontract.EnvHTTPProxy, podcontract.EnvHTTPSProxyLower, podcontract.EnvHTTPProxyLower} {
 			Expect(env).To(HaveKeyWithValue(name, proxyURL))
 		}
-		u, err := url.Parse(proxyURL)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(u.Host).To(Equal("10.0.0.12:3128"))
-		pass, _ := u.User.Password()
-		grant, err := egress.Verify(opts.Key, pass, fakeClock.Now())
-		Expect(err).NotTo(HaveOccurred())
+		Expect(mustParseURL(proxyURL).Host).To(Equal("10.0.0.12:3128"))
+		grant := grantOf(job, opts.Key)
 		Expect(grant.UID).To(Equal(string(call.UID)))
 		Expect(grant.Attempt).To(BeEquivalentTo(1))
 		Expect(grant.Allow).To(Equal([]egress.Rule{{Host: "allowed.test", Port: 443}, {Host: "*.corp.test", Port: 8443}}))
 		Expect(job.Spec.Template.Spec.HostAliases).To(BeEmpty(), "an address needs no hostAlias")
 
-		By("status.attempts[0].egress is what the proxy recorded, read with the records token")
+		By("status.attempts[0].egress is what the proxy recorded, read with the records token as the grant was ended")
 		Expect(call.Status.Attempts[0].Egress).NotTo(BeNil())
 		Expect(call.Status.Attempts[0].Egress.Destinations).To(Equal([]v1alpha1.EgressDestination{
 			{Host: "allowed.test", Port: 443, Allowed: 2},
@@ -102,8 +100,32 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		}))
 		mu.Lock()
 		defer mu.Unlock()
-		Expect(asked).To(ContainElement("/records/" + string(call.UID) + "/1"))
+		Expect(asked).To(Equal([]string{endRequest(call, grant)}), "one request: end the grant until its expiry, answer the record")
 		Expect(badTokens).To(BeZero())
+	})
+
+	It("ends the grant of an attempt cancelled while it runs", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("long", Outcome{Hold: true})
+		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").EgressAllow("allowed.test", 443).Obj(),
+			MakeToolCall("c", ns).Tool("long").Requester(AdminUser).Args(map[string]any{}).Obj())
+		job := &batchv1.Job{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+			g.Expect(job.Status.Active).To(BeNumerically("==", 1), "the Pod runs")
+		}).WithContext(ctx).Should(Succeed())
+		grant := grantOf(job, opts.Key)
+		mu.Lock()
+		Expect(asked).To(BeEmpty(), "nothing ends a running attempt's grant")
+		mu.Unlock()
+
+		Expect(cancelAs(ctx, k8sClient, ns, "c")).To(Succeed())
+		call := waitTerminal(ctx, ns, "c")
+		expectCancelled(call, pipeline.CancelledWhileRunning)
+		Expect(call.Status.Attempts[0].Egress).NotTo(BeNil())
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(asked).To(Equal([]string{endRequest(call, grant)}))
 	})
 
 	It("leaves a network Egress tool without an allow list as it was: no proxy, the egress-only policy", func(ctx SpecContext) {
@@ -119,6 +141,34 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		Expect(call.Status.Attempts[0].Egress).To(BeNil())
 	})
 })
+
+// grantOf is the grant in a tool Job's proxy URL, verified with key.
+func grantOf(job *batchv1.Job, key []byte) egress.Grant {
+	GinkgoHelper()
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == podcontract.EnvHTTPSProxy {
+			pass, _ := mustParseURL(e.Value).User.Password()
+			g, err := egress.Verify(key, pass, fakeClock.Now())
+			Expect(err).NotTo(HaveOccurred())
+			return g
+		}
+	}
+	Fail("no " + podcontract.EnvHTTPSProxy + " in the Job")
+	return egress.Grant{}
+}
+
+func mustParseURL(s string) *url.URL {
+	GinkgoHelper()
+	u, err := url.Parse(s)
+	Expect(err).NotTo(HaveOccurred())
+	return u
+}
+
+// endRequest is the records request that ends the call's first attempt's grant until the
+// expiry it was signed with.
+func endRequest(call *v1alpha1.ToolCall, grant egress.Grant) string {
+	return "POST /records/" + string(call.UID) + "/1/end?until=" + strconv.FormatInt(grant.Expires, 10)
+}
 
 var _ = Describe("Egress proxy: none configured", Label("egress", "networkpolicy"), func() {
 	It("refuses a call of a tool with sandbox.egress instead of running it with open egress", func(ctx SpecContext) {
