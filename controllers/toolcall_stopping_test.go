@@ -242,3 +242,33 @@ func TestAnEndWithoutTheRunnersWordWaitsForThePod(t *testing.T) {
 }
 
 func clockAt(t time.Time) *clocktesting.FakeClock { return clocktesting.NewFakeClock(t) }
+
+// A cancelled call that runs in a claimed warm Pod waits the same way: the Pod is deleted,
+// and the call ends only once its container has stopped.
+func TestCancelOfAWarmAttemptWaitsForItsPod(t *testing.T) {
+	r, c, call, pod := stoppingWorld(t, interceptor.Funcs{}, func(p *corev1.Pod) {
+		p.OwnerReferences = nil
+		p.Annotations[podcontract.AnnotationClaimedBy] = "uid-c"
+	})
+	call.Status.Job = nil
+	call.Status.Attempts[0].JobName, call.Status.Attempts[0].Path, call.Status.Attempts[0].PodName = "", v1alpha1.PathWarm, pod.Name
+	if err := c.Status().Update(context.Background(), call); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, got := reconcileCall(t, r, c); got.Status.Phase != v1alpha1.PhaseRunning {
+		t.Fatalf("phase %s while the warm body runs, want Running", got.Status.Phase)
+	}
+	live := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), live); err != nil || live.DeletionTimestamp.IsZero() {
+		t.Fatalf("the warm Pod is deleted: %v", err)
+	}
+	live.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}
+	if err := c.Status().Update(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	_, got := reconcileCall(t, r, c)
+	if got.Status.Result == nil || got.Status.Result.Meta[pipeline.MetaCancelled] != pipeline.CancelledWhileRunning {
+		t.Fatalf("once the Pod stopped: phase %s result %+v", got.Status.Phase, got.Status.Result)
+	}
+}
