@@ -28,7 +28,7 @@ type scribbleSession struct {
 	found     map[string]string // call → notes.txt as its body found it
 }
 
-func newScribbleSession(ctx SpecContext) *scribbleSession {
+func newScribbleSession(ctx SpecContext, retention time.Duration) *scribbleSession {
 	s := &scribbleSession{ns: newNamespace(ctx), found: map[string]string{}}
 	s.claim = controllers.WorkspaceClaimName("coding", AdminUser, "s")
 	held := Outcome{Hold: true, IgnoreSIGTERM: true}
@@ -42,7 +42,7 @@ func newScribbleSession(ctx SpecContext) *scribbleSession {
 		}
 		return held
 	})
-	create(ctx, MakeToolScope("coding", s.ns).Workspace("1Gi", time.Hour).Obj(),
+	create(ctx, MakeToolScope("coding", s.ns).Workspace("1Gi", retention).Obj(),
 		MakeTool("scribble", s.ns).Image("example/scribble:1").Command("/scribble").Workspace(v1alpha1.WorkspaceReadWrite).Obj())
 	return s
 }
@@ -94,9 +94,9 @@ func (s *scribbleSession) expectHeld(ctx SpecContext, firstPod string) {
 	}).WithContext(ctx).WithTimeout(ConsistentDuration).Should(Succeed())
 }
 
-// endGrace plays the end of first's grace period (SIGKILL) after its body's last write, and
-// checks that second starts only now, finding that last write.
-func (s *scribbleSession) endGrace(ctx SpecContext, firstPod string) {
+// endGrace plays the end of first's grace period (SIGKILL) after its body's last write to
+// notes.txt, which it returns.
+func (s *scribbleSession) endGrace(ctx SpecContext, firstPod string) string {
 	GinkgoHelper()
 	ws := kubelet.Workspace(s.ns, s.claim)
 	Expect(ws).NotTo(BeNil())
@@ -104,6 +104,12 @@ func (s *scribbleSession) endGrace(ctx SpecContext, firstPod string) {
 	last := string(notes) + " first's last line"
 	Expect(ws.WriteFile("notes.txt", []byte(last))).To(Succeed(), "first's body writes on after SIGTERM")
 	Expect(kubelet.EndGrace(ctx, s.ns, firstPod)).To(Succeed())
+	return last
+}
+
+// expectSecondFinds checks that second starts, now, and finds notes.txt as first's body left it.
+func (s *scribbleSession) expectSecondFinds(ctx SpecContext, last string) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		found, started := s.foundBy("second")
 		g.Expect(started).To(BeTrue(), "second starts once first's Pod is gone")
@@ -130,7 +136,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 	})
 
 	It("holds the session while a cancelled call's Pod runs on, and records Cancelled once it is gone", func(ctx SpecContext) {
-		s := newScribbleSession(ctx)
+		s := newScribbleSession(ctx, time.Hour)
 		s.call(ctx, "first")
 		firstPod := s.podOf(ctx, "first")
 		s.call(ctx, "second")
@@ -151,7 +157,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		}).WithContext(ctx).Should(Succeed())
 		s.expectHeld(ctx, firstPod)
 
-		s.endGrace(ctx, firstPod)
+		s.expectSecondFinds(ctx, s.endGrace(ctx, firstPod))
 		first := waitTerminal(ctx, s.ns, "first")
 		expectCancelled(first, pipeline.CancelledWhileRunning)
 		Expect(first.Status.Result.Error).To(Equal("the call was cancelled while it ran; its execution was stopped"))
@@ -160,7 +166,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 	})
 
 	It("holds the session while a deleted call's Pod runs on, and lets the call go once it is gone", func(ctx SpecContext) {
-		s := newScribbleSession(ctx)
+		s := newScribbleSession(ctx, time.Hour)
 		s.call(ctx, "first")
 		firstPod := s.podOf(ctx, "first")
 		s.call(ctx, "second")
@@ -181,7 +187,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		s.expectHeld(ctx, firstPod)
 		Expect(audit.records(string(live.UID))).To(BeEmpty(), "no end is recorded while the body runs")
 
-		s.endGrace(ctx, firstPod)
+		s.expectSecondFinds(ctx, s.endGrace(ctx, firstPod))
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(live), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the operator lets the call go")
@@ -191,5 +197,25 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		Expect(records[0]).To(HaveKeyWithValue("resultError", "the call was deleted while it ran; its execution was stopped"))
 		finish(ctx, s.ns, controllers.JobName("second", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, s.ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
+	})
+
+	It("keeps the session's workspace claim past its retention while a cancelled call's body runs on", func(ctx SpecContext) {
+		s := newScribbleSession(ctx, 10*time.Second)
+		s.call(ctx, "first")
+		firstPod := s.podOf(ctx, "first")
+		Expect(cancelAs(ctx, k8sClient, s.ns, "first")).To(Succeed())
+		Eventually(func(g Gomega) {
+			pod := &corev1.Pod{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: firstPod}, pod)).To(Succeed())
+			g.Expect(pod.DeletionTimestamp).NotTo(BeNil(), "the body got SIGTERM")
+		}).WithContext(ctx).Should(Succeed())
+
+		fakeClock.Step(15 * time.Second) // past the claim's retention, within the Pod's grace and --deadline-grace
+		pokeClaim(ctx, s.ns, s.claim)
+		Consistently(func() error { _, err := getClaim(ctx, s.ns, s.claim); return err }).WithContext(ctx).
+			WithTimeout(ConsistentDuration).Should(Succeed(), "the claim a body still writes to is kept")
+
+		s.endGrace(ctx, firstPod)
+		expectCancelled(waitTerminal(ctx, s.ns, "first"), pipeline.CancelledWhileRunning)
 	})
 })
