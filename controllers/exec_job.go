@@ -223,7 +223,8 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 }
 
 // stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
-// before the Job, so the body is stopped now. A Job that is absent (never created) or
+// before the Job, and the body gets SIGTERM now (it may run on for its grace period: the
+// caller waits for the Pod, toolcall_stopping.go). A Job that is absent (never created) or
 // already being deleted needs nothing. The cache may not hold a Job created a moment ago
 // (a call cancelled right after it started): absent there, it is read from the API server.
 // Its JobFinalizer is released by tidy once the call is terminal.

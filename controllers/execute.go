@@ -38,8 +38,10 @@ type executor interface {
 	start(ctx context.Context, call *v1alpha1.ToolCall) (step, error)
 	// observe reads the current attempt: a step with the outcome once it ended.
 	observe(ctx context.Context, call *v1alpha1.ToolCall) (step, error)
-	// stop ends the running attempt now (spec.cancel) and says what it stopped ("Job x
-	// deleted"); "" when nothing had started.
+	// stop asks the running attempt to end (spec.cancel, the call's deletion) and says what
+	// it stopped ("Job x deleted"); "" when nothing had started. It is called again on every
+	// pass until the attempt's Pods have stopped (toolcall_stopping.go), so it must be
+	// idempotent; a body may run on for its grace period after it returned.
 	stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error)
 	// release lets go of the attempt ended once its outcome is written (a Job whose Pod will
 	// not end by itself is deleted; a used warm Pod is deleted).
@@ -190,6 +192,9 @@ func (r *ToolCallReconciler) execute(ctx context.Context, call *v1alpha1.ToolCal
 func (r *ToolCallReconciler) observe(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	if current(call) == nil || call.Status.Tool == nil || call.Status.Tool.Spec == nil {
 		return r.finishInternal(ctx, call, "the call is running without an attempt or tool snapshot")
+	}
+	if st, ok := r.decided.get(call); ok {
+		return r.afterStep(ctx, call, st, nil) // its end waits for its Pods (toolcall_stopping.go)
 	}
 	st, err := r.executorFor(current(call)).observe(ctx, call)
 	return r.afterStep(ctx, call, st, err)

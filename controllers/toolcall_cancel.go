@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -18,13 +19,15 @@ func cancelRequested(call *v1alpha1.ToolCall) bool {
 }
 
 // cancel ends a call whose spec.cancel is set, whatever phase it is in (pending, parked for
-// approval, queued behind its session, running): a running attempt is stopped now by its
-// executor (a Job is deleted with foreground propagation, its Pod first; a claimed warm Pod
-// is deleted), then the call gets its terminal isError result, reason Cancelled, through the one
-// terminal path. Deleting before writing is safe: spec.cancel cannot be unset, so a pass
-// that crashed or lost a race between the two comes back here, never to observe (which
-// would read the deleting Job as JobDeleted). The Job's JobFinalizer is released by the
-// Job executor's tidy once the call is terminal.
+// approval, queued behind its session, running): a running attempt is stopped by its
+// executor (a Job is deleted with foreground propagation; a claimed warm Pod is deleted),
+// and once every Pod of the attempt has stopped (toolcall_stopping.go) — not before: a body
+// may run on for its grace period — the call gets its terminal isError result, reason
+// Cancelled, through the one terminal path. Until then it stays Running (Executed=Unknown,
+// Stopping), its session's barrier. Deleting before writing is safe: spec.cancel cannot be
+// unset, so a pass that crashed or lost a race between the two comes back here, never to
+// observe (which would read the deleting Job as JobDeleted). The Job's JobFinalizer is
+// released by the Job executor's tidy once the call is terminal.
 func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	return r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonCancelled, cause: "cancelled (spec.cancel)", result: pipeline.Cancelled})
 }
@@ -36,24 +39,38 @@ type earlyEnd struct {
 	result func(stage string, attempt int) pipeline.Result
 }
 
-// endEarly stops the running attempt, if any, through its executor and ends the call with
-// e's result through the one terminal path; the people asked to approve a parked call
-// learn that nobody needs to (a Denied event).
+// endEarly stops the running attempt, if any, through its executor and, once nothing of it
+// runs any more, ends the call with e's result through the one terminal path (the call
+// stays unfinished while it waits: check its phase); the people asked to approve a parked
+// call learn that nobody needs to (a Denied event).
 func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCall, e earlyEnd) (ctrl.Result, error) {
 	stage, msg := pipeline.CancelledBeforeRunning, e.cause+" before the body ran"
+	var overdue []*corev1.Pod
 	if a := current(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil {
 		stopped, err := r.executorFor(a).stop(ctx, call)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if stopped != "" {
-			stage = pipeline.CancelledWhileRunning
+			msg = fmt.Sprintf("%s while attempt %d ran; %s", e.cause, a.Attempt, stopped)
+			st, err := r.stopAttemptPods(ctx, call, a)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if st.waiting() {
+				return r.awaitStopped(ctx, call, st, msg)
+			}
+			stage, overdue = pipeline.CancelledWhileRunning, st.overdue
+			confirmed := "every Pod of the attempt has stopped"
+			if len(overdue) > 0 {
+				stage, confirmed = pipeline.CancelledWhileRunningUnconfirmed, st.unconfirmed(r.Options.DeadlineGrace)
+			}
+			msg += "; " + confirmed
 			if a.CompletionTime == nil {
 				a.CompletionTime = ptrTime(r.Clock.Now())
 				r.recordEgress(ctx, call, len(call.Status.Attempts)-1)
 			}
 			a.Reason = e.reason
-			msg = fmt.Sprintf("%s while attempt %d ran; %s", e.cause, a.Attempt, stopped)
 		}
 	}
 	parked := call.Status.Phase == v1alpha1.PhaseAwaitingApproval
@@ -62,6 +79,7 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.forceDelete(ctx, overdue)
 	if parked {
 		r.notifyDecided(ctx, call)
 	}

@@ -35,7 +35,9 @@ type CallOptions struct {
 	// reach the body in one environment variable, which Linux bounds at 128 KiB.
 	MaxArgumentBytes int
 	// DeadlineGrace is added to an attempt's timeout before the operator itself ends an
-	// attempt that no Job or Pod reported on: the last line of "every call ends".
+	// attempt that no Job or Pod reported on: the last line of "every call ends". It also
+	// bounds how long, after its grace period, a stopped attempt's Pod that has not confirmed
+	// it stopped holds its call (toolcall_stopping.go).
 	DeadlineGrace time.Duration
 	// JobRetention is how long a Job (and its Pod, for logs) is kept after its attempt's
 	// outcome was recorded; then the operator deletes it. Tool Jobs have no
@@ -88,6 +90,8 @@ type ToolCallReconciler struct {
 	audits  pendingAudits
 	// frozen carries the arguments admission froze to every later use (frozenargs.go).
 	frozen frozenArguments
+	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
+	decided decidedEnds
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
 	registries coalescer[*registry]
 	isolation  coalescer[isolationRead]
@@ -105,7 +109,7 @@ type ToolCallReconciler struct {
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcallapprovals/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=toolgate.dev,resources=tools;clustertools;toolscopes;toolpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete;patch;update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -117,6 +121,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			r.audits.forget(req.NamespacedName)
 			r.forgetNotified(req.NamespacedName)
 			r.frozen.forget(req.NamespacedName)
+			r.decided.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
 		}
@@ -188,6 +193,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))
 		r.frozen.forget(client.ObjectKeyFromObject(call))
+		r.decided.forget(client.ObjectKeyFromObject(call))
 		r.emitAudit(ctx, call, false)
 	}
 	return nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -27,8 +29,24 @@ var errNoLogReader = errors.New("no log reader configured for results carried in
 
 // finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
 // policy) or runs post-execute and freezes the result: one status write either way (two
-// when the PostExecute policies cannot be read at first, see policiesUnavailable).
+// when the PostExecute policies cannot be read at first, see policiesUnavailable). An
+// outcome the runner did not vouch for (a body killed, lost, its Job or Pod deleted under
+// it) is recorded only once the attempt's Pods have stopped (toolcall_stopping.go).
 func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (ctrl.Result, error) {
+	var overdue []*corev1.Pod
+	if o.Report == nil {
+		st, err := r.stopAttemptPods(ctx, call, current(call))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.waiting() {
+			r.decided.keep(ctx, call, o)
+			return r.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", currentAttempt(call)))
+		}
+		if overdue = st.overdue; len(overdue) > 0 {
+			o.Detail = strings.TrimPrefix(o.Detail+"; "+st.unconfirmed(r.Options.DeadlineGrace), "; ")
+		}
+	}
 	start := r.Clock.Now()
 	spec := call.Status.Tool.Spec
 	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(maxOutput(spec))})
@@ -52,6 +70,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.forceDelete(ctx, overdue)
 		exec.release(ctx, call, ended, o)
 		return r.execute(ctx, call)
 	}
@@ -78,6 +97,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	if err := r.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.forceDelete(ctx, overdue)
 	exec.release(ctx, call, ended, o)
 	return ctrl.Result{}, nil
 }

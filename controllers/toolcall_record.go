@@ -33,9 +33,10 @@ func (r *ToolCallReconciler) ensureRecordFinalizer(ctx context.Context, call *v1
 
 // finishDeleted completes the record of a call that is being deleted, then lets it go: a
 // call that had not ended is ended Deleted (its running attempt stopped through its
-// executor); a terminal call's audit record, if its write's was lost, is emitted. Then the
-// "toolcall released" record is logged and the finalizer removed. Without
-// FinalizerRecord (a call from before it existed) there is nothing to hold.
+// executor, and the end recorded once its Pods have stopped: until then the call stays,
+// unfinished, its session's barrier); a terminal call's audit record, if its write's was
+// lost, is emitted. Then the "toolcall released" record is logged and the finalizer
+// removed. Without FinalizerRecord (a call from before it existed) there is nothing to hold.
 func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(call, v1alpha1.FinalizerRecord) {
 		return ctrl.Result{RequeueAfter: retained}, nil
@@ -55,9 +56,12 @@ func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.T
 	if call.Status.Phase.IsTerminal() {
 		r.auditRecovered(ctx, call)
 	} else {
-		if _, err := r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonDeleted, cause: "deleted",
-			result: pipeline.Deleted}); err != nil {
+		res, err := r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonDeleted, cause: "deleted", result: pipeline.Deleted})
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if !call.Status.Phase.IsTerminal() {
+			return res, nil // its body is still stopping: the call holds its session until it has
 		}
 		ctrl.LoggerFrom(ctx).Info("recorded the end of a call deleted before it finished")
 	}

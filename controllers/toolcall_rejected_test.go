@@ -26,7 +26,6 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
-	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // refusingCluster is a fake API whose Job creates fail with refuse (nil: succeed), and a
@@ -69,7 +68,8 @@ func newRefusingCluster(t *testing.T, refuse func() error) *refusingCluster {
 	rc := &refusingCluster{clock: clock}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(call).
 		WithStatusSubresource(&v1alpha1.ToolCall{}).
-		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string { return []string{o.GetAnnotations()[podcontract.AnnotationCallName]} }).
+		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
+		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if _, ok := obj.(*batchv1.Job); ok {
 				rc.creates++

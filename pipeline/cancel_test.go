@@ -37,3 +37,30 @@ func TestCancelled(t *testing.T) {
 		t.Errorf("FreezeResult: %v", err)
 	}
 }
+
+// A cancelled or deleted call says its execution was stopped only when every Pod of its
+// attempt confirmed it; a Pod removed by force without confirming leaves that open.
+func TestEndedEarlyMessages(t *testing.T) {
+	for _, tc := range []struct {
+		res     Result
+		reason  Reason
+		stage   string
+		message string
+	}{
+		{Cancelled(CancelledBeforeRunning, 0), ReasonCancelled, CancelledBeforeRunning, "the call was cancelled before it ran"},
+		{Cancelled(CancelledWhileRunning, 1), ReasonCancelled, CancelledWhileRunning, "the call was cancelled while it ran; its execution was stopped"},
+		{Cancelled(CancelledWhileRunningUnconfirmed, 1), ReasonCancelled, CancelledWhileRunningUnconfirmed,
+			"the call was cancelled while it ran; its execution was asked to stop, but its sandbox never confirmed that it did and was removed by force"},
+		{Deleted(CancelledBeforeRunning, 0), ReasonDeleted, CancelledBeforeRunning, "the call was deleted before it ran"},
+		{Deleted(CancelledWhileRunning, 2), ReasonDeleted, CancelledWhileRunning, "the call was deleted while it ran; its execution was stopped"},
+		{Deleted(CancelledWhileRunningUnconfirmed, 2), ReasonDeleted, CancelledWhileRunningUnconfirmed,
+			"the call was deleted while it ran; its execution was asked to stop, but its sandbox never confirmed that it did and was removed by force"},
+	} {
+		if tc.res.Reason != tc.reason || tc.res.Error != tc.message || tc.res.Content != tc.message || tc.res.Meta[MetaCancelled] != tc.stage {
+			t.Errorf("%s %s: %+v", tc.reason, tc.stage, tc.res)
+		}
+		if _, ran := tc.res.Meta[MetaAttempt]; ran == (tc.stage == CancelledBeforeRunning) {
+			t.Errorf("%s %s: meta %v: an attempt is named exactly when the body ran", tc.reason, tc.stage, tc.res.Meta)
+		}
+	}
+}

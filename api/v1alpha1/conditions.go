@@ -141,6 +141,10 @@ const (
 	ReasonQueued = "Queued"
 	// ReasonRunning: (Executed=Unknown) the attempt's Job is created or about to be; the body runs.
 	ReasonRunning = "Running"
+	// ReasonStopping: (Executed=Unknown) the attempt was stopped (cancelled, deleted) or ended
+	// without the runner's word, and a Pod of it still runs: its end is recorded once every
+	// Pod of it is gone or has no container left running.
+	ReasonStopping = "Stopping"
 	// ReasonDeadlineExceeded: the body ran past the tool's timeout.
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	// ReasonOOMKilled: the body's container was killed for exceeding its memory limit.

@@ -41,7 +41,7 @@ func main() {
 	retention := bindRetention(flag.CommandLine, opts.JobRetention)
 	flag.IntVar(&opts.MaxArgumentBytes, "max-argument-bytes", opts.MaxArgumentBytes, "largest canonical arguments accepted (at most 120 KiB: they travel in one environment variable)")
 	flag.IntVar(&opts.Workers, "toolcall-workers", opts.Workers, "ToolCalls reconciled at once")
-	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on")
+	flag.DurationVar(&opts.DeadlineGrace, "deadline-grace", opts.DeadlineGrace, "added to a tool's timeout before the operator ends an attempt nobody reported on; also how long, after its grace period, a stopped attempt's Pod that never confirms it stopped holds its session before it is force-deleted")
 	flag.DurationVar(&opts.LogReadTimeout, "log-read-timeout", opts.LogReadTimeout, "longest pods/log read of a result carried in the Pod log (then ResultUnreadable)")
 	flag.StringVar(&cpuLimit, "default-cpu-limit", "1", "CPU limit of tool Pods whose Tool sets none")
 	flag.StringVar(&memLimit, "default-memory-limit", "256Mi", "memory limit of tool Pods whose Tool sets none")

@@ -67,6 +67,11 @@ type Outcome struct {
 	Bomb bool
 	// Hold leaves the Pod running until Kubelet.Finish is called.
 	Hold bool
+	// IgnoreSIGTERM plays a body that traps SIGTERM and runs on: once its Pod is deleted it
+	// stays, being deleted, its container running, until Kubelet.EndGrace plays the end of
+	// its grace period — or for ever, as a Pod on a node that stopped reporting does
+	// (kubelet_termination.go).
+	IgnoreSIGTERM bool
 	// After keeps the Pod running (its container started) that long before the outcome
 	// plays: a body that takes time, during which the operator may be away. It counts from
 	// the Job's status.startTime (whole seconds), so a Kubelet that restarts still plays it.
@@ -98,6 +103,8 @@ type Kubelet struct {
 	poolPaused bool
 	// ws are the session workspaces' claims and files (kubelet_workspace.go).
 	ws workspaces
+	// trapsSIGTERM are the Pods whose bodies ignore SIGTERM (kubelet_termination.go).
+	trapsSIGTERM map[types.UID]bool
 }
 
 // LogRead is one read of a simulated Pod's log, with the bounds the reader asked for.
@@ -165,6 +172,9 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	if err := k.setupWorkspaces(mgr); err != nil {
 		return err
 	}
+	if err := k.setupTermination(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue
@@ -210,6 +220,7 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	k.noteSIGTERM(pod, o)
 	now := metav1.Now()
 	job.Status.StartTime = &now
 	job.Status.Active = 1

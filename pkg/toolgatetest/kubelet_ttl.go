@@ -132,16 +132,15 @@ func (k *Kubelet) collectForeground(ctx context.Context, job *batchv1.Job) error
 		}
 		remaining++
 		// A running Pod's deletion is graceful: the API server keeps it until its kubelet
-		// has stopped the containers. This kubelet stops them at once (grace period 0).
-		if pod.DeletionTimestamp.IsZero() || pod.DeletionGracePeriodSeconds == nil || *pod.DeletionGracePeriodSeconds > 0 {
-			if err := k.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		// has stopped the containers, which this Kubelet plays (kubelet_termination.go).
+		if pod.DeletionTimestamp.IsZero() {
+			if err := k.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
 				return err
 			}
 		}
 	}
 	if remaining > 0 {
-		// Deleted Pods are gone at once in envtest unless a finalizer holds them; their
-		// events bring the Job back here (Owns) until none is left.
+		// Their events bring the Job back here (Owns) until none is left.
 		if err := k.reader().List(ctx, pods, client.InNamespace(job.Namespace)); err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 		term, err := k.refuseHandover(ctx, pod)
 		return controllers.WarmStream{HandedOver: at, StdoutTail: frame.ResultLine([]byte(term.Message))}, err
 	}
-	o := k.scriptForWarm(pod)
+	o := k.scriptForPod(pod)
 	if o.After > 0 {
 		select {
 		case <-time.After(o.After):
@@ -138,7 +138,8 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 	return stream, err
 }
 
-func (k *Kubelet) scriptForWarm(pod *corev1.Pod) Outcome {
+// scriptForPod is the script of a Pod's tool and attempt (a warm Pod's, or a Job's Pod's).
+func (k *Kubelet) scriptForPod(pod *corev1.Pod) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	tool := pod.Annotations[podcontract.AnnotationTool]
