@@ -26,6 +26,7 @@ var controllerReasons = map[string]string{
 	"Resolved":                "ToolCall: Resolved=True",
 	"Queued":                  "ToolCall: Executed=Unknown",
 	"Running":                 "ToolCall: Executed=Unknown",
+	"Stopping":                "ToolCall: Executed=Unknown (its Pods are being stopped)",
 	"Failed":                  "ToolCall: Completed=True (the phase)",
 	"Denied":                  "ToolCall: Completed=True (the phase)",
 	"Applied":                 "ToolCallApproval: Consumed=True",
