@@ -86,6 +86,8 @@ install() {
   # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
   local digest tracing=()
   digest="$(sha256sum "$IMAGES_DIR/manager.tar" | cut -c1-16)"
+  local proxy_digest
+  proxy_digest="$(sha256sum "$IMAGES_DIR/egress-proxy.tar" | cut -c1-16)"
   if [ "${TRACING:-}" = 1 ]; then
     "$here/jaeger/jaeger.sh" start
     tracing=(--set "tracing.endpoint=$(node_ip):4317" --set tracing.insecure=true)
@@ -103,7 +105,8 @@ install() {
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set "approvalNotifications.allowCIDRs={$(node_ip)/32}" \
     -f "$CHART/ci/egress-values.yaml" --set-string "egressProxy.testHosts=$(node_ip) allowed.test other.test" \
-    --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" >/dev/null
+    --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" \
+    --set-string "egressProxy.podAnnotations.toolgate\.dev/image-tar-sha256=$proxy_digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \
     kc -n "$SYSTEM_NS" rollout status "deployment/$RELEASE" --timeout=5s
   wait_for - "operator leader elected" 60 leader_pod

@@ -59,8 +59,12 @@ const (
 	// deleted before it finished has its body stopped and a terminal result and audit record
 	// written first. Only the operator adds or removes it.
 	FinalizerRecord = "toolgate.dev/record"
-	// ToolContainerName is the container that runs the runner and, under it, the tool body.
+	// ToolContainerName is the body's container: the tool's image, the runner's key-less side
+	// and, under it, the tool.
 	ToolContainerName = podcontract.ToolContainerName
+	// SignerContainerName is the container that signs the result; its log has the body's
+	// stderr (redacted), its termination message the frame.
+	SignerContainerName = podcontract.SignerContainerName
 )
 
 // labelValueMax is the longest label value (validation.LabelValueMaxLength).

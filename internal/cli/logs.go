@@ -80,7 +80,8 @@ func (o *logsOptions) run(ctx context.Context, name string) error {
 }
 
 func (o *logsOptions) copyLog(ctx context.Context, kube kubernetes.Interface, ns string, pod *corev1.Pod) error {
-	opts := &corev1.PodLogOptions{Container: v1alpha1.ToolContainerName, Follow: o.follow}
+	// The signer's log: the body's stderr, redacted (the body's own container logs nothing).
+	opts := &corev1.PodLogOptions{Container: v1alpha1.SignerContainerName, Follow: o.follow}
 	stream, err := kube.CoreV1().Pods(ns).GetLogs(pod.Name, opts).Stream(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the log of Pod %s: %w", pod.Name, explain(err, apiOp{verb: "get", resource: "pods/log", namespace: ns}))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
@@ -62,11 +63,14 @@ var _ = Describe("credentials: who may change what runs with a Secret", Label("c
 		bindRole(ctx, editor+"-tools", editor, rbacv1.PolicyRule{APIGroups: []string{toolgatev1alpha1.GroupVersion.Group},
 			Resources: []string{"tools"}, Verbs: []string{"get", "list", "watch", "update", "patch"}})
 		as := impersonating(editor)
+		// The operator writes the Tool's status meanwhile: a conflict is read again and retried.
 		update := func(edit func(*toolgatev1alpha1.Tool)) error {
-			t := &toolgatev1alpha1.Tool{}
-			Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, t)).To(Succeed())
-			edit(t)
-			return as.Update(ctx, t)
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				t := &toolgatev1alpha1.Tool{}
+				Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, t)).To(Succeed())
+				edit(t)
+				return as.Update(ctx, t)
+			})
 		}
 		refusal := editor + " may not get Secret " + secretName + " in namespace " + demoNS +
 			": changing what runs with a credential or who may call it"

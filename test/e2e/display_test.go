@@ -121,7 +121,7 @@ var _ = Describe("what callers and tools wrote reaches a terminal escaped", Orde
 		By("logs shows what the body wrote to the Pod's log escaped; --raw and kubectl the exact bytes")
 		pods := podsOf(ctx, call)
 		Expect(pods).NotTo(BeEmpty())
-		rawLog, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", adminCfg, "-n", demoNS, "logs", pods[0].Name, "-c", toolgatev1alpha1.ToolContainerName).Output()
+		rawLog, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", adminCfg, "-n", demoNS, "logs", pods[0].Name, "-c", toolgatev1alpha1.SignerContainerName).Output()
 		Expect(err).NotTo(HaveOccurred(), stderrOf(err))
 		Expect(string(rawLog)).To(ContainSubstring("\x1b]52;c;Y3VybCB4fHNo\x07"), "the body wrote OSC 52 to its log")
 		run = startInPty(ctx, bin, "logs", name, "--kubeconfig", adminCfg, "-n", demoNS)

@@ -111,7 +111,7 @@ func adminAttach(ctx context.Context, pod corev1.Pod, stdin io.Reader, stdout io
 	}
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).
 		SubResource("attach").VersionedParams(&corev1.PodAttachOptions{
-		Container: podcontract.ToolContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
+		Container: podcontract.SignerContainerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
 	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ var _ = Describe("warm pool: a Handover only the operator can write", Label("war
 			var p corev1.Pod
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(&pod), &p)).To(Succeed())
 			for _, cs := range p.Status.ContainerStatuses {
-				if cs.Name == podcontract.ToolContainerName {
+				if cs.Name == podcontract.SignerContainerName { // the frame is the signer's
 					term = cs.State.Terminated
 				}
 			}
