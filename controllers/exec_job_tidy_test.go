@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -39,6 +40,8 @@ func TestJobExecutorTidy(t *testing.T) {
 		job   string // the Job looked at: c-1 or c-2
 		now   time.Duration
 		other bool // the Job is not controlled by the call
+		// reason attempt 1 ended with ("": Succeeded)
+		reason pipeline.Reason
 		// want
 		deleted bool
 		wait    time.Duration
@@ -53,13 +56,20 @@ func TestJobExecutorTidy(t *testing.T) {
 			now: time.Hour},
 		{name: "a Job the call does not control: kept", phase: v1alpha1.PhaseFailed, job: "c-1",
 			now: time.Hour, other: true},
+		// Its Pod's status may show what a body wrote in its own termination message.
+		{name: "an attempt without a believed result (ResultUnreadable): deleted at once", phase: v1alpha1.PhaseFailed, job: "c-1",
+			reason: pipeline.ReasonResultUnreadable, deleted: true},
+		{name: "an attempt without a believed result (ExecutionLost): deleted at once", phase: v1alpha1.PhaseFailed, job: "c-1",
+			reason: pipeline.ReasonExecutionLost, deleted: true},
+		{name: "an honest failure (NonZeroExit), within retention: kept", phase: v1alpha1.PhaseFailed, job: "c-1",
+			reason: pipeline.ReasonNonZeroExit, now: time.Minute, wait: 9 * time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			call := &v1alpha1.ToolCall{
 				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
 				Status: v1alpha1.ToolCallStatus{Phase: tc.phase,
-					Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended)}}},
+					Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended), Reason: string(tc.reason)}}},
 			}
 			if tc.phase == v1alpha1.PhaseRunning {
 				call.Status.Attempts = append(call.Status.Attempts, v1alpha1.Attempt{Attempt: 2, JobName: "c-2"})

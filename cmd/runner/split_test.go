@@ -50,7 +50,7 @@ func socketPath(t *testing.T) string {
 
 // run starts the signer, then the body side (the kubelet's order), calls during (when not
 // nil) once the body side runs, waits for both and decodes the signer's frame.
-func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int, bodyStderr []byte) {
+func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int) {
 	t := p.signer.t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -62,8 +62,6 @@ func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int,
 		t.Fatal(err)
 	}
 	bc := p.body.command(ctx)
-	var berr bytes.Buffer
-	bc.Stderr = &berr
 	if err := bc.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +73,9 @@ func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int,
 	if p.signer.stdin != nil { // warm: stdout carries the result line, for the attach stream
 		o := p.signer.outcome(sc, nil, serr.Bytes())
 		o.stdout = sout.Bytes()
-		return o, bc.ProcessState.ExitCode(), berr.Bytes()
+		return o, bc.ProcessState.ExitCode()
 	}
-	return p.signer.outcome(sc, sout.Bytes(), serr.Bytes()), bc.ProcessState.ExitCode(), berr.Bytes()
+	return p.signer.outcome(sc, sout.Bytes(), serr.Bytes()), bc.ProcessState.ExitCode()
 }
 
 // The body side runs the tool with the frozen bytes on stdin and in the file; the signer's
@@ -85,7 +83,7 @@ func (p *pair) run(during func(body *os.Process)) (signer outcome, bodyCode int,
 // tail and exit code, and the body side exits with the same code.
 func TestSplitRunsTheToolForTheSigner(t *testing.T) {
 	p := newPair(t, `cat; printf '|'; cat "$`+podcontract.EnvArgsFile+`"; echo oops >&2; env | grep -c `+podcontract.EnvAttemptKey+`; exit 3`)
-	o, bodyCode, _ := p.run(nil)
+	o, bodyCode := p.run(nil)
 	if o.code != 3 || bodyCode != 3 || o.frame.ExitCode != 3 {
 		t.Fatalf("signer exit %d, body side exit %d, frame %+v", o.code, bodyCode, o.frame)
 	}
@@ -104,7 +102,7 @@ func TestSplitSignerRedacts(t *testing.T) {
 	p.signer.env[podcontract.EnvSecretEnv] = "API_TOKEN"
 	p.signer.env["API_TOKEN"] = "s3cr3t-value-123"
 	p.body.env["API_TOKEN"] = "s3cr3t-value-123"
-	o, _, _ := p.run(nil)
+	o, _ := p.run(nil)
 	if o.frame.Stdout != "token=[REDACTED]\n" || o.frame.Redactions != 2 || strings.Contains(string(o.stderr), "s3cr3t") {
 		t.Fatalf("frame %+v, signer log %q", o.frame, o.stderr)
 	}
@@ -117,7 +115,7 @@ func TestSplitBodySideKilledIsBodyLost(t *testing.T) {
 	p := newPair(t, `echo '{"ok":true}'; touch "$MARK"; exec sleep 30`)
 	mark := filepath.Join(p.body.dir, "printed")
 	p.body.env["MARK"] = mark
-	o, _, _ := p.run(func(body *os.Process) {
+	o, _ := p.run(func(body *os.Process) {
 		waitFor(t, func() bool { _, err := os.Stat(mark); return err == nil })
 		_ = body.Signal(syscall.SIGKILL)
 	})
@@ -133,7 +131,7 @@ func TestSplitRefusalRunsNothing(t *testing.T) {
 	mark := filepath.Join(p.body.dir, "ran")
 	p.body.env["MARK"] = mark
 	p.signer.env[podcontract.EnvArgsDigest] = frame.DigestOf([]byte(`{"other":1}`))
-	o, bodyCode, _ := p.run(nil)
+	o, bodyCode := p.run(nil)
 	if o.frame.Reason != frame.ReasonArgumentsDigestMismatch || bodyCode != frame.ExitRunnerError {
 		t.Fatalf("frame %+v, body side exit %d", o.frame, bodyCode)
 	}
@@ -210,7 +208,7 @@ func TestSplitWarm(t *testing.T) {
 	warmEnv(p.signer)
 	h := authenticated(frame.Handover{Arguments: []byte(testArgs), ArgumentsDigest: frame.DigestOf([]byte(testArgs))}, testKey)
 	p.signer.stdin = handoverLine(t, h)
-	o, bodyCode, _ := p.run(nil)
+	o, bodyCode := p.run(nil)
 	if o.code != 0 || bodyCode != 0 || o.frame.Stdout != testArgs {
 		t.Fatalf("exit %d/%d frame %+v", o.code, bodyCode, o.frame)
 	}
