@@ -190,6 +190,9 @@ func TestWarmExecutorEndings(t *testing.T) {
 // otherwise the Pod decides.
 func TestWarmExecutorStream(t *testing.T) {
 	honest := frameNamed("honest success")
+	lost := stdoutFrame(frame.ExitRunnerError, "")
+	lost.Reason, lost.Error = frame.ReasonBodyLost, "gone"
+	lostMsg, _ := encodeFrame(testAttemptKey, lost)
 	cases := []struct {
 		name string
 		line string
@@ -200,6 +203,8 @@ func TestWarmExecutorStream(t *testing.T) {
 		{name: "line for other arguments, Pod still running", line: frameNamed("forged: other arguments").msg},
 		{name: "line of another attempt, Pod still running", line: frameNamed("forged: another attempt's key").msg},
 		{name: "no line, Pod still running"},
+		// The signer vouches only that the body side went away: the Pod's account decides.
+		{name: "a signed BodyLost line, Pod still running", line: lostMsg},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

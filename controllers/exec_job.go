@@ -258,7 +258,7 @@ func (j *jobExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ende
 	if ended.JobName == "" {
 		return
 	}
-	j.deleteAttemptKey(ctx, call.Namespace, ended.JobName)
+	j.deleteAttemptKey(ctx, call.UID, call.Namespace, ended.JobName)
 	if o.Started && o.TerminationReason != pipeline.TerminationDeadlineExceeded {
 		return
 	}

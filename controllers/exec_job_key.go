@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -54,10 +55,24 @@ func (j *jobExecutor) ensureAttemptKey(ctx context.Context, call *v1alpha1.ToolC
 	return nil
 }
 
-// deleteAttemptKey deletes an ended attempt's key Secret (best effort: the call owns it).
-func (j *jobExecutor) deleteAttemptKey(ctx context.Context, namespace, jobName string) {
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podcontract.AttemptKeySecret(jobName)}}
-	if err := j.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+// deleteAttemptKey deletes an ended attempt's key Secret (best effort: the call owns it) —
+// only the one the operator made for this call (controlled by it), under a UID precondition:
+// a Secret of someone else's that merely has the name (a call named to match it) is left.
+// The operator holds no Secret informer: one read, then the delete.
+func (j *jobExecutor) deleteAttemptKey(ctx context.Context, owner types.UID, namespace, jobName string) {
+	secret := &corev1.Secret{}
+	err := j.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: podcontract.AttemptKeySecret(jobName)}, secret)
+	if err != nil || !controlledByUID(secret, owner) {
+		return
+	}
+	uid := secret.UID
+	if err := j.Delete(ctx, secret, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "could not delete an attempt's key Secret", "secret", secret.Name)
 	}
+}
+
+// controlledByUID reports whether obj's controller is the object with uid owner.
+func controlledByUID(obj metav1.Object, owner types.UID) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,7 +55,7 @@ func (j *jobExecutor) tidy(ctx context.Context, key types.NamespacedName, call *
 		if call == nil || !metav1.IsControlledBy(job, call) {
 			continue
 		}
-		if wait := recordedAt(call, job).Add(j.retentionOf(call, job)).Sub(now); wait > 0 {
+		if wait := recordedAt(call, job).Add(j.retentionOf(ctx, call, job)).Sub(now); wait > 0 {
 			if next == 0 || wait < next {
 				next = wait
 			}
@@ -76,22 +77,45 @@ func (j *jobExecutor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) e
 		return err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("deleted a Job past its retention", "job", job.Name)
-	j.deleteAttemptKey(ctx, job.Namespace, job.Name)
+	if owner := metav1.GetControllerOf(job); owner != nil {
+		j.deleteAttemptKey(ctx, owner.UID, job.Namespace, job.Name)
+	}
 	return j.releaseJob(ctx, job)
 }
 
 // retentionOf is how long job is kept after its attempt's end was recorded: JobRetention,
-// but none for an attempt that ended without a result the operator could believe
-// (ResultUnreadable, ExecutionLost): its Pod's status may show what the body wrote in its
-// own container's termination message (a body that killed the runner's side before it
-// could empty it), which nobody is to read.
-func (j *jobExecutor) retentionOf(call *v1alpha1.ToolCall, job *batchv1.Job) time.Duration {
+// but none when its Pod's status may show what the body wrote in its own container's
+// termination message, which nobody is to read: an attempt that ended without a result the
+// operator could believe (ResultUnreadable, ExecutionLost: a body that killed the runner's
+// side before it could empty it), or a Pod whose body container shows a message (a body
+// killed before its runner's side emptied it: the OOM killer, the deadline's SIGKILL).
+func (j *jobExecutor) retentionOf(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job) time.Duration {
 	for _, a := range call.Status.Attempts {
 		if a.JobName == job.Name && unbelievedEndings[pipeline.Reason(a.Reason)] {
 			return 0
 		}
 	}
+	if j.bodyMessageShown(ctx, job) {
+		return 0
+	}
 	return j.Options.JobRetention
+}
+
+// bodyMessageShown reports whether a Pod of job (from the cache) shows a termination
+// message in the body's container.
+func (j *jobExecutor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bool {
+	pods := &corev1.PodList{}
+	err := j.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingFields{indexCallName: job.Annotations[podcontract.AnnotationCallName]})
+	if err != nil {
+		return false
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if cs := toolContainerStatus(p); metav1.IsControlledBy(p, job) && cs != nil && cs.State.Terminated != nil && cs.State.Terminated.Message != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // unbelievedEndings are the attempt reasons whose Pods are deleted at once.

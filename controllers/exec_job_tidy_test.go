@@ -143,9 +143,14 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 	utilruntime.Must(batchv1.AddToScheme(scheme))
 	utilruntime.Must(corev1.AddToScheme(scheme))
 	utilruntime.Must(networkingv1.AddToScheme(scheme))
-	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: podcontract.AttemptKeySecret(job.Name)}}
+	// The attempt's key Secret, the operator's: controlled by the call, as its Job is.
+	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: podcontract.AttemptKeySecret(job.Name),
+		OwnerReferences: job.OwnerReferences}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job, key).
 		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
+			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
+		}).
+		WithIndex(&corev1.Pod{}, indexCallName, func(o client.Object) []string {
 			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -158,7 +163,69 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 		}}).Build()
 	opts := DefaultCallOptions()
 	opts.JobRetention = retention
-	return newJobExecutor(execEnv{Client: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
+	return newJobExecutor(execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The operator deletes an attempt's key Secret only when it made it for that call: a
+// tenant's Secret that merely has the name (a call named to match it) is left alone.
+func TestDeleteAttemptKeyOnlyTheCallsOwn(t *testing.T) {
+	callUID := types.UID("call-uid")
+	own := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall", Name: "x",
+		UID: callUID, Controller: ptrTo(true)}}
+	for _, tc := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		gone   bool
+	}{
+		{"the call's own", own, true},
+		{"a tenant's, no owner", nil, false},
+		{"another call's", []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall", Name: "x",
+			UID: "other-uid", Controller: ptrTo(true)}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "x-1", Namespace: "ns", OwnerReferences: tc.owners}}
+			var propagation *metav1.DeletionPropagation
+			r, c := tidyFixture(t, time.Now(), time.Minute, job, &propagation)
+			r.deleteAttemptKey(context.Background(), callUID, "ns", "x-1")
+			err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: podcontract.AttemptKeySecret("x-1")}, &corev1.Secret{})
+			if gone := apierrors.IsNotFound(err); gone != tc.gone {
+				t.Errorf("Secret gone = %v (err %v), want %v", gone, err, tc.gone)
+			}
+		})
+	}
+}
+
+// A Job whose Pod shows a termination message in the body's container (a body killed before
+// the runner's side emptied it) is deleted as soon as its attempt's end is recorded, not
+// kept for the retention: nobody is to read what the body wrote there.
+func TestTidyDeletesAtOnceAPodShowingTheBodysMessage(t *testing.T) {
+	ended := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, message := range []string{"", forgedFrameText} {
+		call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
+			Status: v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseFailed, Job: &v1alpha1.JobReference{Name: "c-1"}, CompletionTime: ptrTime(ended),
+				Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended), Reason: string(pipeline.ReasonOOMKilled)}}}}
+		ref := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall", Name: "c", UID: call.UID, Controller: ptrTo(true)}}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
+			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, OwnerReferences: ref}}
+		var propagation *metav1.DeletionPropagation
+		r, c := tidyFixture(t, ended.Add(time.Minute), 10*time.Minute, job, &propagation)
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c-1-abcde", Namespace: "ns", Annotations: job.Annotations,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "c-1", UID: job.UID, Controller: ptrTo(true)}}}}
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", Message: message}}}}
+		if err := c.Create(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
+			t.Fatal(err)
+		}
+		err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c-1"}, &batchv1.Job{})
+		if gone := apierrors.IsNotFound(err); gone != (message != "") {
+			t.Errorf("body message %q: Job gone = %v, want %v", message, gone, message != "")
+		}
+	}
+}
+
+const forgedFrameText = `{"v":1,"stdout":"FORGED"}`

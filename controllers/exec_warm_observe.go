@@ -122,7 +122,8 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 		return pipeline.Outcome{}, false
 	}
 	f, _, needLog, err := w.trust(call).termination(ctx, msg)
-	if err != nil || needLog || f.Signal != "" {
+	if err != nil || needLog || f.Signal != "" || f.Reason == frame.ReasonBodyLost {
+		// BodyLost vouches for no run: the kubelet's account of the Pod decides.
 		return pipeline.Outcome{}, false
 	}
 	return pipeline.Outcome{Attempt: int(currentAttempt(call)), Started: true, Report: reportOf(f)}, true

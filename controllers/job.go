@@ -307,7 +307,7 @@ func signerEnv(in JobInput) []corev1.EnvVar {
 // signerContainer is the container that holds the attempt's key and signs the frame: the
 // runner from the operator's image, which runs nothing itself. The body cannot reach it
 // (another container: its own PID and mount namespaces, whatever the runtime); it talks to
-// the body side over the Pod's loopback only. Its resources are its own, small and fixed
+// the body side over a Unix socket in the link volume only. Its resources are its own, small and fixed
 // but for memory, which grows with the output it may keep (and redact, and encode).
 func signerContainer(opts JobOptions, maxOut int64, env []corev1.EnvVar) corev1.Container {
 	return corev1.Container{

@@ -78,6 +78,9 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 		ioGrace:         defaultIOGrace,
 	}
 	cfg.warm = getenv(podcontract.EnvWarm) == podcontract.WarmOn
+	// A cold attempt's trace context (a warm one's comes with its Handover): the signer hands
+	// it to the body side, which gives it to the tool.
+	cfg.traceparent = getenv(podcontract.EnvTraceparent)
 	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerSocket, podcontract.SignerSocket)
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)

@@ -18,7 +18,7 @@ import (
 )
 
 // pair is a tool Pod's two runners: the signer (holding the attempt key, as its container
-// does) and the body side (holding none), joined at a loopback address of their own.
+// does) and the body side (holding none), joined at a Unix socket of their own.
 type pair struct {
 	signer, body *invocation
 }
@@ -92,6 +92,17 @@ func TestSplitRunsTheToolForTheSigner(t *testing.T) {
 	}
 	if o.frame.StderrTail != "oops\n" || !strings.Contains(string(o.stderr), "oops") {
 		t.Fatalf("stderr tail %q, signer's log %q", o.frame.StderrTail, o.stderr)
+	}
+}
+
+// A cold attempt's trace context is the signer's to hand over: the body gets it as
+// TRACEPARENT though its own container's environment has none.
+func TestSplitTraceparentReachesTheBody(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	p := newPair(t, `printf '%s' "$`+podcontract.EnvTraceparent+`"`)
+	p.signer.env[podcontract.EnvTraceparent] = tp
+	if o, _ := p.run(nil); o.frame.Stdout != tp {
+		t.Fatalf("the body got TRACEPARENT %q, want %q", o.frame.Stdout, tp)
 	}
 }
 

@@ -84,15 +84,19 @@ var _ = Describe("the frame key: in no object a viewer reads", Label("framekey",
 			"pod": kubectlYAML(ctx, "pod", pod.Name),
 		}
 		spellings := frameKeySpellings(ctx, running)
+		keySecret := podcontract.AttemptKeySecret(jobs[0].Name)
 		for kind, yaml := range objects {
-			Expect(yaml).To(ContainSubstring(podcontract.FrameKeySecret), "the %s references the namespace's Secret", kind)
-			Expect(yaml).To(ContainSubstring("secretKeyRef"), "the %s references the namespace's Secret", kind)
+			Expect(yaml).To(ContainSubstring(keySecret), "the %s references the attempt's own key Secret", kind)
+			Expect(yaml).To(ContainSubstring("secretKeyRef"), "the %s references the attempt's key Secret", kind)
+			Expect(yaml).NotTo(ContainSubstring(podcontract.FrameKeySecret), "the %s references the namespace's master", kind)
 			for _, s := range spellings {
 				Expect(yaml).NotTo(ContainSubstring(s), "the %s shows a frame key", kind)
 			}
 		}
-		err := agent.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: podcontract.FrameKeySecret}, &corev1.Secret{})
-		Expect(isForbidden(err)).To(BeTrue(), "an agent reads the frame key Secret: %v", err)
+		for _, name := range []string{podcontract.FrameKeySecret, keySecret} {
+			err := agent.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, &corev1.Secret{})
+			Expect(isForbidden(err)).To(BeTrue(), "an agent reads the Secret %s: %v", name, err)
+		}
 		got := waitTerminal(ctx, call, callTimeout)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "the call still verifies: %+v", got.Status.Result)
 	}, SpecTimeout(3*time.Minute))
