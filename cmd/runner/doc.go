@@ -6,8 +6,38 @@
 //
 // # Invocation
 //
-//	runner [flags] -- TOOL_COMMAND [ARGS...]
+//	runner --sign [flags]                            the signer
+//	runner --body [flags] -- TOOL_COMMAND [ARGS...]  the body side
+//	runner [flags] -- TOOL_COMMAND [ARGS...]         alone (tests, a run by hand)
 //	runner copy DEST            (or: runner --copy-self DEST)
+//
+// A tool Pod runs the runner twice, in two containers, so that nothing a body can reach
+// holds a secret under any runtime (gVisor lets a process read and signal its container's
+// PID 1; another container is another PID and mount namespace under every runtime):
+//
+//   - The signer (container toolgate-signer, from the operator's image, first in the Pod)
+//     holds the arguments, the attempt's frame key and, to redact them, copies of the
+//     credentials, and runs nothing. It makes the checks of step 1, sends the arguments to
+//     the body side, redacts, bounds and counts what the body side streams back (steps 5
+//     and 6), signs the frame and delivers it from its own container (step 9).
+//   - The body side (PID 1 of container tool, in the tool's image) holds no key and none of
+//     the signer's variables: it takes the arguments from the signer, runs the tool (steps
+//     2, 4, 7 and 8), streams its stdout and stderr to the signer unkept and reports how it
+//     ended, then kills what the tool left, empties its own container's termination message
+//     and exits with the tool's code (steps 9 and 10).
+//
+// They talk over a Unix socket (TOOLGATE_SIGNER_SOCKET) in an emptyDir of 1 Mi that only
+// the two containers mount. The signer listens before anything else and accepts one
+// connection; the body side tries for 30 s (the kubelet starts the signer first), then
+// exits 125. Each message is a type byte, a 4-byte length and that many bytes (link.go):
+// the arguments one way; output chunks and one end message (exit code, signal) the other.
+// The signer bounds each message and believes of the body side only what a body may say of
+// itself anyway, its output and its exit; the operator believes the frame only when its
+// exit code is the one the kubelet saw the body's container end with. Once connected, the
+// body side (as PID 1) points its own stdout and stderr at /dev/null: the body's container
+// log stays empty, and the tool's stderr, redacted, is in the signer's log.
+//
+// Alone (neither flag), one process does both: it runs the tool and signs.
 //
 // The copy form copies the runner's own executable to DEST (mode 0755,
 // creating directories) and exits 0; an init container uses it to put the
@@ -15,27 +45,35 @@
 // static (CGO_ENABLED=0) and needs nothing from the image.
 //
 // TOOL_COMMAND is looked up in PATH unless it contains a slash. It inherits the
-// runner's environment and working directory.
+// environment and working directory of the runner that starts it (the body side, or alone).
 //
 // # Environment (flags override)
 //
+// The signer's (or a runner's alone); the body side reads only TOOLGATE_SIGNER_SOCKET,
+// TOOLGATE_TERMINATION_PATH and --io-grace, and takes the rest from the signer.
+//
 //	TOOLGATE_ARGS              --args              canonical JSON argument bytes, exactly as frozen
 //	TOOLGATE_ARGS_DIGEST       --args-digest       "sha256:<64 lowercase hex>" of those bytes; required
-//	TOOLGATE_ARGS_FILE         --args-file         where the arguments are written (default /toolgate/args.json)
+//	TOOLGATE_ARGS_FILE         --args-file         where the arguments are written for the tool (default
+//	                                               /toolgate/args.json; "-": no file)
 //	TOOLGATE_MAX_OUTPUT        --max-output        stdout bytes kept (default 1048576, at most 4194304)
 //	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
 //	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
 //	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
-//	TOOLGATE_FRAME_KEY                             the namespace's frame master (base64url of 32 bytes), from the
-//	                                               toolgate-frame-key Secret by secretKeyRef; the runner signs with
-//	                                               the attempt's key derived from it (frame.AttemptKey); without it
-//	                                               the frame is unsigned, and the operator does not trust it
-//	TOOLGATE_CALL_UID, TOOLGATE_ATTEMPT            the call and attempt a cold Pod serves (required with the master)
-//	TOOLGATE_FRAME_KEY_PREVIOUS                    warm: the master before the last rotation (optional)
+//	TOOLGATE_SIGNER_SOCKET                         the link's socket (default /var/run/toolgate-link/signer.sock)
+//	TOOLGATE_ATTEMPT_KEY                           the attempt's frame key (frame.AttemptKey, base64url), in a cold
+//	                                               Pod's signer only, from the attempt's key Secret (<job>-key) by
+//	                                               secretKeyRef; without it the frame is unsigned, and the
+//	                                               operator does not trust it
+//	TOOLGATE_WARM                                  "1": warm mode (below)
+//	TOOLGATE_HANDOVER_KEYS                         warm: the Ed25519 public keys a Handover must be signed with
+//	                                               (frame.HandoverPublicKey, base64url, comma-separated), from the
+//	                                               toolgate-frame-key Secret's handover-keys by secretKeyRef
 //	TOOLGATE_POD_UID                               warm: the Pod's own uid (downward API)
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
 //	TRACEPARENT                                    the attempt's execution span (W3C traceparent), set by an
-//	                                               operator that traces; handed to the tool unchanged
+//	                                               operator that traces (warm: in the Handover); the tool gets
+//	                                               it unchanged
 //	TOOLGATE_SECRET_ENV                            comma-separated names of the tool's variables whose values
 //	                                               are credentials (see Credentials)
 //	TOOLGATE_SECRET_FILES                          comma-separated names of the secret files, mounted at
@@ -47,52 +85,58 @@
 //
 // # Warm mode (a Tool's warm pool)
 //
-// With TOOLGATE_WARM=1 the runner was started before its call existed: TOOLGATE_ARGS and
-// TOOLGATE_ARGS_DIGEST are ignored, and it waits for one Handover line on stdin
-// (frame.Handover: the call's uid and attempt, the arguments, their expected digest from the
-// operator, an optional traceparent the body gets as TRACEPARENT, and auth), written by the
-// operator through pods/attach (the container has stdin and stdinOnce). The auth must verify
-// with a master the Pod holds, for this Pod's uid (frame.VerifyHandover): otherwise reason
-// HandoverRefused, exit 125, the body is not run and the frame is unsigned — whoever can
-// attach but cannot read the frame key Secret gets nothing run. A Handover taken is signed
-// with the key derived for its call and attempt; then the runner does exactly what follows,
-// digest check first. Stdin closed or malformed before a whole line: reason
-// InvalidConfiguration, exit 125, the body is not run. SIGTERM while waiting: exit 0 without a frame (an idle pool Pod
-// deleted). After the termination message it writes the same signed bytes to stdout as
-// one frame.ResultLine, which the operator's attach stream reads.
+// With TOOLGATE_WARM=1 the signer was started before its call existed: TOOLGATE_ARGS and
+// TOOLGATE_ARGS_DIGEST are ignored, and it holds no secret, only TOOLGATE_HANDOVER_KEYS. It
+// waits for one Handover line on stdin (frame.Handover: the call's uid and attempt, the
+// arguments, their expected digest from the operator, an optional traceparent the tool
+// gets as TRACEPARENT, the attempt's frame key, and auth), written by the operator through
+// pods/attach to the signer's container (which has stdin and stdinOnce). The auth must be
+// an Ed25519 signature of the Handover for this Pod's uid by one of TOOLGATE_HANDOVER_KEYS
+// (frame.VerifyHandover): otherwise reason HandoverRefused, exit 125, the body side is told
+// to run nothing and the frame is unsigned — nothing in the Pod can sign a Handover, so
+// whoever can attach gets nothing run. A Handover taken brings the key its frame is signed
+// with; then the signer does exactly what follows, digest check first. Stdin closed or
+// malformed before a whole line: reason InvalidConfiguration, exit 125, the body is not
+// run. SIGTERM while waiting: exit 0 without a frame (an idle pool Pod deleted). After the
+// termination message it writes the same signed bytes to stdout as one frame.ResultLine,
+// which the operator's attach stream reads. The body side is never warm: it connects at
+// once and waits for the arguments.
 //
 // # What the runner does
 //
 //  1. Refuses a credential too short to redact (see Credentials). Recomputes the
 //     SHA-256 of the arguments. If it differs from TOOLGATE_ARGS_DIGEST (or that
 //     is unset), the tool is not run and nothing is written to the args file:
-//     reason ArgumentsDigestMismatch, exit 125.
+//     reason ArgumentsDigestMismatch, exit 125 (the signer tells the body side to run
+//     nothing, and the body side exits 125 too).
 //     Every frame's "argsDigest" is that expected digest (the call's): the
 //     operator believes no frame that names other arguments.
 //  2. Writes the arguments to TOOLGATE_ARGS_FILE (creating its directory; the
 //     Job mounts an emptyDir there, the root filesystem being read-only). On
 //     failure: reason ArgumentsFileError, exit 125.
-//  3. Makes itself non-dumpable (prctl PR_SET_DUMPABLE 0), so that the tool,
-//     which runs as the same user, can read neither /proc/1/environ nor
-//     /proc/1/mem, and starts the tool without TOOLGATE_FRAME_KEY (nor
-//     TOOLGATE_FRAME_KEY_PREVIOUS) in its environment. The keys are the runner's alone.
-//     Nor does the tool get TOOLGATE_SECRET_ENV, TOOLGATE_SECRET_FILES or any
-//     TOOLGATE_SECRET_FILE_<i> (it reads the files; the variables TOOLGATE_SECRET_ENV
-//     names are its own and stay).
+//  3. Keeps its secrets from the tool. The signer is another container: the body reaches
+//     neither its environment, nor its memory, nor its files, under any runtime; and it
+//     makes itself non-dumpable (prctl PR_SET_DUMPABLE 0). The body side holds none: its
+//     container's environment is the Tool's own. Whichever starts the tool removes from
+//     its environment TOOLGATE_ATTEMPT_KEY, TOOLGATE_HANDOVER_KEYS, TOOLGATE_SECRET_ENV,
+//     TOOLGATE_SECRET_FILES and every TOOLGATE_SECRET_FILE_<i> (the tool reads the files;
+//     the variables TOOLGATE_SECRET_ENV names are its own and stay). A runner alone, which
+//     holds the key in the tool's container, relies on being non-dumpable: that keeps the
+//     key from a same-user tool under runc, not under gVisor, which does not honour it.
 //  4. Starts the tool with TOOLGATE_ARGS_FILE set to that path, and writes the
 //     arguments to its stdin, then closes it. A tool that does not read stdin
 //     does not block the runner (the write runs aside; EPIPE is ignored; it is
 //     abandoned when the tool exits). If the command is not found: reason
 //     CommandNotFound, exit 127; if it cannot be started (not executable, bad
 //     format): reason StartError, exit 126.
-//  5. Reads all of the tool's stdout, so that the tool is never blocked, redacts
-//     the credentials from it (see Credentials), keeping the first
-//     TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
+//  5. Reads all of the tool's stdout, so that the tool is never blocked (the body side
+//     streams it to the signer), redacts the credentials from it (see Credentials), keeping
+//     the first TOOLGATE_MAX_OUTPUT bytes and counting the rest ("truncated",
 //     "stdoutBytes"). When the cut falls inside a UTF-8 character of otherwise
 //     valid text, that partial character is dropped. The tool's stdout does not
 //     reach the container log.
-//  6. Copies the tool's stderr, redacted, to its own stderr (so kubectl logs shows
-//     it), keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
+//  6. Copies the tool's stderr, redacted, to its own stderr (the signer's: kubectl logs -c
+//     toolgate-signer shows it), keeping the last TOOLGATE_STDERR_TAIL bytes as valid UTF-8.
 //  7. Forwards SIGTERM and SIGINT to the tool (the kubelet sends SIGTERM at
 //     activeDeadlineSeconds and on deletion); one that arrives before the tool
 //     starts is forwarded when it starts, and one that arrives after the tool
@@ -100,21 +144,29 @@
 //     caught and dropped: the tool may signal the runner (kill -HUP 1) and the
 //     runner outlives it. As PID 1 the kernel drops SIGKILL, SIGSTOP and the
 //     signals left at their default action (32, 34) when they come from inside
-//     the container. After the kubelet's SIGKILL (grace period over) there is
-//     no frame: the operator sees exit code 137 and no termination message.
+//     the container (under runc; gVisor may deliver them). The signer, once the body side
+//     is connected, drops SIGTERM and waits for the end the body side reports. After the
+//     kubelet's SIGKILL (grace period over) there is no frame: the operator sees exit code
+//     137 and no termination message.
 //  8. When the tool has exited, waits up to --io-grace for its stdout and
 //     stderr to reach end of file. A process the tool left running that keeps
 //     them open is cut off and reported as "outputLeftOpen".
-//  9. When it is PID 1 (and only then), kills every other process of the
-//     container and reaps them, so that nothing the tool left behind can write
-//     the termination message after the runner. Then delivers the frame (see
-//     package frame), signed with the frame key: the termination message, and,
-//     for a frame too large for it even compressed, the log block written to
-//     the runner's stdout in one write at the very end, after all stderr
-//     copying.
+//  9. When it is PID 1 (and only then), kills every other process of its container and
+//     reaps them, so that nothing the tool left behind can write a termination message
+//     after the runner; the body side then empties its own container's termination
+//     message (the Pod's status shows nothing the body wrote there) and sends the end.
+//     Then the signer (or a runner alone) delivers the frame (see package frame), signed
+//     with the attempt's key: the termination message, and, for a frame too large for it
+//     even compressed, the log block written to its stdout in one write at the very end,
+//     after all stderr copying. A signer that never hears how the tool ended — the body
+//     side never connected before the signer was stopped, or the link ended, or broke the
+//     protocol (a message over its bound, of a type the body side may not send), before
+//     an end message — delivers reason BodyLost, exit 125: a frame that vouches for no
+//     run (the operator reads the attempt from the kubelet's account alone).
 //  10. Exits with the tool's exit code, or 128+N when signal N killed it (the
 //     frame's "signal" names it, e.g. "SIGKILL" after an OOM kill), so that
-//     the container status stays meaningful.
+//     the container status stays meaningful: the signer and the body side alike, and
+//     the operator believes a frame only when its exit code is the body container's.
 //
 // # Credentials
 //
@@ -122,7 +174,9 @@
 // (body.env[].valueFrom), listed by name in TOOLGATE_SECRET_ENV, and files
 // (body.secretFiles) at /run/secrets/toolgate/<name>, listed in TOOLGATE_SECRET_FILES,
 // whose values the runner reads from TOOLGATE_SECRET_FILE_<i> (the same Secret key as
-// file i). It reads them at start, in warm mode as in cold, before the body runs. A listed
+// file i). In a tool Pod these are the signer's: it gets each variable by the same
+// reference as the body's container, and the files' copies; the body's container holds
+// only its own variables and files. It reads them at start, before the body runs. A listed
 // variable that is not set is reason InvalidConfiguration (exit 125); a variable set to ""
 // is a credential of 0 bytes. Without credentials there is nothing to do, at no cost.
 //
@@ -176,17 +230,17 @@
 // credentialled tool that runs model-chosen code (a shell, an interpreter) hands the model
 // its value, which it can have printed in any of those shapes, and no redactor catches
 // them all. The way to keep a token from such a tool is not to give it to the body but to
-// inject it outside (proxy injection, issue 31 item 2: not yet built). The runner is not
-// dumpable, so the body cannot read the TOOLGATE_SECRET_FILE_<i> copies through
-// /proc/1/environ either.
+// inject it outside (proxy injection, issue 31 item 2: not yet built). The
+// TOOLGATE_SECRET_FILE_<i> copies are in the signer's container, out of the body's reach.
 //
 // # Exit codes
 //
 //	tool's code   the tool exited (frame "exitCode" is the same)
 //	128+N         signal N killed the tool (frame "signal" set)
 //	125           the runner refused or failed: reason ArgumentsDigestMismatch,
-//	              ArgumentsFileError, InvalidConfiguration, HandoverRefused or CredentialTooShort,
-//	              or the termination message could not be written (then there is no frame)
+//	              ArgumentsFileError, InvalidConfiguration, HandoverRefused, CredentialTooShort
+//	              or BodyLost, or the termination message could not be written (then there is
+//	              no frame); the body side: the signer could not be reached, or refused the call
 //	126           reason StartError
 //	127           reason CommandNotFound
 //
