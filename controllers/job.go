@@ -458,15 +458,19 @@ func toolContainerOf(ps *corev1.PodSpec) *corev1.Container {
 }
 
 // withWorkspace adds the session's claim to a tool Pod's spec, mounted in the tool
-// container only (the runner init container has no business there).
+// container only (the runner init container has no business there), and the values its
+// files may hold to the signer's environment only (the body is given nothing new).
 func withWorkspace(spec corev1.PodSpec, m *WorkspaceMount) corev1.PodSpec {
 	if m == nil {
 		return spec
 	}
 	spec.Volumes = append(spec.Volumes, workspaceVolume(m))
 	for i := range spec.Containers {
-		if spec.Containers[i].Name == podcontract.ToolContainerName {
-			spec.Containers[i].VolumeMounts = append(spec.Containers[i].VolumeMounts, workspaceVolumeMount(m))
+		switch c := &spec.Containers[i]; c.Name {
+		case podcontract.ToolContainerName:
+			c.VolumeMounts = append(c.VolumeMounts, workspaceVolumeMount(m))
+		case podcontract.SignerContainerName:
+			c.Env = append(c.Env, redactEnv(m.Credentials)...)
 		}
 	}
 	return spec

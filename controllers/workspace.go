@@ -55,6 +55,9 @@ type WorkspaceMount struct {
 	ClaimName string
 	// ReadOnly mounts it read-only (sandbox.workspace ReadOnly).
 	ReadOnly bool
+	// Credentials are the claim's record of the credentials its files may hold, which the
+	// Pod's signer redacts (workspace_credentials.go).
+	Credentials []podcontract.WorkspaceCredential
 }
 
 // workspaceAccess is what the tool asks for: "" when it mounts no workspace.
@@ -152,7 +155,11 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		// Until the deadline: then start's tooLate ends the attempt WorkspaceUnbound.
 		return nil, step{requeue: min(workspaceBindPoll, max(e.attemptDeadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
 	}
-	return &WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly}, step{}, true, nil
+	creds, st, ok, err := e.claimCredentials(ctx, call, pvc)
+	if !ok {
+		return nil, st, false, err
+	}
+	return &WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly, Credentials: creds}, step{}, true, nil
 }
 
 // awaitsBinding is true while a claim of a storage class that binds at once
@@ -197,7 +204,9 @@ func (e *execEnv) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolC
 
 // ensureClaim returns the session's claim, creating it when it does not exist. A claim of
 // that name that is not the session's (another session whose name hashes alike, or an
-// object someone else made) is an error: its files are not this session's.
+// object someone else made) is an error: its files are not this session's. The claim is
+// read from the API server, not the cache: the credentials the session's previous call
+// recorded on it a moment ago must be seen (workspace_credentials.go).
 func (e *execEnv) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
 	want := buildClaim(call, scope, decl, e.Options.Workspace)
 	if err := controllerutil.SetOwnerReference(scope, want, e.Scheme); err != nil {
@@ -205,11 +214,7 @@ func (e *execEnv) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scop
 	}
 	got := &corev1.PersistentVolumeClaim{}
 	key := client.ObjectKeyFromObject(want)
-	err := e.Get(ctx, key, got)
-	if apierrors.IsNotFound(err) {
-		// The cache may not hold a claim an earlier call of the session created a moment ago.
-		err = e.APIReader.Get(ctx, key, got)
-	}
+	err := e.APIReader.Get(ctx, key, got)
 	if apierrors.IsNotFound(err) {
 		if err = e.Create(ctx, want); err == nil {
 			ctrl.LoggerFrom(ctx).Info("created session workspace", "claim", want.Name, "scope", scope.Name)
@@ -238,7 +243,8 @@ func (e errForeignClaim) Error() string {
 }
 
 // buildClaim is the session's claim as the declaration asks for it (the owner reference
-// is set by the caller: it needs the scheme).
+// is set by the caller: it needs the scheme), with the record of the credentials the
+// creating call adds, so that the session's first call needs no patch.
 func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace, opts WorkspaceOptions) *corev1.PersistentVolumeClaim {
 	size := resource.MustParse(defaultWorkspaceSize)
 	if decl.Size != nil && decl.Size.Sign() > 0 {
@@ -255,6 +261,15 @@ func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alph
 	case opts.StorageClass != "":
 		class = &opts.StorageClass
 	}
+	annotations := map[string]string{
+		podcontract.AnnotationWorkspaceSession:   call.Spec.Session,
+		podcontract.AnnotationWorkspaceRequester: call.Spec.Requester,
+		podcontract.AnnotationWorkspaceRetention: workspaceRetention(decl).String(),
+	}
+	// Past the bound the claim is created without: claimCredentials then refuses the call.
+	if creds := workspaceCredentials(snapshotSpec(call)); len(creds) > 0 && len(creds) <= podcontract.MaxWorkspaceCredentials {
+		annotations[podcontract.AnnotationWorkspaceCredentials] = encodeCredentials(creds)
+	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session),
@@ -264,11 +279,7 @@ func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alph
 				podcontract.LabelWorkspaceScope:   scope.Name,
 				podcontract.LabelWorkspaceSession: WorkspaceSessionLabelValue(call.Spec.Session),
 			},
-			Annotations: map[string]string{
-				podcontract.AnnotationWorkspaceSession:   call.Spec.Session,
-				podcontract.AnnotationWorkspaceRequester: call.Spec.Requester,
-				podcontract.AnnotationWorkspaceRetention: workspaceRetention(decl).String(),
-			},
+			Annotations: annotations,
 		},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{mode},

@@ -93,4 +93,10 @@ const (
 	// no capacity) before the attempt's deadline; the body never started. The Executed
 	// condition names the claim.
 	ReasonWorkspaceUnbound = "WorkspaceUnbound"
+	// ReasonWorkspaceCredentialsUnrecorded: the session's claim cannot carry the record of
+	// the credentials its calls redact (toolgate.dev/workspace-credentials): a ReadWrite
+	// call of a tool with credentials would raise it past 32 Secret keys, or the record is
+	// not one the operator wrote (the annotation was altered). The body never started; the
+	// Executed condition says which.
+	ReasonWorkspaceCredentialsUnrecorded = "WorkspaceCredentialsUnrecorded"
 )

@@ -56,7 +56,8 @@ type config struct {
 	traceparent string
 	handoverErr error
 	// credentials are the Secret values the body is given (TOOLGATE_SECRET_ENV and
-	// TOOLGATE_SECRET_FILES), redacted from its output (redact.go).
+	// TOOLGATE_SECRET_FILES), and those its workspace may hold (TOOLGATE_REDACT_<i>),
+	// redacted from its output (redact.go).
 	credentials []credential
 }
 
@@ -88,6 +89,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	err3 := cfg.readKeys(getenv)
 	var err4 error
 	cfg.credentials, err4 = readCredentials(lookupEnv)
+	cfg.credentials = append(cfg.credentials, readRedactions(lookupEnv)...)
 
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(usage)

@@ -180,6 +180,13 @@
 // variable that is not set is reason InvalidConfiguration (exit 125); a variable set to ""
 // is a credential of 0 bytes. Without credentials there is nothing to do, at no cost.
 //
+// A Pod that mounts a session's workspace also gives the signer the values a file of the
+// session may hold (credentials an earlier call was given while it mounted the workspace
+// ReadWrite): TOOLGATE_REDACT_<i>, for i below 32, each set only if the kubelet found its
+// Secret key. They are redacted like the body's own, in every form below, and are never
+// the body's: the runner removes them from its environment, and one shorter than 8 bytes
+// once trimmed is left out (it refuses nothing: the body was not given it).
+//
 // A credential shorter than 8 bytes (frame.MinCredentialBytes) once trimmed of
 // surrounding white space would match ordinary output: the body is not run, reason
 // CredentialTooShort, exit 125, and the frame's error names the variable or file, never

@@ -172,9 +172,10 @@ func (c *capture) fill(f frame.Frame) frame.Frame {
 
 // bodyEnviron is the runner's environment without the variables that are the runner's
 // alone (a runner alone, or the body side, which is never given them): the frame key, so
-// that the tool cannot sign a frame of its own, and the credential lists with the
+// that the tool cannot sign a frame of its own, the credential lists with the
 // TOOLGATE_SECRET_FILE_<i> copies of the secret files' values (the body reads the files;
-// the variables TOOLGATE_SECRET_ENV names are the body's own and stay).
+// the variables TOOLGATE_SECRET_ENV names are the body's own and stay), and the
+// TOOLGATE_REDACT_<i> values, which are for redaction only.
 func bodyEnviron(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
@@ -192,7 +193,7 @@ func runnerOnly(name string) bool {
 	case podcontract.EnvAttemptKey, podcontract.EnvHandoverKeys, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles:
 		return true
 	}
-	return strings.HasPrefix(name, podcontract.EnvSecretFilePrefix)
+	return strings.HasPrefix(name, podcontract.EnvSecretFilePrefix) || strings.HasPrefix(name, podcontract.EnvRedactPrefix)
 }
 
 func startFailed(f frame.Frame, err error) frame.Frame {

@@ -120,7 +120,34 @@ const (
 	// AnnotationWorkspaceIdleSince on a workspace claim is when (RFC 3339) the session's
 	// last call ended, as the operator last saw it; retention counts from there.
 	AnnotationWorkspaceIdleSince = "toolgate.dev/workspace-idle-since"
+	// AnnotationWorkspaceCredentials on a workspace claim lists the Secret keys of every
+	// credential a call of the session was given while it mounted the claim ReadWrite (so
+	// its body may have written the value into the session's files): JSON, an array of
+	// WorkspaceCredential sorted by secret then key, without duplicates, at most
+	// MaxWorkspaceCredentials. References only, never a value. The operator writes it
+	// before such a call's Job exists; every later Pod that mounts the claim redacts those
+	// values (EnvRedactPrefix).
+	AnnotationWorkspaceCredentials = "toolgate.dev/workspace-credentials"
+	// EnvRedactPrefix + i, in the signer container of a Pod that mounts a workspace claim
+	// (and never in the body's), holds the value of the claim's i-th recorded credential,
+	// by an optional secretKeyRef: the kubelet starts the container without it when the
+	// Secret or key was deleted since. The runner redacts those values from the body's
+	// output like the body's own credentials, and drops one shorter than
+	// frame.MinCredentialBytes (it is not the body's: it refuses nothing). i runs from 0 to
+	// MaxWorkspaceCredentials-1; the runner looks at no other.
+	EnvRedactPrefix = "TOOLGATE_REDACT_"
 )
+
+// MaxWorkspaceCredentials bounds AnnotationWorkspaceCredentials: a call that would record
+// more is refused before its Job (its body never runs), rather than run unredacted.
+const MaxWorkspaceCredentials = 32
+
+// WorkspaceCredential is one entry of AnnotationWorkspaceCredentials: a Secret's name and
+// a key of its data, in the claim's namespace.
+type WorkspaceCredential struct {
+	Secret string `json:"secret"`
+	Key    string `json:"key"`
+}
 
 // The namespace's frame key Secret: the operator creates it (FrameKeySecretKey, 32 random
 // bytes as frame.NewKey encodes them) in each namespace where it runs tool Pods, before the

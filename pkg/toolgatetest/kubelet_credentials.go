@@ -10,15 +10,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // credentialOutcome plays the kubelet's refusal to create a container whose credential (a body.env valueFrom, or a secret file's TOOLGATE_SECRET_FILE_<i> reference)
 // names a Secret or key that does not exist: the container waits with
-// CreateContainerConfigError and the kubelet's own message. Other references (the frame
-// key) keep containerEnv's behaviour. The kit does not play the runner's redaction or the
-// secret files' contents.
+// CreateContainerConfigError and the kubelet's own message. An optional reference (a
+// workspace's recorded credential, TOOLGATE_REDACT_<i>) is never refused, and other
+// references (the frame key) keep containerEnv's behaviour: a missing one is left unset.
+// The kit does not play the runner's redaction or the secret files' contents.
 func (k *Kubelet) credentialOutcome(ctx context.Context, job *batchv1.Job, o Outcome) (Outcome, error) {
 	c := signerSpec(&job.Spec.Template.Spec)
 	var named []string
@@ -29,7 +31,7 @@ func (k *Kubelet) credentialOutcome(ctx context.Context, job *batchv1.Job, o Out
 	}
 	for _, e := range c.Env {
 		credential := slices.Contains(named, e.Name) || strings.HasPrefix(e.Name, podcontract.EnvSecretFilePrefix)
-		if !credential || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+		if !credential || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || ptr.Deref(e.ValueFrom.SecretKeyRef.Optional, false) {
 			continue
 		}
 		ref := e.ValueFrom.SecretKeyRef

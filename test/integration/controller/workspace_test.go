@@ -119,7 +119,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		job := &batchv1.Job{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("r1", 1)}, job)).To(Succeed())
 		Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ReadOnly", true)))
-		Expect(job.Spec.Template.Spec.Containers[0].VolumeMounts).To(ContainElement(And(
+		Expect(containerNamed(job.Spec.Template.Spec, podcontract.ToolContainerName).VolumeMounts).To(ContainElement(And(
 			HaveField("MountPath", podcontract.WorkspaceMountPath), HaveField("ReadOnly", true))))
 
 		By("a second session sees none of the first's files")
