@@ -51,7 +51,7 @@ var _ = Describe("A tool with credentials", Label("credentials"), func() {
 			Expect(string(raw)).NotTo(ContainSubstring(credentialValue))
 		}
 		names := map[string]bool{}
-		for _, e := range jobs.Items[0].Spec.Template.Spec.Containers[0].Env {
+		for _, e := range containerNamed(jobs.Items[0].Spec.Template.Spec, podcontract.SignerContainerName).Env {
 			names[e.Name] = true
 		}
 		Expect(names).To(HaveKey(podcontract.EnvSecretEnv))

@@ -50,7 +50,7 @@ var _ = Describe("A call that succeeds", Label("happy"), func() {
 		Expect(job.Name).To(Equal(controllers.JobName("hello", 1)))
 		Expect(metav1.IsControlledBy(&job, call)).To(BeTrue())
 		env := map[string]string{}
-		for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		for _, e := range containerNamed(job.Spec.Template.Spec, podcontract.SignerContainerName).Env {
 			env[e.Name] = e.Value
 		}
 		Expect(env).To(HaveKeyWithValue(podcontract.EnvArgs, canonical))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -57,7 +58,7 @@ var _ = Describe("A tool edited after a call was admitted", Label("snapshot"), f
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Tool.Spec.Body.Image).To(Equal("example/v1:1"))
-		Expect(job.Spec.Template.Spec.Containers[0].Image).To(Equal("example/v1:1"))
+		Expect(containerNamed(job.Spec.Template.Spec, podcontract.ToolContainerName).Image).To(Equal("example/v1:1"))
 	})
 })
 

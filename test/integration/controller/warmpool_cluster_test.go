@@ -115,7 +115,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 				pods := poolPods(ctx, g, ns)
 				g.Expect(pods).To(HaveLen(1))
 				g.Expect(pods[0].Labels[podcontract.LabelTemplate]).NotTo(Equal(old))
-				g.Expect(pods[0].Spec.Containers[0].Command).To(ContainElement("--v2"))
+				g.Expect(containerNamed(pods[0].Spec, podcontract.ToolContainerName).Command).To(ContainElement("--v2"))
 			}).WithContext(ctx).Should(Succeed())
 		}
 		call := callIn(ctx, a, "w1", ct.Name, "x")

@@ -61,7 +61,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 		for _, p := range pods {
 			Expect(metav1.IsControlledBy(&p, tool)).To(BeTrue(), "pool Pods go with their Tool")
 			Expect(p.Spec.ActiveDeadlineSeconds).To(BeNil())
-			c := p.Spec.Containers[0]
+			c := containerNamed(p.Spec, podcontract.SignerContainerName)
 			Expect(c.Stdin && c.StdinOnce).To(BeTrue())
 			Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 			Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
@@ -204,7 +204,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			g.Expect(pods).To(HaveLen(2))
 			for _, p := range pods {
 				g.Expect(p.Labels[podcontract.LabelTemplate]).NotTo(Equal(old[0].Labels[podcontract.LabelTemplate]))
-				g.Expect(p.Spec.Containers[0].Command).To(ContainElement("--v2"))
+				g.Expect(containerNamed(p.Spec, podcontract.ToolContainerName).Command).To(ContainElement("--v2"))
 			}
 		}).WithContext(ctx).Should(Succeed())
 	})

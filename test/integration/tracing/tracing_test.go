@@ -127,7 +127,7 @@ func readJobTraceparent(ctx SpecContext, ns, name string, attempt int32) (string
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName(name, attempt)}, job); err != nil {
 		return "", err
 	}
-	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env { // the signer's: it hands TRACEPARENT to the body
 		if e.Name == v1alpha1.EnvTraceparent {
 			return e.Value, nil
 		}
