@@ -190,10 +190,10 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		Env:                      append(append(bodyEnv(body), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
-		VolumeMounts:             append(volumeMounts(in.Tool.Sandbox.Scratch), linkMount()),
+		VolumeMounts:             append(volumeMounts(in.Tool.Sandbox.Scratch), linkMounts(in.Tool.Sandbox, opts)...),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
-	signer := signerContainer(opts, maxOutput(in.Tool), signerEnv(in))
+	signer := signerContainer(opts, in.Tool.Sandbox, maxOutput(in.Tool), signerEnv(in))
 	return withSecretFiles(corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		ActiveDeadlineSeconds:         ptr.To(deadline),
@@ -213,7 +213,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		// the body side looks for it.
 		Containers:  []corev1.Container{signer, tool},
 		HostAliases: hostAliases(in.EgressProxyAlias),
-		Volumes:     append(volumes(in.Tool.Sandbox, opts.ScratchSizeLimit), linkVolume()),
+		Volumes:     append(volumes(in.Tool.Sandbox, opts.ScratchSizeLimit), linkVolumes(in.Tool.Sandbox, opts)...),
 	}, body)
 }
 
@@ -249,6 +249,30 @@ func volumes(sandbox toolgatev1alpha1.Sandbox, defaultLimit resource.Quantity) [
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(limit.DeepCopy())}}}
 	}
 	return []corev1.Volume{emptyDir(podcontract.RunVolume), emptyDir(podcontract.TmpVolume)}
+}
+
+// linkVolumes is the link volume, for the Pods that need it: the signer and the body side
+// meet at an abstract Unix socket in the Pod's network namespace, which needs no volume
+// (and a Pod without volumes starts sooner: the kubelet does not wait for a mount), but
+// runtimes differ in whether containers share that namespace (on the local cluster each
+// gVisor container is a sandbox of its own): a Pod under a RuntimeClass gets a socket file
+// in the link volume too, and a Pod with scratch volumes has it at no cost.
+func linkVolumes(sandbox toolgatev1alpha1.Sandbox, opts JobOptions) []corev1.Volume {
+	if !needsLinkVolume(sandbox, opts) {
+		return nil
+	}
+	return []corev1.Volume{linkVolume()}
+}
+
+func linkMounts(sandbox toolgatev1alpha1.Sandbox, opts JobOptions) []corev1.VolumeMount {
+	if !needsLinkVolume(sandbox, opts) {
+		return nil
+	}
+	return []corev1.VolumeMount{linkMount()}
+}
+
+func needsLinkVolume(sandbox toolgatev1alpha1.Sandbox, opts JobOptions) bool {
+	return sandbox.Scratch != toolgatev1alpha1.ScratchNone || opts.RuntimeClassOf(sandbox) != ""
 }
 
 // linkVolume holds the socket the body side reaches the signer by, and nothing else.
@@ -309,7 +333,7 @@ func signerEnv(in JobInput) []corev1.EnvVar {
 // (another container: its own PID and mount namespaces, whatever the runtime); it talks to
 // the body side over a Unix socket in the link volume only. Its resources are its own, small and fixed
 // but for memory, which grows with the output it may keep (and redact, and encode).
-func signerContainer(opts JobOptions, maxOut int64, env []corev1.EnvVar) corev1.Container {
+func signerContainer(opts JobOptions, sandbox toolgatev1alpha1.Sandbox, maxOut int64, env []corev1.EnvVar) corev1.Container {
 	return corev1.Container{
 		Name:                     podcontract.SignerContainerName,
 		Image:                    opts.RunnerImage,
@@ -318,7 +342,7 @@ func signerContainer(opts JobOptions, maxOut int64, env []corev1.EnvVar) corev1.
 		Env:                      env,
 		Resources:                signerResources(opts, maxOut),
 		SecurityContext:          containerSecurityContext(),
-		VolumeMounts:             []corev1.VolumeMount{linkMount()},
+		VolumeMounts:             linkMounts(sandbox, opts),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
 }

@@ -26,9 +26,9 @@ const signerDialBound = 30 * time.Second
 // what the tool left, empties the container's termination message and exits with the
 // tool's code, so that the kubelet's account of the container agrees with the frame.
 func bodySide(cfg config, sigs <-chan os.Signal, stderr io.Writer) int {
-	conn, err := dialSigner(cfg.signerAddress, sigs, signerDialBound)
+	conn, err := dialSigner([]string{cfg.signerAbstract, cfg.signerAddress}, sigs, signerDialBound)
 	if err != nil {
-		logf(stderr, "reaching the signer at %s: %v", cfg.signerAddress, err)
+		logf(stderr, "reaching the signer at %s or %s: %v", cfg.signerAbstract, cfg.signerAddress, err)
 		return frame.ExitRunnerError
 	}
 	defer conn.Close()
@@ -65,13 +65,17 @@ func runForSigner(cfg config, lw *linkWriter, sigs <-chan os.Signal) linkEndMsg 
 		DurationMs: f.DurationMs, OutputLeftOpen: f.OutputLeftOpen}
 }
 
-// dialSigner connects to the signer, trying again until bound or SIGTERM.
-func dialSigner(addr string, sigs <-chan os.Signal, bound time.Duration) (net.Conn, error) {
+// dialSigner connects to the signer at the first of addrs that answers, trying again
+// until bound or SIGTERM.
+func dialSigner(addrs []string, sigs <-chan os.Signal, bound time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(bound)
 	for {
-		c, err := net.DialTimeout("unix", addr, time.Second)
-		if err == nil {
-			return c, nil
+		var err error
+		for _, addr := range addrs {
+			var c net.Conn
+			if c, err = net.DialTimeout("unix", addr, time.Second); err == nil {
+				return c, nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return nil, err

@@ -44,8 +44,10 @@ type config struct {
 	// mode is how this runner takes part: alone (runs the tool and signs), as the signer
 	// (holds the key, runs nothing) or as the body side (runs the tool, holds no key).
 	mode mode
-	// signerAddress is the Unix socket the signer listens on and the body side connects to.
-	signerAddress string
+	// signerAddress is the Unix socket (a file in the link volume) and signerAbstract the
+	// abstract one the signer listens on and the body side connects to (abstract first).
+	signerAddress  string
+	signerAbstract string
 	// podUID is the warm Pod's own uid (TOOLGATE_POD_UID): a Handover is for one Pod.
 	podUID   string
 	ioGrace  time.Duration
@@ -83,6 +85,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	// it to the body side, which gives it to the tool.
 	cfg.traceparent = getenv(podcontract.EnvTraceparent)
 	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerSocket, podcontract.SignerSocket)
+	cfg.signerAbstract = envOr(getenv, podcontract.EnvSignerAbstract, podcontract.SignerAbstractSocket)
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)

@@ -28,7 +28,7 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 	want := config{
 		args: []byte("{}"), argsDigest: "sha256:x", argsFile: defaultArgsFile, maxOutput: 20, stderrTail: 7,
 		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
-		signerAddress: podcontract.SignerSocket,
+		signerAddress: podcontract.SignerSocket, signerAbstract: podcontract.SignerAbstractSocket,
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)

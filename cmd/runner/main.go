@@ -46,13 +46,13 @@ func realMain(argv []string, lookupEnv func(string) (string, bool), stdout, stde
 	}
 	var ln net.Listener
 	if cfg.mode == modeSigner {
-		if ln, err = listenSigner(cfg.signerAddress); err != nil {
+		if ln, err = listenSigner(cfg.signerAbstract, cfg.signerAddress); err != nil {
 			f := failed(frame.Frame{ArgsDigest: cfg.argsDigest}, frame.ReasonInvalidConfiguration, frame.ExitRunnerError,
 				fmt.Errorf("the runner could not listen for the tool's side: %w", err))
 			return deliver(cfg, f, stdout, stderr)
 		}
 		defer ln.Close()
-		logf(stderr, "listening for the tool's side at %s", cfg.signerAddress)
+		logf(stderr, "listening for the tool's side at %s", ln.Addr())
 	}
 	if cfg.warm {
 		var ok bool

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
+	"sync"
 
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -30,16 +32,86 @@ var bodyReasons = map[string]int{
 	frame.ReasonArgumentsFileError: frame.ExitRunnerError,
 }
 
-// listenSigner listens where the body side connects (a Unix socket in the Pod's link
-// volume, which only the two containers mount), before anything else the signer does, so
-// that the body side finds it as soon as its container starts. A socket file left there
-// (a signer restarted in place) is replaced.
-func listenSigner(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+// listenSigner listens where the body side connects, before anything else the signer
+// does, so that the body side finds it as soon as its container starts: the abstract
+// socket (the Pod's network namespace, which the two containers share under runc) and,
+// when the Pod has the link volume (a runtime whose containers do not share it), a socket
+// file there, which only the two containers mount; a file left there (a signer restarted
+// in place) is replaced. Either serves; the first connection on either is the body side's.
+func listenSigner(abstract, path string) (net.Listener, error) {
+	var lns []net.Listener
+	var errs []error
+	if ln, err := net.Listen("unix", abstract); err == nil {
+		lns = append(lns, ln)
+	} else {
+		errs = append(errs, err)
 	}
-	return net.Listen("unix", path)
+	if _, err := os.Stat(filepath.Dir(path)); err == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		} else if ln, err := net.Listen("unix", path); err == nil {
+			lns = append(lns, ln)
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	if len(lns) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return newEitherListener(lns), nil
 }
+
+// eitherListener is one listener over several: Accept returns the first connection any of
+// them accepts; Close closes them all.
+type eitherListener struct {
+	lns      []net.Listener
+	accepted chan acceptedConn // buffered for every listener: no Accept goroutine blocks
+	once     sync.Once
+}
+
+type acceptedConn struct {
+	c   net.Conn
+	err error
+}
+
+func newEitherListener(lns []net.Listener) *eitherListener {
+	e := &eitherListener{lns: lns, accepted: make(chan acceptedConn, len(lns))}
+	for _, ln := range lns {
+		go func() {
+			c, err := ln.Accept()
+			e.accepted <- acceptedConn{c, err}
+		}()
+	}
+	return e
+}
+
+// Accept returns the first connection (or the first error) of any listener; it is called
+// once (acceptBody).
+func (e *eitherListener) Accept() (net.Conn, error) {
+	a := <-e.accepted
+	return a.c, a.err
+}
+
+// Close closes every listener and any connection accepted after the first (once).
+func (e *eitherListener) Close() error {
+	var errs []error
+	e.once.Do(func() {
+		for _, ln := range e.lns {
+			errs = append(errs, ln.Close())
+		}
+		go func() {
+			for range len(e.lns) - 1 {
+				if a := <-e.accepted; a.err == nil {
+					_ = a.c.Close()
+				}
+			}
+		}()
+	})
+	return errors.Join(errs...)
+}
+
+// Addr is the first listener's address.
+func (e *eitherListener) Addr() net.Addr { return e.lns[0].Addr() }
 
 // acceptBody waits for the body side's one connection, and closes the listener: nothing
 // else ever gets to speak to the signer. ok is false when SIGTERM came first (the Pod is

@@ -31,10 +31,39 @@ func newPair(t *testing.T, script string) *pair {
 	body.env = map[string]string{
 		podcontract.EnvTerminationPath: filepath.Join(body.dir, "termination-log"),
 	}
-	addr := socketPath(t)
-	signer.env[podcontract.EnvSignerSocket] = addr
-	body.env[podcontract.EnvSignerSocket] = addr
+	addr, abstract := socketPath(t), abstractName(t)
+	signer.env[podcontract.EnvSignerSocket], signer.env[podcontract.EnvSignerAbstract] = addr, abstract
+	body.env[podcontract.EnvSignerSocket], body.env[podcontract.EnvSignerAbstract] = addr, abstract
 	return &pair{signer: signer, body: body}
+}
+
+// abstractName is an abstract socket name of the test's own (the namespace is the
+// machine's network namespace's, shared by every test process).
+func abstractName(t *testing.T) string {
+	t.Helper()
+	return "@toolgate-test-" + strings.ReplaceAll(filepath.Base(socketPath(t)), ".", "-") + "-" + filepath.Base(filepath.Dir(socketPath(t)))
+}
+
+// The two halves find each other whichever socket the Pod offers: the abstract one alone
+// (a Pod without the link volume, whose containers share the network namespace), or the
+// file in the link volume alone (containers that do not share it, as each gVisor sandbox of
+// the local cluster: the body side's abstract name reaches nothing).
+func TestSplitLinksOverEitherSocket(t *testing.T) {
+	for name, setup := range map[string]func(p *pair){
+		"abstract only": func(p *pair) {
+			p.signer.env[podcontract.EnvSignerSocket] = "/nonexistent/link/signer.sock"
+			p.body.env[podcontract.EnvSignerSocket] = "/nonexistent/link/signer.sock"
+		},
+		"file only": func(p *pair) { p.body.env[podcontract.EnvSignerAbstract] = abstractName(t) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := newPair(t, `cat`)
+			setup(p)
+			if o, code := p.run(nil); o.code != 0 || code != 0 || o.frame.Stdout != testArgs {
+				t.Fatalf("exit %d/%d frame %+v", o.code, code, o.frame)
+			}
+		})
+	}
 }
 
 // socketPath is a socket path of the test's own, short enough for a Unix socket.
@@ -154,7 +183,7 @@ func TestSplitRefusalRunsNothing(t *testing.T) {
 // A signer whose body side never comes reports BodyLost when the kubelet stops it.
 func TestSplitBodyNeverCame(t *testing.T) {
 	in := newInvocation(t, podcontract.SignFlag)
-	in.env[podcontract.EnvSignerSocket] = socketPath(t)
+	in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = socketPath(t), abstractName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := in.command(ctx)
@@ -183,7 +212,7 @@ func TestSplitSignerBoundsTheLink(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := newInvocation(t, podcontract.SignFlag)
 			addr := socketPath(t)
-			in.env[podcontract.EnvSignerSocket] = addr
+			in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = addr, abstractName(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := in.command(ctx)

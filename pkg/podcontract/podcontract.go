@@ -38,8 +38,10 @@ const (
 	// EnvPodUID is the warm pool Pod's own metadata.uid (downward API): a Handover is
 	// signed for one Pod, so it cannot be replayed to another.
 	EnvPodUID = "TOOLGATE_POD_UID"
-	// EnvSignerSocket overrides SignerSocket (tests).
-	EnvSignerSocket = "TOOLGATE_SIGNER_SOCKET"
+	// EnvSignerSocket and EnvSignerAbstract override SignerSocket and SignerAbstractSocket
+	// (tests).
+	EnvSignerSocket   = "TOOLGATE_SIGNER_SOCKET"
+	EnvSignerAbstract = "TOOLGATE_SIGNER_ABSTRACT"
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
 	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span
@@ -200,8 +202,13 @@ const (
 	// does not when each container is a sandbox of its own, as on the local cluster's gVisor).
 	LinkVolume    = "toolgate-link"
 	LinkMountPath = "/var/run/toolgate-link"
-	// SignerSocket is where the signer listens for the body side.
+	// SignerSocket is where the signer listens for the body side in the link volume.
 	SignerSocket = LinkMountPath + "/signer.sock"
+	// SignerAbstractSocket is the abstract Unix socket (Linux; the Pod's network namespace,
+	// no file) the signer listens on too, and the body side tries first: the link volume is
+	// only needed where the two containers do not share a network namespace (each a sandbox
+	// of its own, as on the local cluster's gVisor), and a Pod without volumes starts sooner.
+	SignerAbstractSocket = "@toolgate-signer"
 	// RunnerInitContainerName copies the runner into RunVolume for images that lack it.
 	RunnerInitContainerName = "toolgate-runner"
 	// RunVolume is the emptyDir at RunMountPath: the copied runner and the arguments file.
