@@ -26,8 +26,12 @@
 //     ended, then kills what the tool left, empties its own container's termination message
 //     and exits with the tool's code (steps 9 and 10).
 //
-// They talk over a Unix socket (TOOLGATE_SIGNER_SOCKET) in an emptyDir of 1 Mi that only
-// the two containers mount. The signer listens before anything else and accepts one
+// They talk over a Unix socket: the abstract TOOLGATE_SIGNER_ABSTRACT (default
+// @toolgate-signer, the Pod's network namespace, which the two containers share under runc)
+// and, when its directory exists, the file TOOLGATE_SIGNER_SOCKET in an emptyDir of 1 Mi
+// that only the two containers mount (the operator adds it for a Pod under a RuntimeClass,
+// whose containers may be sandboxes of their own). The body side tries the abstract one
+// first. The signer listens on both before anything else and accepts one
 // connection; the body side tries for 30 s (the kubelet starts the signer first), then
 // exits 125. Each message is a type byte, a 4-byte length and that many bytes (link.go):
 // the arguments one way; output chunks and one end message (exit code, signal) the other.
@@ -60,7 +64,8 @@
 //	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
 //	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
 //	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
-//	TOOLGATE_SIGNER_SOCKET                         the link's socket (default /var/run/toolgate-link/signer.sock)
+//	TOOLGATE_SIGNER_SOCKET                         the link's socket file (default /var/run/toolgate-link/signer.sock)
+//	TOOLGATE_SIGNER_ABSTRACT                       the link's abstract socket (default @toolgate-signer)
 //	TOOLGATE_ATTEMPT_KEY                           the attempt's frame key (frame.AttemptKey, base64url), in a cold
 //	                                               Pod's signer only, from the attempt's key Secret (<job>-key) by
 //	                                               secretKeyRef; without it the frame is unsigned, and the
