@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,11 +153,17 @@ func TestSplitSignerRedacts(t *testing.T) {
 // or a body that can signal its PID 1 under some runtime) yields a signed BodyLost frame,
 // never a success, whatever the tool had printed.
 func TestSplitBodySideKilledIsBodyLost(t *testing.T) {
-	p := newPair(t, `echo '{"ok":true}'; touch "$MARK"; exec sleep 30`)
+	p := newPair(t, `echo '{"ok":true}'; echo printed > "$MARK"; exec sleep 30`)
 	mark := filepath.Join(p.body.dir, "printed")
+	if err := syscall.Mkfifo(mark, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	p.body.env["MARK"] = mark
 	o, _ := p.run(func(body *os.Process) {
-		waitFor(t, func() bool { _, err := os.Stat(mark); return err == nil })
+		// The tool has printed once it writes to the FIFO: reading it waits for that.
+		if b, err := os.ReadFile(mark); err != nil || string(b) != "printed\n" {
+			t.Errorf("the tool's mark: %q %v", b, err)
+		}
 		_ = body.Signal(syscall.SIGKILL)
 	})
 	if o.frame.Reason != frame.ReasonBodyLost || o.code != frame.ExitRunnerError || o.frame.Stdout != "" {
@@ -186,16 +193,11 @@ func TestSplitBodyNeverCame(t *testing.T) {
 	in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = socketPath(t), abstractName(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := in.command(ctx)
-	serr := &lockedBuffer{}
-	cmd.Stderr = serr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return strings.Contains(serr.String(), "listening for the tool's side") })
+	cmd, stderr := startListening(t, in.command(ctx))
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	serr := stderr()
 	_ = cmd.Wait()
-	o := in.outcome(cmd, nil, []byte(serr.String()))
+	o := in.outcome(cmd, nil, serr)
 	if o.frame.Reason != frame.ReasonBodyLost || o.frame.Error != errBodyNeverCame.Error() {
 		t.Fatalf("frame %+v", o.frame)
 	}
@@ -215,25 +217,19 @@ func TestSplitSignerBoundsTheLink(t *testing.T) {
 			in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = addr, abstractName(t)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := in.command(ctx)
-			var serr bytes.Buffer
-			cmd.Stderr = &serr
-			if err := cmd.Start(); err != nil {
+			cmd, stderr := startListening(t, in.command(ctx))
+			conn, err := net.Dial("unix", addr)
+			if err != nil {
 				t.Fatal(err)
 			}
-			var conn net.Conn
-			waitFor(t, func() bool {
-				c, err := net.Dial("unix", addr)
-				conn = c
-				return err == nil
-			})
 			if _, err := readStart(bufio.NewReader(conn)); err != nil {
 				t.Fatal(err)
 			}
 			send(&linkWriter{w: conn})
+			serr := stderr()
 			_ = cmd.Wait()
 			conn.Close()
-			o := in.outcome(cmd, nil, serr.Bytes())
+			o := in.outcome(cmd, nil, serr)
 			if o.frame.Reason != frame.ReasonBodyLost || o.frame.ExitCode == 0 {
 				t.Fatalf("frame %+v", o.frame)
 			}
@@ -257,31 +253,29 @@ func TestSplitWarm(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+// startListening starts a signer and returns once it says it listens (its own log line, read
+// from its stderr), and a function that returns all its stderr once it has closed it (call
+// it before cmd.Wait).
+func startListening(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, func() []byte) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 20s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a process's output may be copied into while it is read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var head bytes.Buffer
+	lines := bufio.NewReader(pipe)
+	for !strings.Contains(head.String(), "listening for the tool's side") {
+		line, err := lines.ReadString('\n')
+		head.WriteString(line)
+		if err != nil {
+			t.Fatalf("the signer ended before it listened: %q", head.String())
+		}
+	}
+	return cmd, func() []byte {
+		rest, _ := io.ReadAll(lines)
+		return append(head.Bytes(), rest...)
+	}
 }
