@@ -198,10 +198,8 @@ func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerm
 
 // signerTermination is the signer container's terminated state (nil while it runs).
 func signerTermination(pod *corev1.Pod) *corev1.ContainerStateTerminated {
-	for i := range pod.Status.ContainerStatuses {
-		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == podcontract.SignerContainerName {
-			return cs.State.Terminated
-		}
+	if cs := containerStatusOf(pod, podcontract.SignerContainerName); cs != nil {
+		return cs.State.Terminated
 	}
 	return nil
 }
@@ -258,8 +256,12 @@ func podReason(pod *corev1.Pod) string {
 }
 
 func toolContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	return containerStatusOf(pod, podcontract.ToolContainerName)
+}
+
+func containerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == podcontract.ToolContainerName {
+		if pod.Status.ContainerStatuses[i].Name == name {
 			return &pod.Status.ContainerStatuses[i]
 		}
 	}

@@ -471,10 +471,18 @@ func networkLabel(mode toolgatev1alpha1.NetworkMode) string {
 	return "none"
 }
 
-// toolContainerOf is the Pod spec's body container.
+// toolContainerOf and signerOf are the Pod spec's body and signer containers.
 func toolContainerOf(ps *corev1.PodSpec) *corev1.Container {
+	return containerOf(ps, podcontract.ToolContainerName)
+}
+
+func signerOf(ps *corev1.PodSpec) *corev1.Container {
+	return containerOf(ps, podcontract.SignerContainerName)
+}
+
+func containerOf(ps *corev1.PodSpec, name string) *corev1.Container {
 	for i := range ps.Containers {
-		if ps.Containers[i].Name == podcontract.ToolContainerName {
+		if ps.Containers[i].Name == name {
 			return &ps.Containers[i]
 		}
 	}
@@ -489,13 +497,8 @@ func withWorkspace(spec corev1.PodSpec, m *WorkspaceMount) corev1.PodSpec {
 		return spec
 	}
 	spec.Volumes = append(spec.Volumes, workspaceVolume(m))
-	for i := range spec.Containers {
-		switch c := &spec.Containers[i]; c.Name {
-		case podcontract.ToolContainerName:
-			c.VolumeMounts = append(c.VolumeMounts, workspaceVolumeMount(m))
-		case podcontract.SignerContainerName:
-			c.Env = append(c.Env, redactEnv(m.Credentials)...)
-		}
-	}
+	tool, signer := toolContainerOf(&spec), signerOf(&spec)
+	tool.VolumeMounts = append(tool.VolumeMounts, workspaceVolumeMount(m))
+	signer.Env = append(signer.Env, redactEnv(m.Credentials)...)
 	return spec
 }

@@ -62,16 +62,6 @@ func warmPodSpec(spec *toolgatev1alpha1.ToolSpec, opts JobOptions) corev1.PodSpe
 	return ps
 }
 
-// signerOf is the Pod spec's signer container.
-func signerOf(ps *corev1.PodSpec) *corev1.Container {
-	for i := range ps.Containers {
-		if ps.Containers[i].Name == podcontract.SignerContainerName {
-			return &ps.Containers[i]
-		}
-	}
-	return nil
-}
-
 // warmTemplateDigest identifies the Pod a spec gives: 32 hex of the SHA-256 of the Pod
 // spec's JSON (no key is in it: the master comes from the namespace's Secret). A Tool
 // edit, or an operator started with other Pod settings, gives another digest; its old Pods

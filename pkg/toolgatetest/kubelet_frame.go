@@ -32,12 +32,18 @@ func (k *Kubelet) terminate(ctx context.Context, pod *corev1.Pod, o Outcome) (*c
 // signerSpec is the Pod spec's signer container: the runner's environment (arguments,
 // keys, credentials' copies) is its.
 func signerSpec(spec *corev1.PodSpec) *corev1.Container {
+	return containerIn(spec, podcontract.SignerContainerName)
+}
+
+// containerIn is the spec's container of that name, or an empty one (a Pod a test made by
+// hand: no runner, nothing signed).
+func containerIn(spec *corev1.PodSpec, name string) *corev1.Container {
 	for i := range spec.Containers {
-		if spec.Containers[i].Name == podcontract.SignerContainerName {
+		if spec.Containers[i].Name == name {
 			return &spec.Containers[i]
 		}
 	}
-	return &corev1.Container{} // a Pod a test made by hand: no runner, nothing signed
+	return &corev1.Container{}
 }
 
 // containerEnv is the signer's environment as a kubelet hands it to the runner: $(…)
@@ -161,14 +167,7 @@ func runningStatuses(pod *corev1.Pod, ready bool) []corev1.ContainerStatus {
 }
 
 // toolImage is the body container's image.
-func toolImage(pod *corev1.Pod) string {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == podcontract.ToolContainerName {
-			return c.Image
-		}
-	}
-	return ""
-}
+func toolImage(pod *corev1.Pod) string { return containerIn(&pod.Spec, podcontract.ToolContainerName).Image }
 
 // TailLog serves the logs of simulated Pods (the runner's log block) in place of pods/log;
 // pass the Kubelet as the reconcilers' LogReader. It records every read (LogReads).
