@@ -167,7 +167,9 @@ func runningStatuses(pod *corev1.Pod, ready bool) []corev1.ContainerStatus {
 }
 
 // toolImage is the body container's image.
-func toolImage(pod *corev1.Pod) string { return containerIn(&pod.Spec, podcontract.ToolContainerName).Image }
+func toolImage(pod *corev1.Pod) string {
+	return containerIn(&pod.Spec, podcontract.ToolContainerName).Image
+}
 
 // TailLog serves the logs of simulated Pods (the runner's log block) in place of pods/log;
 // pass the Kubelet as the reconcilers' LogReader. It records every read (LogReads).
