@@ -146,7 +146,7 @@ func (k *Kubelet) ScriptAttempts(tool string, outcomes ...Outcome) {
 	k.attempts[tool] = append([]Outcome(nil), outcomes...)
 }
 
-// PodsStarted counts the Pods the Kubelet created (one per Job attempt).
+// PodsStarted counts the Pods the Kubelet created, in every namespace it sees (one per Job attempt).
 func (k *Kubelet) PodsStarted() int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
