@@ -24,6 +24,20 @@ type Grant struct {
 	Allow     []Rule `json:"allow"`
 	// Expires (Unix seconds) ends the grant: the attempt's deadline plus a margin.
 	Expires int64 `json:"exp"`
+	// Inject are the headers the proxy adds to the body's requests (credentials the body
+	// never holds). They travel inside the grant sealed with a key derived from the proxy
+	// key, so the body that carries its grant cannot read them.
+	Inject []Injection `json:"-"`
+}
+
+// Injection is one header the proxy sets on every request of a tunnel to Host:Port, which
+// it terminates with the toolgate egress CA and re-originates to the real host.
+type Injection struct {
+	Host   string `json:"host"`
+	Port   int32  `json:"port"`
+	Header string `json:"header"`
+	// Value is the header's whole value (a scheme such as "Bearer " included).
+	Value string `json:"value"`
 }
 
 // Key names an attempt's records: the call's UID and the attempt number.

@@ -378,6 +378,13 @@ func RecordsURL(base, uid string, attempt int32) string {
 
 // EndURL is where the operator ends an attempt's grant (expiring at until) and collects its
 // final record, below the proxy's base URL.
+// PodURL is where the operator tells the proxy the address of the Pod an attempt runs
+// in (POST, JSON {"ip": "…"}): from then on the attempt's grant works from that address
+// only; before it, a request waits (bounded) for it.
+func PodURL(base, uid string, attempt int32) string {
+	return RecordsURL(base, uid, attempt) + "/pod"
+}
+
 func EndURL(base, uid string, attempt int32, until time.Time) string {
 	return RecordsURL(base, uid, attempt) + "/end?until=" + strconv.FormatInt(until.Unix(), 10)
 }
