@@ -129,11 +129,11 @@ func callMeta(call *v1alpha1.ToolCall, reason string) mcp.Meta {
 }
 
 // refusal is the answer to a tools/call the gateway refused before creating a ToolCall:
-// isError, phase Refused, the reason; text is shown through pkg/display (it may quote the
-// caller's input).
+// isError, phase Refused, the reason; text is bounded and shown through pkg/display (it
+// may quote the caller's input, as the API server's refusal does).
 func refusal(reason, text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: multiline.String(text)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: multiline.String(bound(text))}},
 		IsError: true,
 		Meta:    mcp.Meta{MetaPhase: PhaseRefused, MetaReason: reason},
 	}
