@@ -32,31 +32,35 @@ const (
 // context is already done by then.
 const cancelTimeout = 30 * time.Second
 
-// callTool is the tools/call handler of every served tool: create a ToolCall, wait for its
-// frozen result (or for it to park for approval, or for the wait bound), and answer.
-func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// handlerFor is the tools/call handler of the served tool t.
+func (g *Gateway) handlerFor(t *mcp.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return g.callTool(ctx, req, t)
+	}
+}
+
+// callTool creates a ToolCall of the served tool t, waits for its frozen result (or for it
+// to park for approval, or for the wait bound), and answers.
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest, t *mcp.Tool) (*mcp.CallToolResult, error) {
 	g.calls.Add(1)
 	defer g.calls.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(g.ctx, cancel)()
 	defer g.inFlight.add(sessionID(req), cancel)()
-	tool := req.Params.Name
-	log := g.log.WithValues("tool", tool)
+	log := g.log.WithValues("tool", t.Name)
 	c, err := g.opts.callers.clientFor(ctx, g.opts.Client)
 	if err != nil {
 		log.Error(err, "tools/call", "outcome", outcomeFailed)
 		return nil, err
 	}
 	if !g.limits.acquire() {
-		log.Info("tools/call", "outcome", outcomeRejected, "error", "too many calls in flight")
-		return textError(fmt.Sprintf("%s has %d calls in flight, the most this gateway runs at once for one identity: "+
+		return refused(log, ReasonInFlightLimit, fmt.Sprintf("%s has %d calls in flight, the most this gateway runs at once for one identity: "+
 			"wait for one to finish and call again", c.Identity, cap(g.limits.slots))), nil
 	}
 	defer g.limits.release()
 	if ok, n := g.limits.roomToPark(ctx, c); !ok {
-		log.Info("tools/call", "outcome", outcomeRejected, "error", "too many calls awaiting approval")
-		return textError(fmt.Sprintf("%s has %d calls awaiting approval, the most this gateway lets one identity leave waiting: "+
+		return refused(log, ReasonParkedLimit, fmt.Sprintf("%s has %d calls awaiting approval, the most this gateway lets one identity leave waiting: "+
 			"wait for a person to answer one (toolgate approve or deny) and call again", c.Identity, n)), nil
 	}
 	args := bytes.TrimSpace(req.Params.Arguments)
@@ -64,18 +68,17 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		args = []byte(`{}`)
 	}
 	if args[0] != '{' {
-		log.Info("tools/call", "outcome", outcomeRejected, "error", "arguments are not a JSON object")
-		return textError("the arguments of a tools/call must be a JSON object"), nil
+		return refused(log, ReasonArgumentsNotJSONObject, "the arguments of a tools/call must be a JSON object"), nil
 	}
 	call, err := c.Create(ctx, agentclient.CallRequest{
-		Tool: tool, Scope: g.opts.Scope, Session: g.opts.Session, Arguments: args, CreatedBy: CreatedBy,
+		Tool: t.Name, Scope: g.opts.Scope, Session: g.opts.Session, Arguments: args, CreatedBy: CreatedBy,
 		Traceparent: metaString(req.Params.Meta, "traceparent"), // MCP's _meta trace context
 	})
 	if err != nil {
 		return createFailed(log, err)
 	}
 	log = log.WithValues("toolCall", klog.KObj(call))
-	res, outcome, err := g.await(ctx, c, call)
+	res, outcome, err := g.await(ctx, c, call, t)
 	if outcome == outcomeAwaitingApproval {
 		g.limits.park(call)
 	}
@@ -87,24 +90,33 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		log.Error(err, "tools/call", "outcome", outcome)
 		return nil, err
 	}
-	log.Info("tools/call", "outcome", outcome, "isError", res.IsError)
+	log.Info("tools/call", "outcome", outcome, "isError", res.IsError, "reason", res.Meta[MetaReason])
 	return res, nil
 }
 
+// refused logs and answers a tools/call the gateway refused before creating a ToolCall.
+func refused(log logr.Logger, reason, text string) *mcp.CallToolResult {
+	log.Info("tools/call", "outcome", outcomeRejected, "reason", reason, "error", text)
+	return refusal(reason, text)
+}
+
 // createFailed answers a refused create: an invalid object (arguments the API server
-// rejects) is the model's to fix, so it is a tool error; anything else (RBAC, the API
-// server unreachable) is a protocol error.
+// rejects) or a forbidden one (RBAC, an admission policy, a quota) is a refusal the model
+// can read and act on, so it is a tool error; anything else (the API server unreachable)
+// is a protocol error.
 func createFailed(log logr.Logger, err error) (*mcp.CallToolResult, error) {
-	if apierrors.IsInvalid(err) {
-		log.Info("tools/call", "outcome", outcomeRejected, "error", err.Error())
-		return textError("the call was rejected: " + err.Error()), nil
+	switch {
+	case apierrors.IsInvalid(err):
+		return refused(log, ReasonCreateInvalid, "the call was rejected: "+err.Error()), nil
+	case apierrors.IsForbidden(err):
+		return refused(log, ReasonCreateForbidden, "the call was refused: "+err.Error()), nil
 	}
 	log.Error(err, "tools/call", "outcome", outcomeFailed)
 	return nil, fmt.Errorf("creating the ToolCall: %w", err)
 }
 
 // await waits for the call (as c, the caller) and decides the answer and the logged outcome.
-func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) (*mcp.CallToolResult, string, error) {
+func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall, t *mcp.Tool) (*mcp.CallToolResult, string, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, g.opts.WaitBound)
 	defer cancel()
 	until := func(c *v1alpha1.ToolCall) bool { return agentclient.Done(c) || agentclient.AwaitingApproval(c) }
@@ -114,7 +126,7 @@ func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alph
 	}
 	switch {
 	case err == nil && agentclient.Done(last):
-		return ResultFor(last), string(last.Status.Phase), nil
+		return ResultFor(last, t), string(last.Status.Phase), nil
 	case err == nil:
 		return AwaitingApprovalResult(last), outcomeAwaitingApproval, nil
 	case ctx.Err() != nil:
@@ -125,7 +137,7 @@ func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alph
 	case waitCtx.Err() != nil:
 		return StillRunningResult(last, g.opts.WaitBound), outcomeStillRunning, nil
 	case apierrors.IsNotFound(err):
-		return errorResult(last, fmt.Sprintf("The call %s was deleted before it finished.", last.Name)), outcomeDeleted, nil
+		return deletedResult(last), outcomeDeleted, nil
 	}
 	return nil, outcomeFailed, fmt.Errorf("waiting for ToolCall %s/%s: %w", last.Namespace, last.Name, err)
 }
@@ -153,8 +165,4 @@ func (g *Gateway) cancelCall(ctx context.Context, c *agentclient.Client, call *v
 	if _, err := c.Cancel(ctx, call.Name); err != nil && !apierrors.IsNotFound(err) {
 		g.log.Error(err, "Cancelling the ToolCall of a cancelled tools/call", "toolCall", klog.KObj(call))
 	}
-}
-
-func textError(text string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
 }

@@ -106,6 +106,6 @@ func (g *Gateway) addTool(t *mcp.Tool) (err error) {
 			err = fmt.Errorf("the MCP SDK refused the tool: %v", r)
 		}
 	}()
-	g.server.AddTool(t, g.callTool)
+	g.server.AddTool(t, g.handlerFor(t))
 	return nil
 }

@@ -7,6 +7,13 @@
 //   - An unknown tool name is a JSON-RPC error (-32602, invalid params), as the MCP
 //     specification and the SDK have it; everything the operator decides (schema
 //     violations, policy denials, tool failures) is a result with isError.
+//   - A failure's text is its message and, for an object, its fields (exitCode, stdout,
+//     stderr first), bounded and escaped (pkg/display); the object is structuredContent
+//     unless the tool declares an output schema (ResultFor).
+//   - Every result's _meta names toolgate.dev/phase and toolgate.dev/reason. The gateway's
+//     own answers have reasons no call result has (Reason* constants); those made without
+//     a ToolCall (limits, arguments that are not an object, a create the API server
+//     refused as invalid or forbidden) have phase Refused. Nothing queues in the gateway.
 //   - A call a policy parks for approval returns at once with isError, the call's name and
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the

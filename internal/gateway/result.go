@@ -11,74 +11,71 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// ResultFor turns a finished call (agentclient.Done) into the MCP result: isError from the
-// result (always for Denied), one text item (a JSON string content as that string, other
-// JSON compact, the error message for an error), and structuredContent when a successful
-// result's content is a JSON object.
-func ResultFor(call *v1alpha1.ToolCall) *mcp.CallToolResult {
+// PhaseRefused is the toolgate.dev/phase of a tools/call the gateway refused without
+// creating a ToolCall. It is no ToolCall phase: there is no call.
+const PhaseRefused = "Refused"
+
+// Reasons of the gateway's own answers, in toolgate.dev/reason: none of them is a reason
+// the operator gives a call's result, so a client tells them from a tool's failure.
+const (
+	// ReasonInFlightLimit: the identity has MaxCalls tools/calls in flight (refused).
+	ReasonInFlightLimit = "InFlightLimit"
+	// ReasonParkedLimit: the identity has MaxParked calls awaiting approval (refused).
+	ReasonParkedLimit = "ParkedLimit"
+	// ReasonArgumentsNotJSONObject: the tools/call arguments are not a JSON object (refused).
+	ReasonArgumentsNotJSONObject = "ArgumentsNotJSONObject"
+	// ReasonCreateInvalid: the API server refused the ToolCall as invalid (refused).
+	ReasonCreateInvalid = "CreateInvalid"
+	// ReasonCreateForbidden: the API server refused the ToolCall as forbidden: RBAC, an
+	// admission policy, a quota (refused).
+	ReasonCreateForbidden = "CreateForbidden"
+	// ReasonAwaitingApproval: the call is parked for a person's decision and has not run.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonStillRunning: the call had no result within the wait bound; it goes on.
+	ReasonStillRunning = "StillRunning"
+	// ReasonCallDeleted: the call was deleted before it finished.
+	ReasonCallDeleted = "CallDeleted"
+)
+
+// ResultFor turns a finished call (agentclient.Done) into the MCP result of tool (the
+// served form of the call's tool; nil is a tool without an output schema): isError from
+// the result (always for Denied), one text item, and structuredContent when the content
+// is a JSON object — for an error only when the tool declares no output schema, as
+// clients may validate any structuredContent against it (the TypeScript SDK 1.x does,
+// isError or not). The text of a success is its content (a JSON string as that string,
+// other JSON compact); of an error, the message and the content's fields (exitCode,
+// stdout, stderr first), bounded; what the tool wrote is shown through pkg/display.
+func ResultFor(call *v1alpha1.ToolCall, tool *mcp.Tool) *mcp.CallToolResult {
 	r := call.Status.Result
 	if r == nil {
 		r = &v1alpha1.ToolResult{IsError: true}
 	}
-	isError := r.IsError || call.Status.Phase == v1alpha1.PhaseDenied
-	res := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: resultText(call, r, isError)}},
-		IsError: isError,
-		Meta:    callMeta(call),
+	view := &callView{name: call.Name, phase: string(call.Status.Phase), reason: r.Reason, message: r.Error}
+	if r.Content != nil {
+		view.content = r.Content.Raw
 	}
-	if r.Reason != "" {
-		res.Meta[MetaReason] = r.Reason
+	isError := r.IsError || call.Status.Phase == v1alpha1.PhaseDenied
+	reason := r.Reason
+	if reason == "" {
+		reason = view.phase // the operator always gives one; never leave the key out
+	}
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: resultText(view, isError)}},
+		IsError: isError,
+		Meta:    callMeta(call, reason),
 	}
 	if len(r.Meta) > 0 {
 		res.Meta[MetaResult] = r.Meta
 	}
-	if !isError {
-		if obj := jsonObject(r); obj != nil {
-			res.StructuredContent = obj
-		}
+	if obj := jsonObject(view.content); obj != nil && (!isError || tool == nil || tool.OutputSchema == nil) {
+		res.StructuredContent = obj
 	}
 	return res
 }
 
-func resultText(call *v1alpha1.ToolCall, r *v1alpha1.ToolResult, isError bool) string {
-	if isError && r.Error != "" {
-		return r.Error
-	}
-	if r.Content != nil {
-		if text := contentText(r.Content.Raw); text != "" {
-			return text
-		}
-	}
-	if isError {
-		return fmt.Sprintf("the call %s ended in phase %s without a message (reason %q)", call.Name, call.Status.Phase, r.Reason)
-	}
-	return ""
-}
-
-// contentText renders result content as text: a JSON string is that string, any other
-// JSON value its compact form.
-func contentText(raw []byte) string {
+// jsonObject returns the result content when it is a JSON object, compact.
+func jsonObject(raw []byte) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return string(raw)
-	}
-	return buf.String()
-}
-
-// jsonObject returns the result content when it is a JSON object.
-func jsonObject(r *v1alpha1.ToolResult) json.RawMessage {
-	if r.Content == nil {
-		return nil
-	}
-	raw := bytes.TrimSpace(r.Content.Raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil
 	}
@@ -99,28 +96,45 @@ func AwaitingApprovalResult(call *v1alpha1.ToolCall) *mcp.CallToolResult {
 	if d := call.Status.ApprovalDeadline; d != nil {
 		text += fmt.Sprintf("; without an answer by %s it is denied", d.UTC().Format(time.RFC3339))
 	}
-	return errorResult(call, text+".")
+	return errorResult(call, ReasonAwaitingApproval, text+".")
 }
 
 // StillRunningResult is returned when a call has no result within the wait bound: an
 // error for the model, naming the call, which keeps running.
 func StillRunningResult(call *v1alpha1.ToolCall, waited time.Duration) *mcp.CallToolResult {
-	return errorResult(call, fmt.Sprintf("The call %s of tool %s is still running after %s; it was not cancelled. "+
+	return errorResult(call, ReasonStillRunning, fmt.Sprintf("The call %s of tool %s is still running after %s; it was not cancelled. "+
 		"Its result will be in `toolgate get %s -n %s`.", call.Name, call.Spec.Tool, waited, call.Name, call.Namespace))
 }
 
-func errorResult(call *v1alpha1.ToolCall, text string) *mcp.CallToolResult {
+// deletedResult is returned for a call deleted before it finished.
+func deletedResult(call *v1alpha1.ToolCall) *mcp.CallToolResult {
+	return errorResult(call, ReasonCallDeleted, fmt.Sprintf("The call %s was deleted before it finished.", call.Name))
+}
+
+func errorResult(call *v1alpha1.ToolCall, reason, text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		IsError: true,
-		Meta:    callMeta(call),
+		Meta:    callMeta(call, reason),
 	}
 }
 
-func callMeta(call *v1alpha1.ToolCall) mcp.Meta {
-	m := mcp.Meta{MetaCall: call.Name, MetaNamespace: call.Namespace}
-	if call.Status.Phase != "" {
-		m[MetaPhase] = string(call.Status.Phase)
+// callMeta names the call, its phase (Pending before the operator wrote one) and reason.
+func callMeta(call *v1alpha1.ToolCall, reason string) mcp.Meta {
+	phase := call.Status.Phase
+	if phase == "" {
+		phase = v1alpha1.PhasePending
 	}
-	return m
+	return mcp.Meta{MetaCall: call.Name, MetaNamespace: call.Namespace, MetaPhase: string(phase), MetaReason: reason}
+}
+
+// refusal is the answer to a tools/call the gateway refused before creating a ToolCall:
+// isError, phase Refused, the reason; text is bounded and shown through pkg/display (it
+// may quote the caller's input, as the API server's refusal does).
+func refusal(reason, text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: multiline.String(bound(text))}},
+		IsError: true,
+		Meta:    mcp.Meta{MetaPhase: PhaseRefused, MetaReason: reason},
+	}
 }

@@ -113,6 +113,33 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 		Expect(call).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded))
 	}, SpecTimeout(2*time.Minute))
 
+	It("gives the model a failing sh command's exit code, stdout and stderr", func(ctx SpecContext) {
+		session := connectBearer(ctx, url, token, "")
+		nonce := time.Now().UnixNano()
+		command := fmt.Sprintf("echo out-%d; echo err-%d >&2; exit 3", nonce, nonce)
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "sh", Arguments: map[string]any{"command": command}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeTrue())
+		Expect(res.Content).To(HaveLen(1))
+		text := res.Content[0].(*mcp.TextContent).Text
+		Expect(text).To(ContainSubstring(fmt.Sprintf("the command exited with code 3: err-%d", nonce)))
+		Expect(text).To(ContainSubstring("exitCode: 3"))
+		Expect(text).To(ContainSubstring(fmt.Sprintf("stdout (%d bytes):\nout-%d\n", len(fmt.Sprintf("out-%d\n", nonce)), nonce)))
+		Expect(text).To(ContainSubstring(fmt.Sprintf("stderr (%d bytes):\nerr-%d", len(fmt.Sprintf("err-%d\n", nonce)), nonce)))
+		structured, err := json.Marshal(res.StructuredContent)
+		Expect(err).NotTo(HaveOccurred())
+		var fields struct {
+			ExitCode       int
+			Stdout, Stderr string
+		}
+		Expect(json.Unmarshal(structured, &fields)).To(Succeed())
+		Expect(fields.ExitCode).To(Equal(3))
+		Expect(fields.Stdout).To(Equal(fmt.Sprintf("out-%d\n", nonce)))
+		Expect(fields.Stderr).To(Equal(fmt.Sprintf("err-%d\n", nonce)))
+		Expect(res.Meta).To(HaveKeyWithValue("toolgate.dev/phase", "Failed"))
+		Expect(res.Meta).To(HaveKeyWithValue("toolgate.dev/reason", "ToolError"))
+	}, SpecTimeout(2*time.Minute))
+
 	It("cancels a running call when the client cancels the request: the Pod goes, the call stays Cancelled", func(ctx SpecContext) {
 		createTool(ctx, longSleepTool())
 		session := connectBearer(ctx, url, token, "2025-11-25")

@@ -32,6 +32,7 @@ var _ = Describe("tools/call", Label("call"), func() {
 				Expect(call.Spec.Session).To(Equal("chat-1"))
 				Expect(call.Labels).To(HaveKeyWithValue(agentclient.LabelCreatedBy, gateway.CreatedBy))
 				Expect(res.Meta).To(HaveKeyWithValue(gateway.MetaPhase, "Succeeded"))
+				Expect(res.Meta).To(HaveKeyWithValue(gateway.MetaReason, "Succeeded"))
 			})
 
 			It("returns a failing body as an isError result with the message", func(ctx SpecContext) {
@@ -90,6 +91,7 @@ var _ = Describe("tools/call", Label("call"), func() {
 				Expect(text(res)).To(And(ContainSubstring("approval"), ContainSubstring(call.Name),
 					ContainSubstring("toolgate approve "+call.Name+" -n "+ns)))
 				Expect(call).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
+				Expect(res.Meta).To(HaveKeyWithValue(gateway.MetaReason, gateway.ReasonAwaitingApproval))
 				Consistently(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
 					WithTimeout(ConsistentDuration).Should(ConsistOf(HaveField("Name", call.Name)))
 			})
@@ -118,5 +120,6 @@ var _ = Describe("tools/call", Label("call"), func() {
 		call := callOf(ctx, ns, res)
 		Expect(text(res)).To(And(ContainSubstring("still running"), ContainSubstring(call.Name)))
 		Expect(call.Status.Phase.IsTerminal()).To(BeFalse(), "phase %s", call.Status.Phase)
+		Expect(res.Meta).To(HaveKeyWithValue(gateway.MetaReason, gateway.ReasonStillRunning))
 	})
 })

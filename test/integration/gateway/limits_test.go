@@ -33,6 +33,7 @@ var _ = Describe("The HTTP gateway's limits count users, not tokens", Label("htt
 		res := callTool(ctx, b, "hold", map[string]any{"token": "second"})
 		Expect(res.IsError).To(BeTrue(), text(res))
 		Expect(text(res)).To(ContainSubstring(user + " has 1 calls in flight"))
+		Expect(res.Meta).To(refusedFor(gateway.ReasonInFlightLimit))
 		Expect(toolCalls(ctx, ns)).To(HaveLen(1), "no ToolCall for the call beyond the limit")
 		Expect(s.Identities()).To(Equal(1), "one user, one identity slot")
 	})
@@ -57,6 +58,7 @@ var _ = Describe("The HTTP gateway's limits count users, not tokens", Label("htt
 		res := callTool(ctx, b, "echo", map[string]any{"text": "three"})
 		Expect(res.IsError).To(BeTrue())
 		Expect(text(res)).To(ContainSubstring(user + " has 2 calls awaiting approval"))
+		Expect(res.Meta).To(refusedFor(gateway.ReasonParkedLimit))
 		Expect(toolCalls(ctx, ns)).To(HaveLen(2))
 
 		By("a person denies one: there is room again")
