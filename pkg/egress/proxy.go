@@ -2,9 +2,7 @@ package egress
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -91,7 +88,7 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	if cfg.FirstMessageTimeout <= 0 {
 		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout
 	}
-	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]map[*tunnelConn]struct{}{}, max: cfg.MaxTunnels},
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]map[io.Closer]struct{}{}, max: cfg.MaxTunnels},
 		buckets: newBuckets(cfg.RatePerSecond, cfg.Burst, maxAttempts)}
 	cfg.Recorder.OnEnd(p.tunnels.closeAll)
 	gp := goproxy.NewProxyHttpServer()
@@ -121,7 +118,8 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		return goproxy.RejectConnect, hostport
 	}
 	tn := &tunnelConn{p: p, g: g}
-	if !p.tunnels.add(tn) {
+	var ok bool
+	if tn.release, ok = p.tunnels.add(g.Key(), tn); !ok {
 		host, port := refusedHost(hostport, 443)
 		p.note(g, host, port, RefusedTooManyTunnels)
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
@@ -327,134 +325,4 @@ func proxyBasicAuth(h string) (user, pass string, ok bool) {
 func refuse(r *http.Request, status int, why string) *http.Response {
 	resp := goproxy.NewResponse(r, goproxy.ContentTypeText, status, "toolgate egress proxy: "+why+"\n")
 	return resp
-}
-
-// NewRecordsHandler serves, to a bearer of RecordsToken(key), GET /records/<uid>/<attempt>
-// (the attempt's Record as JSON; an empty record when the proxy saw nothing) and POST
-// /records/<uid>/<attempt>/end?until=<Unix seconds> (ends the attempt's grant until its
-// signed expiry, then answers its final record, as Recorder.End); and /healthz to anyone.
-func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
-	want := []byte("Bearer " + RecordsToken(key))
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	authorized := func(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			attempt, err := strconv.ParseInt(r.PathValue("attempt"), 10, 32)
-			if err != nil {
-				http.Error(w, "attempt: want a number", http.StatusBadRequest)
-				return
-			}
-			h(w, r, AttemptKey(r.PathValue("uid"), int32(attempt)))
-		}
-	}
-	mux.HandleFunc("GET /records/{uid}/{attempt}", authorized(func(w http.ResponseWriter, _ *http.Request, key string) {
-		record, _ := rec.Get(key)
-		writeRecord(w, record)
-	}))
-	mux.HandleFunc("POST /records/{uid}/{attempt}/end", authorized(func(w http.ResponseWriter, r *http.Request, key string) {
-		until, err := strconv.ParseInt(r.URL.Query().Get("until"), 10, 64)
-		if err != nil || until <= 0 {
-			http.Error(w, "until: want the grant's expiry in Unix seconds", http.StatusBadRequest)
-			return
-		}
-		writeRecord(w, rec.End(key, until))
-	}))
-	return mux
-}
-
-func writeRecord(w http.ResponseWriter, record Record) {
-	w.Header().Set("Content-Type", recordsContentType)
-	_ = json.NewEncoder(w).Encode(record)
-}
-
-// RecordsURL is where the operator reads an attempt's record, below the proxy's base URL.
-func RecordsURL(base, uid string, attempt int32) string {
-	return strings.TrimSuffix(base, "/") + recordsPath + uid + "/" + strconv.Itoa(int(attempt))
-}
-
-// EndURL is where the operator ends an attempt's grant (expiring at until) and collects its
-// final record, below the proxy's base URL.
-// PodURL is where the operator tells the proxy the address of the Pod an attempt runs
-// in (POST, JSON {"ip": "…"}): from then on the attempt's grant works from that address
-// only; before it, a request waits (bounded) for it.
-func PodURL(base, uid string, attempt int32) string {
-	return RecordsURL(base, uid, attempt) + "/pod"
-}
-
-func EndURL(base, uid string, attempt int32, until time.Time) string {
-	return RecordsURL(base, uid, attempt) + "/end?until=" + strconv.FormatInt(until.Unix(), 10)
-}
-
-// tunnels holds each attempt's open CONNECT tunnels: at most max at once, and all of them
-// closed when the attempt's grant ends.
-type tunnels struct {
-	mu   sync.Mutex
-	open map[string]map[*tunnelConn]struct{}
-	max  int
-}
-
-// add takes a slot for tn's attempt, or reports there is none; tn.Close gives it back.
-func (t *tunnels) add(tn *tunnelConn) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	key := tn.g.Key()
-	if len(t.open[key]) >= t.max {
-		return false
-	}
-	if t.open[key] == nil {
-		t.open[key] = map[*tunnelConn]struct{}{}
-	}
-	t.open[key][tn] = struct{}{}
-	tn.release = func() { t.remove(key, tn) }
-	return true
-}
-
-func (t *tunnels) remove(key string, tn *tunnelConn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.open[key], tn)
-	if len(t.open[key]) == 0 {
-		delete(t.open, key)
-	}
-}
-
-// closeAll closes every tunnel of an attempt (its grant has ended).
-func (t *tunnels) closeAll(key string) {
-	t.mu.Lock()
-	var all []*tunnelConn
-	for tn := range t.open[key] {
-		all = append(all, tn)
-	}
-	t.mu.Unlock()
-	for _, tn := range all {
-		_ = tn.Close()
-	}
-}
-
-// badAuthLogEvery is how often at most a refused credential is logged: no valid grant means
-// no bucket, so a body sending forged credentials as fast as it can must not turn each into
-// a log line.
-const badAuthLogEvery = 10 * time.Second
-
-// sampledLog lets one line through per badAuthLogEvery and counts the ones it held back.
-type sampledLog struct {
-	mu   sync.Mutex
-	last time.Time
-	held int
-}
-
-// take reports whether to log at now, and how many were held back since the last line.
-func (l *sampledLog) take(now time.Time) (held int, log bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < badAuthLogEvery {
-		l.held++
-		return 0, false
-	}
-	held, l.held, l.last = l.held, 0, now
-	return held, true
 }
