@@ -108,8 +108,12 @@ func readClientHello(r io.Reader) (*tls.ClientHelloInfo, error) {
 // helloRefusal is why a tunnel's ClientHello is refused: it must name the tunnel's host
 // (case aside) and must not hide the name it means (Encrypted Client Hello).
 func (t *tunnelConn) helloRefusal(hello *tls.ClientHelloInfo) string {
+	return helloRefusal(hello, t.host)
+}
+
+func helloRefusal(hello *tls.ClientHelloInfo, host string) string {
 	name, ok := NormalizeHost(hello.ServerName)
-	if !ok || name != t.host || slices.Contains(hello.Extensions, extensionEncryptedClientHello) {
+	if !ok || name != host || slices.Contains(hello.Extensions, extensionEncryptedClientHello) {
 		return RefusedSNIMismatch
 	}
 	return ""

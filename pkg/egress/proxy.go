@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -47,6 +49,14 @@ type Config struct {
 	// to send its first message complete (default DefaultFirstMessageTimeout); a tunnel
 	// whose first message is not complete by then is refused (FirstMessageTimeout).
 	FirstMessageTimeout time.Duration
+	// CA terminates the tunnels to destinations with an injection (nil: such a tunnel is
+	// refused, InjectionUnavailable). UpstreamRoots verify the real destination of a
+	// terminated tunnel (nil: the system roots).
+	CA            *CA
+	UpstreamRoots *x509.CertPool
+	// BindWait is how long a request of a grant not yet bound to its Pod (Recorder.Bind)
+	// waits for the binding before it is refused (Unbound); 0: binding is not required.
+	BindWait time.Duration
 }
 
 // proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
@@ -57,6 +67,9 @@ type proxy struct {
 	buckets *buckets
 	badAuth sampledLog
 	ended   sampledLog // requests with an ended grant: no bucket either
+	podLog  sampledLog // requests from another address than their grant's Pod: no bucket either
+
+	bindWaiters atomic.Int32 // requests waiting for their grant's binding
 }
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
@@ -105,8 +118,9 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	return gp, nil
 }
 
-// connect decides a CONNECT: the tunnel goes to the checked address, never to the name,
-// and its first message must name the tunnel's host (tunnelConn).
+// connect decides a CONNECT: the tunnel goes to the checked address, never to the name.
+// A destination with an injection in the grant is terminated (intercept); any other tunnel's
+// first message must name the tunnel's host (tunnelConn).
 func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	g, resp := p.authenticate(ctx.Req, 443) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 	if resp != nil {
@@ -117,21 +131,16 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedRateLimited) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
+	host, port := refusedHost(hostport, 443)
+	if inject := g.injectionsFor(host, port); len(inject) > 0 {
+		return p.intercept(g, hostport, inject, ctx)
+	}
 	tn := &tunnelConn{p: p, g: g}
-	var ok bool
-	if tn.release, ok = p.tunnels.add(g.Key(), tn); !ok {
-		host, port := refusedHost(hostport, 443)
-		p.note(g, host, port, RefusedTooManyTunnels)
-		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+	dest, ok := p.open(g, hostport, tn, ctx)
+	if !ok {
 		return goproxy.RejectConnect, hostport
 	}
-	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
-	if refusal != "" {
-		_ = tn.Close()
-		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
-		return goproxy.RejectConnect, hostport
-	}
-	tn.host, tn.port = refusedHost(hostport, 443) // decide allowed it: a name
+	tn.host, tn.port = host, port // open allowed it: a name
 	// The tunnel's slot is held until its connection to the destination closes.
 	ctx.Dialer = func(c context.Context, network, addr string) (net.Conn, error) {
 		conn, err := p.dialChecked(c, network, addr)
@@ -153,6 +162,32 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, dest
 }
 
+// slotted is a tunnel that holds one of its attempt's slots until it closes.
+type slotted interface {
+	io.Closer
+	setRelease(func())
+}
+
+// open takes a tunnel slot for tn and decides the destination: the checked address, or
+// false with ctx.Resp set to the refusal (tn closed, its slot given back).
+func (p *proxy) open(g Grant, hostport string, tn slotted, ctx *goproxy.ProxyCtx) (string, bool) {
+	release, ok := p.tunnels.add(g.Key(), tn)
+	if !ok {
+		host, port := refusedHost(hostport, 443)
+		p.note(g, host, port, RefusedTooManyTunnels)
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+		return "", false
+	}
+	tn.setRelease(release)
+	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
+	if refusal != "" {
+		_ = tn.Close()
+		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+		return "", false
+	}
+	return dest, true
+}
+
 // plain decides a plain-HTTP request: the URL's host becomes the checked address, the Host
 // header keeps the name.
 func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
@@ -166,6 +201,11 @@ func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *htt
 	if r.URL.Scheme != "http" {
 		p.note(g, InvalidHost, 0, RefusedBadRequest)
 		return r, refuse(r, http.StatusBadRequest, RefusedBadRequest)
+	}
+	// A credential never travels in clear: a destination with an injection is TLS only.
+	if host, port := refusedHost(r.URL.Host, 80); len(g.injectionsFor(host, port)) > 0 {
+		p.note(g, host, port, RefusedInjectionNeedsTLS)
+		return r, refuse(r, http.StatusForbidden, RefusedInjectionNeedsTLS)
 	}
 	dest, refusal := p.decide(r.Context(), g, r.URL.Host, 80)
 	if refusal != "" {
@@ -203,6 +243,15 @@ func (p *proxy) authenticate(r *http.Request, defaultPort int32) (Grant, *http.R
 				"host", host, "port", port, "reason", RefusedGrantEnded, "alsoRefusedSinceLastLine", n)
 		}
 		return Grant{}, refuse(r, http.StatusProxyAuthRequired, "the credential's call has ended ("+RefusedGrantEnded+")")
+	}
+	if refusal := p.podRefusal(r.Context(), g, r.RemoteAddr); refusal != "" {
+		host, port := refusedHost(r.URL.Host, defaultPort)
+		p.cfg.Recorder.Note(g, host, port, refusal)
+		if n, log := p.podLog.take(now); log {
+			p.cfg.Log.Info("refused a destination", "namespace", g.Namespace, "call", g.Call, "attempt", g.Attempt,
+				"host", host, "port", port, "reason", refusal, "alsoRefusedSinceLastLine", n)
+		}
+		return Grant{}, refuse(r, http.StatusProxyAuthRequired, "the credential works only from its call's Pod ("+refusal+")")
 	}
 	return g, nil
 }

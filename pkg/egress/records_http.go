@@ -5,15 +5,22 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 )
 
+// maxPodBody bounds the JSON body of a POST …/pod.
+const maxPodBody = 1 << 10
+
 // NewRecordsHandler serves, to a bearer of RecordsToken(key), GET /records/<uid>/<attempt>
-// (the attempt's Record as JSON; an empty record when the proxy saw nothing) and POST
+// (the attempt's Record as JSON; an empty record when the proxy saw nothing), POST
 // /records/<uid>/<attempt>/end?until=<Unix seconds> (ends the attempt's grant until its
-// signed expiry, then answers its final record, as Recorder.End); and /healthz to anyone.
+// signed expiry, then answers its final record, as Recorder.End) and POST
+// /records/<uid>/<attempt>/pod with {"ip": "<the Pod's address>"} (binds the attempt's
+// grant to it, as Recorder.Bind: 204, or 409 when bound to another address); and /healthz
+// to anyone.
 func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
 	want := []byte("Bearer " + RecordsToken(key))
 	mux := http.NewServeMux()
@@ -43,6 +50,22 @@ func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
 			return
 		}
 		writeRecord(w, rec.End(key, until))
+	}))
+	mux.HandleFunc("POST /records/{uid}/{attempt}/pod", authorized(func(w http.ResponseWriter, r *http.Request, key string) {
+		var body struct {
+			IP string `json:"ip"`
+		}
+		err := json.NewDecoder(io.LimitReader(r.Body, maxPodBody)).Decode(&body)
+		addr, perr := netip.ParseAddr(body.IP)
+		if err != nil || perr != nil || addr.Zone() != "" || addr.IsUnspecified() {
+			http.Error(w, `body: want {"ip": "<the Pod's IP address>"}`, http.StatusBadRequest)
+			return
+		}
+		if err := rec.Bind(key, addr); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	}))
 	return mux
 }

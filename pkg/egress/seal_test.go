@@ -136,7 +136,9 @@ func TestSignRefusesInjections(t *testing.T) {
 func TestGrantBounds(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	label := strings.Repeat("a", 63)
-	long := func(i int) string { return strings.Join([]string{label, label, label, label[:58], "t" + string(rune('a'+i))}, ".") }
+	long := func(i int) string {
+		return strings.Join([]string{label, label, label, label[:58], "t" + string(rune('a'+i))}, ".")
+	}
 	g := Grant{Namespace: strings.Repeat("n", 63), Call: strings.Repeat("c", 253), UID: strings.Repeat("u", 36), Expires: now.Unix() + 60}
 	for i := range 32 {
 		g.Allow = append(g.Allow, Rule{long(i), 65535})
