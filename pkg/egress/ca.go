@@ -16,9 +16,9 @@ import (
 )
 
 const (
-	// leafValidity is how long a minted leaf certificate is valid (and leafBackdate how long
-	// before it was minted, for clocks a little behind the proxy's); a cached leaf is minted
-	// again once less than half of it is left.
+	// leafValidity is how long a minted leaf certificate is valid at most (never past the
+	// CA's own end), and leafBackdate how long before it was minted (clocks a little behind
+	// the proxy's); a cached leaf is minted again once half of its validity has passed.
 	leafValidity = 24 * time.Hour
 	leafBackdate = 5 * time.Minute
 	// maxLeaves bounds the leaf cache: hosts come only from grants the operator signed with
@@ -68,7 +68,7 @@ func (c *CA) leaf(host string) (*tls.Certificate, error) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l := c.leaves[host]; l != nil && now.Before(l.Leaf.NotAfter.Add(-leafValidity/2)) && now.After(l.Leaf.NotBefore) {
+	if l := c.leaves[host]; l != nil && now.After(l.Leaf.NotBefore) && now.Before(halfway(l.Leaf)) {
 		return l, nil
 	}
 	l, err := c.mint(host, now)
@@ -81,6 +81,9 @@ func (c *CA) leaf(host string) (*tls.Certificate, error) {
 	c.leaves[host] = l
 	return l, nil
 }
+
+// halfway is when half of a certificate's validity has passed.
+func halfway(c *x509.Certificate) time.Time { return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) / 2) }
 
 func (c *CA) mint(host string, now time.Time) (*tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -271,7 +271,7 @@ func TestInjectRefusals(t *testing.T) {
 	}
 	wrongName := f.client(t, g)
 	wrongName.Transport.(*http.Transport).TLSClientConfig.ServerName = "other.test"
-	if _, err := wrongName.Get(at("api.test", f.goodPort)); err == nil {
+	if err := getErr(wrongName, at("api.test", f.goodPort)); err == nil {
 		t.Error("a ClientHello naming other.test in the api.test tunnel was served")
 	}
 	if n := len(f.good.seen()) + len(f.untrusted.seen()); n != 0 {
@@ -289,7 +289,7 @@ func TestInjectRefusals(t *testing.T) {
 func TestInjectWithoutCA(t *testing.T) {
 	f := newInjectFixture(t, false)
 	g := f.grant("no-ca")
-	if _, err := f.client(t, g).Get(at("api.test", f.goodPort)); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+	if err := getErr(f.client(t, g), at("api.test", f.goodPort)); err == nil || !strings.Contains(err.Error(), "Forbidden") {
 		t.Errorf("a proxy without a CA: %v, want the CONNECT refused", err)
 	}
 	rec, _ := f.rec.Get(g.Key())

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 )
 
 // Bounds of Grant.Inject, which Sign and Verify enforce (and the operator can check first):
@@ -95,8 +94,7 @@ func validateInjections(g Grant) error {
 // isToken reports whether s is an HTTP token (RFC 9110 tchar).
 func isToken(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+		if !tokenChar(s[i]) {
 			return false
 		}
 	}

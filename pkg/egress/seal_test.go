@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestSealTamper(t *testing.T) {
 		t.Errorf("a tampered seal under the old signature: %v", err)
 	}
 	// Even under a valid signature (the key holder's mistake), the seal does not open.
-	if _, err := Verify(testKey, tp+"."+enc.EncodeToString(mac(testKey, "grant", tp)), now); err != errSeal {
+	if _, err := Verify(testKey, tp+"."+enc.EncodeToString(mac(testKey, "grant", tp)), now); !errors.Is(err, errSeal) {
 		t.Errorf("a tampered seal, signed: %v, want %v", err, errSeal)
 	}
 	// A seal moved to another attempt's grant does not open either (bound to the attempt).
@@ -88,7 +89,7 @@ func TestSealTamper(t *testing.T) {
 	other.UID, other.Inject = "u2", nil
 	ob, _ := json.Marshal(signedGrant{Grant: other, Sealed: orig.Sealed})
 	op := enc.EncodeToString(ob)
-	if _, err := Verify(testKey, op+"."+enc.EncodeToString(mac(testKey, "grant", op)), now); err != errSeal {
+	if _, err := Verify(testKey, op+"."+enc.EncodeToString(mac(testKey, "grant", op)), now); !errors.Is(err, errSeal) {
 		t.Errorf("a seal moved to another attempt: %v, want %v", err, errSeal)
 	}
 }
