@@ -69,6 +69,20 @@ ensure_tools() {
   make -s -C "$ROOT" helm chart-sync >/dev/null
 }
 
+# ensure_egress_upstream_ca: a CA for the e2e suite's HTTPS destinations of the egress proxy
+# (egress-upstream-ca.crt/.key in .cluster/pki), once. The proxy trusts it for the destinations
+# of the tunnels it terminates (egressProxy.upstreamCABundle); the e2e suite signs its
+# allowed.test listener's certificate with it (test/e2e/egress_upstream_test.go).
+ensure_egress_upstream_ca() {
+  [ ! -f "$PKI/egress-upstream-ca.crt" ] || return 0
+  mkdir -p "$PKI"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/egress-upstream-ca.key" 2>/dev/null
+  chmod 600 "$PKI/egress-upstream-ca.key"
+  openssl req -x509 -new -key "$PKI/egress-upstream-ca.key" -subj "/CN=toolgate-local-egress-upstream-ca" -days 3650 \
+    -addext "basicConstraints=critical,CA:TRUE,pathlen:0" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$PKI/egress-upstream-ca.crt"
+}
+
 # ---- install ---------------------------------------------------------------------------------
 
 install() {
@@ -81,6 +95,7 @@ install() {
   # The approval sinks' CA (.cluster/pki/sink-ca.crt), trusted by the operator for https
   # sinks only: the e2e notify spec's receiver on this machine has a certificate it signed.
   ensure_sink_ca
+  ensure_egress_upstream_ca
   # The node address (the API server's and kubelet's) is outside the egress policy's default
   # except ranges on this machine: add it, so that Egress tools cannot reach the cluster.
   # A changed operator image keeps its tag: its digest in an annotation rolls the Pods.
@@ -105,6 +120,7 @@ install() {
     --set "networkPolicy.egress.clusterCIDRs={$(node_ip)/32}" "${tracing[@]}" \
     --set "approvalNotifications.allowCIDRs={$(node_ip)/32}" \
     -f "$CHART/ci/egress-values.yaml" --set-string "egressProxy.testHosts=$(node_ip) allowed.test other.test" \
+    --set-file "egressProxy.upstreamCABundle=$PKI/egress-upstream-ca.crt" \
     --set-string "podAnnotations.toolgate\.dev/image-tar-sha256=$digest" \
     --set-string "egressProxy.podAnnotations.toolgate\.dev/image-tar-sha256=$proxy_digest" >/dev/null
   wait_for - "operator Deployment $SYSTEM_NS/$RELEASE ready" 180 \

@@ -85,8 +85,9 @@ type EgressDestination struct {
 	Refused int32 `json:"refused,omitempty"`
 
 	// reason is the last refusal's reason: NotAllowed, IPLiteral, InvalidHost,
-	// DeniedRange, Unresolved, BadRequest, TooManyTunnels, RateLimited, SNIMismatch,
-	// HostMismatch, FirstMessageTimeout or GrantEnded.
+	// DeniedRange, Unresolved, BadRequest, TooManyTunnels, RateLimited, DialFailed,
+	// SNIMismatch, HostMismatch, FirstMessageTimeout, GrantEnded, WrongPod, Unbound,
+	// InjectionUnavailable, InjectionNeedsTLS or UpstreamUntrusted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Reason string `json:"reason,omitempty"`

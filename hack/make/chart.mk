@@ -120,6 +120,13 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	@grep -q -- '- --rate=20$$' $(CHART_OUT)/egress.yaml && grep -q -- '- --burst=100$$' $(CHART_OUT)/egress.yaml || { echo "the egress proxy's rate limit is not rendered"; exit 1; }
 	@grep -q -- '- --deny-cidrs=10.244.0.0/24' $(CHART_OUT)/egress.yaml && grep -q -- '- --hosts-file=' $(CHART_OUT)/egress.yaml && grep -q 'clusterIP: 10.0.0.12' $(CHART_OUT)/egress.yaml || { echo "the egress proxy's deny list, test hosts or ClusterIP are not rendered"; exit 1; }
 	@! grep -q -- 'egress-proxy' $(CHART_OUT)/default.yaml || { echo "the egress proxy is rendered by default"; exit 1; }
+	@grep -q -- '- --ca-cert-file=/etc/toolgate/egress-ca/tls.crt' $(CHART_OUT)/egress.yaml && grep -q -- '- --bind-wait=10s' $(CHART_OUT)/egress.yaml && grep -q '^  name: toolgate-egress-ca$$' $(CHART_OUT)/egress.yaml || { echo "the egress CA is not generated or passed to the proxy, or binding is not required"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/egress-values.yaml --show-only templates/deployment.yaml > $(CHART_OUT)/egress-manager.yaml
+	@grep -q -- '- --egress-proxy-ca-file=/etc/toolgate/egress-ca/ca.crt' $(CHART_OUT)/egress-manager.yaml && ! grep -q 'tls.key' $(CHART_OUT)/egress-manager.yaml || { echo "the operator does not get the egress CA's certificate, or gets its key"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system -f $(CHART)/ci/egress-values.yaml \
+	  --set egressProxy.ca.existingSecret=my-ca,egressProxy.bindWait=0s --set-file egressProxy.upstreamCABundle=$(CHART_OUT)/sink-ca.crt > $(CHART_OUT)/egress-own-ca.yaml
+	@! grep -q 'name: toolgate-egress-ca$$' $(CHART_OUT)/egress-own-ca.yaml && test "$$(grep -c 'secretName: my-ca$$' $(CHART_OUT)/egress-own-ca.yaml)" -eq 2 || { echo "egressProxy.ca.existingSecret is not what the proxy and the operator mount"; exit 1; }
+	@grep -q -- '- --upstream-ca-file=/etc/toolgate/egress-upstream-ca/ca.crt' $(CHART_OUT)/egress-own-ca.yaml && grep -q 'name: toolgate-egress-proxy-upstream-ca' $(CHART_OUT)/egress-own-ca.yaml && grep -q -- '- --bind-wait=0s' $(CHART_OUT)/egress-own-ca.yaml || { echo "egressProxy.upstreamCABundle or bindWait is not rendered"; exit 1; }
 
 .PHONY: chart-dry-run
 chart-dry-run: $(HELM_STAMP) ## Server-side dry run of the chart and config/examples against the running local cluster.

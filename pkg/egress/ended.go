@@ -68,6 +68,7 @@ func (r *Recorder) End(key string, until int64) Record {
 		until = max(until, e.expires.Add(-keepAfterExpiry).Unix())
 	}
 	r.ended.add(key, until, now)
+	delete(r.pods.pods, key) // an ended grant is refused wherever it comes from
 	hooks := r.onEnd
 	r.mu.Unlock()
 	for _, h := range hooks {

@@ -52,45 +52,68 @@ const ProxyUser = "call"
 // MinKeyBytes is the shortest proxy key the operator and the proxy accept.
 const MinKeyBytes = 32
 
-// maxGrantBytes bounds a credential the proxy decodes (a grant of 32 rules of 253-byte
-// names is about 9 KiB encoded).
-const maxGrantBytes = 16 << 10
+// maxGrantBytes bounds a credential the proxy decodes and Sign makes: a grant of 32 rules of
+// 253-byte names is about 12 KiB encoded, one with MaxInjections of MaxInjectionValueBytes
+// about 76 KiB; the bound keeps it within one environment variable (128 KiB on Linux).
+const maxGrantBytes = 96 << 10
+
+// signedGrant is a grant as it travels: its injections sealed in "inj".
+type signedGrant struct {
+	Grant
+	Sealed string `json:"inj,omitempty"`
+}
 
 var enc = base64.RawURLEncoding
 
-// Sign returns the grant as a credential: base64url(JSON) "." base64url(HMAC-SHA256).
+// Sign returns the grant as a credential: base64url(JSON) "." base64url(HMAC-SHA256), its
+// injections sealed (AES-256-GCM under a key derived from the proxy key) in the JSON.
 func Sign(key []byte, g Grant) (string, error) {
 	if len(key) < MinKeyBytes {
 		return "", fmt.Errorf("proxy key: %d bytes, want at least %d", len(key), MinKeyBytes)
 	}
-	body, err := json.Marshal(g)
+	sealed, err := sealInjections(key, g)
+	if err != nil {
+		return "", err
+	}
+	body, err := json.Marshal(signedGrant{Grant: g, Sealed: sealed})
 	if err != nil {
 		return "", err
 	}
 	payload := enc.EncodeToString(body)
-	return payload + "." + enc.EncodeToString(mac(key, "grant", payload)), nil
+	cred := payload + "." + enc.EncodeToString(mac(key, "grant", payload))
+	if len(cred) > maxGrantBytes {
+		return "", fmt.Errorf("grant: %d bytes signed, at most %d", len(cred), maxGrantBytes)
+	}
+	return cred, nil
 }
 
-// Verify checks a credential's signature and expiry and returns its grant.
+// Verify checks a credential's signature and expiry and returns its grant, its injections
+// opened.
 func Verify(key []byte, credential string, now time.Time) (Grant, error) {
-	var g Grant
+	var sg signedGrant
 	if len(credential) > maxGrantBytes {
-		return g, errors.New("credential too long")
+		return Grant{}, errors.New("credential too long")
 	}
 	payload, sig, ok := strings.Cut(credential, ".")
 	got, err := enc.DecodeString(sig)
 	if !ok || err != nil || !hmac.Equal(got, mac(key, "grant", payload)) {
-		return g, errors.New("credential not signed by the operator")
+		return Grant{}, errors.New("credential not signed by the operator")
 	}
 	body, err := enc.DecodeString(payload)
 	if err != nil {
-		return g, errors.New("credential not signed by the operator")
+		return Grant{}, errors.New("credential not signed by the operator")
 	}
-	if err := json.Unmarshal(body, &g); err != nil {
-		return g, fmt.Errorf("credential: %w", err)
+	if err := json.Unmarshal(body, &sg); err != nil {
+		return Grant{}, fmt.Errorf("credential: %w", err)
 	}
+	g := sg.Grant
 	if now.Unix() > g.Expires {
-		return g, errors.New("credential expired")
+		return Grant{}, errors.New("credential expired")
+	}
+	if sg.Sealed != "" {
+		if g.Inject, err = openInjections(key, g, sg.Sealed); err != nil {
+			return Grant{}, err
+		}
 	}
 	return g, nil
 }

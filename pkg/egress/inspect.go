@@ -60,9 +60,11 @@ func sniff(br *bufio.Reader) (messageKind, error) {
 
 // startsLikeRequest reports whether c may start a request line: a token character (RFC 9110
 // tchar) or a blank a lenient server might skip.
-func startsLikeRequest(c byte) bool {
-	return c == ' ' || c == '\t' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
-		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+func startsLikeRequest(c byte) bool { return c == ' ' || c == '\t' || tokenChar(c) }
+
+// tokenChar reports whether c is an RFC 9110 tchar.
+func tokenChar(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // peekLine returns the first line without consuming it; errTooLarge past the reader's size.
@@ -108,8 +110,12 @@ func readClientHello(r io.Reader) (*tls.ClientHelloInfo, error) {
 // helloRefusal is why a tunnel's ClientHello is refused: it must name the tunnel's host
 // (case aside) and must not hide the name it means (Encrypted Client Hello).
 func (t *tunnelConn) helloRefusal(hello *tls.ClientHelloInfo) string {
+	return helloRefusal(hello, t.host)
+}
+
+func helloRefusal(hello *tls.ClientHelloInfo, host string) string {
 	name, ok := NormalizeHost(hello.ServerName)
-	if !ok || name != t.host || slices.Contains(hello.Extensions, extensionEncryptedClientHello) {
+	if !ok || name != host || slices.Contains(hello.Extensions, extensionEncryptedClientHello) {
 		return RefusedSNIMismatch
 	}
 	return ""

@@ -2,9 +2,8 @@ package egress
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -50,6 +49,14 @@ type Config struct {
 	// to send its first message complete (default DefaultFirstMessageTimeout); a tunnel
 	// whose first message is not complete by then is refused (FirstMessageTimeout).
 	FirstMessageTimeout time.Duration
+	// CA terminates the tunnels to destinations with an injection (nil: such a tunnel is
+	// refused, InjectionUnavailable). UpstreamRoots verify the real destination of a
+	// terminated tunnel (nil: the system roots).
+	CA            *CA
+	UpstreamRoots *x509.CertPool
+	// BindWait is how long a request of a grant not yet bound to its Pod (Recorder.Bind)
+	// waits for the binding before it is refused (Unbound); 0: binding is not required.
+	BindWait time.Duration
 }
 
 // proxy decides each request; goproxy (a maintained forward proxy) does the HTTP and the
@@ -60,6 +67,9 @@ type proxy struct {
 	buckets *buckets
 	badAuth sampledLog
 	ended   sampledLog // requests with an ended grant: no bucket either
+	podLog  sampledLog // requests from another address than their grant's Pod: no bucket either
+
+	bindWaiters atomic.Int32 // requests waiting for their grant's binding
 }
 
 // NewProxy returns the forward proxy handler: CONNECT for TLS, absolute-URI requests for
@@ -91,7 +101,7 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	if cfg.FirstMessageTimeout <= 0 {
 		cfg.FirstMessageTimeout = DefaultFirstMessageTimeout
 	}
-	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]map[*tunnelConn]struct{}{}, max: cfg.MaxTunnels},
+	p := &proxy{cfg: cfg, tunnels: &tunnels{open: map[string]map[io.Closer]struct{}{}, max: cfg.MaxTunnels},
 		buckets: newBuckets(cfg.RatePerSecond, cfg.Burst, maxAttempts)}
 	cfg.Recorder.OnEnd(p.tunnels.closeAll)
 	gp := goproxy.NewProxyHttpServer()
@@ -108,8 +118,9 @@ func NewProxy(cfg Config) (http.Handler, error) {
 	return gp, nil
 }
 
-// connect decides a CONNECT: the tunnel goes to the checked address, never to the name,
-// and its first message must name the tunnel's host (tunnelConn).
+// connect decides a CONNECT: the tunnel goes to the checked address, never to the name.
+// A destination with an injection in the grant is terminated (intercept); any other tunnel's
+// first message must name the tunnel's host (tunnelConn).
 func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	g, resp := p.authenticate(ctx.Req, 443) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 	if resp != nil {
@@ -120,20 +131,16 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedRateLimited) //nolint:bodyclose // goproxy writes this response to the client and closes its body
 		return goproxy.RejectConnect, hostport
 	}
+	host, port := refusedHost(hostport, 443)
+	if inject := g.injectionsFor(host, port); len(inject) > 0 {
+		return p.intercept(g, hostport, inject, ctx)
+	}
 	tn := &tunnelConn{p: p, g: g}
-	if !p.tunnels.add(tn) {
-		host, port := refusedHost(hostport, 443)
-		p.note(g, host, port, RefusedTooManyTunnels)
-		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+	dest, ok := p.open(g, hostport, tn, ctx)
+	if !ok {
 		return goproxy.RejectConnect, hostport
 	}
-	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
-	if refusal != "" {
-		_ = tn.Close()
-		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
-		return goproxy.RejectConnect, hostport
-	}
-	tn.host, tn.port = refusedHost(hostport, 443) // decide allowed it: a name
+	tn.host, tn.port = host, port // open allowed it: a name
 	// The tunnel's slot is held until its connection to the destination closes.
 	ctx.Dialer = func(c context.Context, network, addr string) (net.Conn, error) {
 		conn, err := p.dialChecked(c, network, addr)
@@ -155,6 +162,32 @@ func (p *proxy) connect(hostport string, ctx *goproxy.ProxyCtx) (*goproxy.Connec
 	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, dest
 }
 
+// slotted is a tunnel that holds one of its attempt's slots until it closes.
+type slotted interface {
+	io.Closer
+	setRelease(func())
+}
+
+// open takes a tunnel slot for tn and decides the destination: the checked address, or
+// false with ctx.Resp set to the refusal (tn closed, its slot given back).
+func (p *proxy) open(g Grant, hostport string, tn slotted, ctx *goproxy.ProxyCtx) (string, bool) {
+	release, ok := p.tunnels.add(g.Key(), tn)
+	if !ok {
+		host, port := refusedHost(hostport, 443)
+		p.note(g, host, port, RefusedTooManyTunnels)
+		ctx.Resp = refuse(ctx.Req, http.StatusTooManyRequests, RefusedTooManyTunnels) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+		return "", false
+	}
+	tn.setRelease(release)
+	dest, refusal := p.decide(ctx.Req.Context(), g, hostport, 443)
+	if refusal != "" {
+		_ = tn.Close()
+		ctx.Resp = refuse(ctx.Req, http.StatusForbidden, refusal) //nolint:bodyclose // goproxy writes this response to the client and closes its body
+		return "", false
+	}
+	return dest, true
+}
+
 // plain decides a plain-HTTP request: the URL's host becomes the checked address, the Host
 // header keeps the name.
 func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *http.Response) {
@@ -168,6 +201,11 @@ func (p *proxy) plain(r *http.Request, _ *goproxy.ProxyCtx) (*http.Request, *htt
 	if r.URL.Scheme != "http" {
 		p.note(g, InvalidHost, 0, RefusedBadRequest)
 		return r, refuse(r, http.StatusBadRequest, RefusedBadRequest)
+	}
+	// A credential never travels in clear: a destination with an injection is TLS only.
+	if host, port := refusedHost(r.URL.Host, 80); len(g.injectionsFor(host, port)) > 0 {
+		p.note(g, host, port, RefusedInjectionNeedsTLS)
+		return r, refuse(r, http.StatusForbidden, RefusedInjectionNeedsTLS)
 	}
 	dest, refusal := p.decide(r.Context(), g, r.URL.Host, 80)
 	if refusal != "" {
@@ -205,6 +243,15 @@ func (p *proxy) authenticate(r *http.Request, defaultPort int32) (Grant, *http.R
 				"host", host, "port", port, "reason", RefusedGrantEnded, "alsoRefusedSinceLastLine", n)
 		}
 		return Grant{}, refuse(r, http.StatusProxyAuthRequired, "the credential's call has ended ("+RefusedGrantEnded+")")
+	}
+	if refusal := p.podRefusal(r.Context(), g, r.RemoteAddr); refusal != "" {
+		host, port := refusedHost(r.URL.Host, defaultPort)
+		p.cfg.Recorder.Note(g, host, port, refusal)
+		if n, log := p.podLog.take(now); log {
+			p.cfg.Log.Info("refused a destination", "namespace", g.Namespace, "call", g.Call, "attempt", g.Attempt,
+				"host", host, "port", port, "reason", refusal, "alsoRefusedSinceLastLine", n)
+		}
+		return Grant{}, refuse(r, http.StatusProxyAuthRequired, "the credential works only from its call's Pod ("+refusal+")")
 	}
 	return g, nil
 }
@@ -327,134 +374,4 @@ func proxyBasicAuth(h string) (user, pass string, ok bool) {
 func refuse(r *http.Request, status int, why string) *http.Response {
 	resp := goproxy.NewResponse(r, goproxy.ContentTypeText, status, "toolgate egress proxy: "+why+"\n")
 	return resp
-}
-
-// NewRecordsHandler serves, to a bearer of RecordsToken(key), GET /records/<uid>/<attempt>
-// (the attempt's Record as JSON; an empty record when the proxy saw nothing) and POST
-// /records/<uid>/<attempt>/end?until=<Unix seconds> (ends the attempt's grant until its
-// signed expiry, then answers its final record, as Recorder.End); and /healthz to anyone.
-func NewRecordsHandler(key []byte, rec *Recorder) http.Handler {
-	want := []byte("Bearer " + RecordsToken(key))
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	authorized := func(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			attempt, err := strconv.ParseInt(r.PathValue("attempt"), 10, 32)
-			if err != nil {
-				http.Error(w, "attempt: want a number", http.StatusBadRequest)
-				return
-			}
-			h(w, r, AttemptKey(r.PathValue("uid"), int32(attempt)))
-		}
-	}
-	mux.HandleFunc("GET /records/{uid}/{attempt}", authorized(func(w http.ResponseWriter, _ *http.Request, key string) {
-		record, _ := rec.Get(key)
-		writeRecord(w, record)
-	}))
-	mux.HandleFunc("POST /records/{uid}/{attempt}/end", authorized(func(w http.ResponseWriter, r *http.Request, key string) {
-		until, err := strconv.ParseInt(r.URL.Query().Get("until"), 10, 64)
-		if err != nil || until <= 0 {
-			http.Error(w, "until: want the grant's expiry in Unix seconds", http.StatusBadRequest)
-			return
-		}
-		writeRecord(w, rec.End(key, until))
-	}))
-	return mux
-}
-
-func writeRecord(w http.ResponseWriter, record Record) {
-	w.Header().Set("Content-Type", recordsContentType)
-	_ = json.NewEncoder(w).Encode(record)
-}
-
-// RecordsURL is where the operator reads an attempt's record, below the proxy's base URL.
-func RecordsURL(base, uid string, attempt int32) string {
-	return strings.TrimSuffix(base, "/") + recordsPath + uid + "/" + strconv.Itoa(int(attempt))
-}
-
-// EndURL is where the operator ends an attempt's grant (expiring at until) and collects its
-// final record, below the proxy's base URL.
-// PodURL is where the operator tells the proxy the address of the Pod an attempt runs
-// in (POST, JSON {"ip": "…"}): from then on the attempt's grant works from that address
-// only; before it, a request waits (bounded) for it.
-func PodURL(base, uid string, attempt int32) string {
-	return RecordsURL(base, uid, attempt) + "/pod"
-}
-
-func EndURL(base, uid string, attempt int32, until time.Time) string {
-	return RecordsURL(base, uid, attempt) + "/end?until=" + strconv.FormatInt(until.Unix(), 10)
-}
-
-// tunnels holds each attempt's open CONNECT tunnels: at most max at once, and all of them
-// closed when the attempt's grant ends.
-type tunnels struct {
-	mu   sync.Mutex
-	open map[string]map[*tunnelConn]struct{}
-	max  int
-}
-
-// add takes a slot for tn's attempt, or reports there is none; tn.Close gives it back.
-func (t *tunnels) add(tn *tunnelConn) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	key := tn.g.Key()
-	if len(t.open[key]) >= t.max {
-		return false
-	}
-	if t.open[key] == nil {
-		t.open[key] = map[*tunnelConn]struct{}{}
-	}
-	t.open[key][tn] = struct{}{}
-	tn.release = func() { t.remove(key, tn) }
-	return true
-}
-
-func (t *tunnels) remove(key string, tn *tunnelConn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.open[key], tn)
-	if len(t.open[key]) == 0 {
-		delete(t.open, key)
-	}
-}
-
-// closeAll closes every tunnel of an attempt (its grant has ended).
-func (t *tunnels) closeAll(key string) {
-	t.mu.Lock()
-	var all []*tunnelConn
-	for tn := range t.open[key] {
-		all = append(all, tn)
-	}
-	t.mu.Unlock()
-	for _, tn := range all {
-		_ = tn.Close()
-	}
-}
-
-// badAuthLogEvery is how often at most a refused credential is logged: no valid grant means
-// no bucket, so a body sending forged credentials as fast as it can must not turn each into
-// a log line.
-const badAuthLogEvery = 10 * time.Second
-
-// sampledLog lets one line through per badAuthLogEvery and counts the ones it held back.
-type sampledLog struct {
-	mu   sync.Mutex
-	last time.Time
-	held int
-}
-
-// take reports whether to log at now, and how many were held back since the last line.
-func (l *sampledLog) take(now time.Time) (held int, log bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < badAuthLogEvery {
-		l.held++
-		return 0, false
-	}
-	held, l.held, l.last = l.held, 0, now
-	return held, true
 }

@@ -8,26 +8,39 @@ import (
 
 // Refusal reasons, the only words a record's reason holds.
 const (
-	RefusedNotAllowed     = "NotAllowed"          // no rule of the grant matches host and port
-	RefusedIPLiteral      = "IPLiteral"           // the destination was an address, not a name
-	RefusedInvalidHost    = "InvalidHost"         // not a DNS name
-	RefusedDeniedRange    = "DeniedRange"         // the name resolves into a denied range
-	RefusedUnresolved     = "Unresolved"          // the name does not resolve
-	RefusedBadRequest     = "BadRequest"          // no host, no port the proxy understands, or a tunnel's TLS or HTTP it cannot read
-	RefusedTooManyTunnels = "TooManyTunnels"      // the attempt holds Config.MaxTunnels tunnels open
-	RefusedRateLimited    = "RateLimited"         // the attempt's token bucket is empty (Config.RatePerSecond, Burst)
-	RefusedDialFailed     = "DialFailed"          // allowed, but the connection failed
-	RefusedSNIMismatch    = "SNIMismatch"         // a tunnel's TLS ClientHello names no host, another host, or hides it (ECH)
-	RefusedHostMismatch   = "HostMismatch"        // a request in a plain-HTTP tunnel names another host
-	RefusedFirstTimeout   = "FirstMessageTimeout" // a tunnel's first message was not complete in Config.FirstMessageTimeout
-	RefusedGrantEnded     = "GrantEnded"          // the grant's attempt has ended (the operator collected its record)
-	InvalidHost           = "(invalid)"           // recorded in place of a host that is not a name
-	MaxDestinations       = 32                    // destinations kept per attempt; more are Omitted
-	maxAttempts           = 10000                 // attempts kept in memory
-	keepAfterExpiry       = 10 * time.Minute      // records outlive their grant by this much
-	recordsPath           = "/records/"           // GET /records/<uid>/<attempt>
-	recordsContentType    = "application/json"    // of the records endpoint's answer
+	RefusedNotAllowed           = "NotAllowed"           // no rule of the grant matches host and port
+	RefusedIPLiteral            = "IPLiteral"            // the destination was an address, not a name
+	RefusedInvalidHost          = "InvalidHost"          // not a DNS name
+	RefusedDeniedRange          = "DeniedRange"          // the name resolves into a denied range
+	RefusedUnresolved           = "Unresolved"           // the name does not resolve
+	RefusedBadRequest           = "BadRequest"           // no host, no port the proxy understands, or a tunnel's TLS or HTTP it cannot read
+	RefusedTooManyTunnels       = "TooManyTunnels"       // the attempt holds Config.MaxTunnels tunnels open
+	RefusedRateLimited          = "RateLimited"          // the attempt's token bucket is empty (Config.RatePerSecond, Burst)
+	RefusedDialFailed           = "DialFailed"           // allowed, but the connection failed
+	RefusedSNIMismatch          = "SNIMismatch"          // a tunnel's TLS ClientHello names no host, another host, or hides it (ECH)
+	RefusedHostMismatch         = "HostMismatch"         // a request in a plain-HTTP tunnel names another host
+	RefusedFirstTimeout         = "FirstMessageTimeout"  // a tunnel's first message was not complete in Config.FirstMessageTimeout
+	RefusedGrantEnded           = "GrantEnded"           // the grant's attempt has ended (the operator collected its record)
+	RefusedWrongPod             = "WrongPod"             // the grant is bound to another Pod's address than the request came from
+	RefusedUnbound              = "Unbound"              // the grant was not bound to its Pod within Config.BindWait
+	RefusedInjectionUnavailable = "InjectionUnavailable" // the destination has an injection but the proxy has no CA to terminate TLS
+	RefusedInjectionNeedsTLS    = "InjectionNeedsTLS"    // plain HTTP (or a tunnel that does not start TLS) to a destination with an injection
+	RefusedUpstreamUntrusted    = "UpstreamUntrusted"    // a terminated tunnel's destination presented a certificate that does not verify
+	InvalidHost                 = "(invalid)"            // recorded in place of a host that is not a name
+	MaxDestinations             = 32                     // destinations kept per attempt; more are Omitted
+	maxAttempts                 = 10000                  // attempts kept in memory
+	keepAfterExpiry             = 10 * time.Minute       // records outlive their grant by this much
+	recordsPath                 = "/records/"            // GET /records/<uid>/<attempt>
+	recordsContentType          = "application/json"     // of the records endpoint's answer
 )
+
+// RefusalReasons are every reason a record's destination may hold, for its reader to check.
+func RefusalReasons() []string {
+	return []string{RefusedNotAllowed, RefusedIPLiteral, RefusedInvalidHost, RefusedDeniedRange, RefusedUnresolved,
+		RefusedBadRequest, RefusedTooManyTunnels, RefusedRateLimited, RefusedDialFailed, RefusedSNIMismatch,
+		RefusedHostMismatch, RefusedFirstTimeout, RefusedGrantEnded, RefusedWrongPod, RefusedUnbound,
+		RefusedInjectionUnavailable, RefusedInjectionNeedsTLS, RefusedUpstreamUntrusted}
+}
 
 // Destination counts what one attempt asked for at one host and port.
 type Destination struct {
@@ -57,6 +70,7 @@ type Recorder struct {
 	started time.Time
 	entries map[string]*entry
 	ended   endedGrants
+	pods    bindings
 	onEnd   []func(key string)
 }
 
@@ -68,7 +82,8 @@ type entry struct {
 
 // NewRecorder returns an empty recorder on the given clock.
 func NewRecorder(now func() time.Time) *Recorder {
-	return &Recorder{now: now, started: now(), entries: map[string]*entry{}, ended: endedGrants{until: map[string]int64{}}}
+	return &Recorder{now: now, started: now(), entries: map[string]*entry{}, ended: endedGrants{until: map[string]int64{}},
+		pods: bindings{pods: map[string]boundPod{}, changed: make(chan struct{})}}
 }
 
 // Note records one request of grant g to host:port: allowed, or refused for reason.

@@ -67,6 +67,8 @@ func (t *tunnelConn) start(dest *net.TCPConn) error {
 	return nil
 }
 
+func (t *tunnelConn) setRelease(release func()) { t.release = release }
+
 // Write and ReadFrom take what the client sends (goproxy copies into the tunnel with either).
 func (t *tunnelConn) Write(b []byte) (int, error) { return t.pw.Write(b) }
 

@@ -140,3 +140,8 @@ egressProxy.url / recordsURL, else the Service's fixed ClusterIP, else its .svc 
 {{- define "toolgate.egressProxyKeySecret" -}}
 {{- default (printf "%s-egress-proxy-key" (include "toolgate.fullname" .)) .Values.egressProxy.keySecret.name }}
 {{- end }}
+{{/* The toolgate egress CA's Secret (tls.crt, tls.key, ca.crt): egressProxy.ca.existingSecret,
+else the one the chart generates. */}}
+{{- define "toolgate.egressCASecret" -}}
+{{- default (printf "%s-egress-ca" (include "toolgate.fullname" .)) .Values.egressProxy.ca.existingSecret }}
+{{- end }}
