@@ -21,6 +21,11 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
+// The operator reads the Secret of each egress credential in the calling namespace. It
+// already creates Pods there that mount any Secret of the namespace, so reading one itself
+// gives it nothing it could not take.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
 // defaultInjectHeader is the header of a credential that names none (the CRD's default).
 const defaultInjectHeader = "Authorization"
 
