@@ -110,13 +110,28 @@ func egressInjections(ctx context.Context, r client.Reader, call *toolgatev1alph
 			return nil, credentialProblem(attempt, pipeline.TerminationCredentialTooShort, fmt.Sprintf("the value of key %s in Secret %s/%s %s is %d bytes; at least %d are needed to redact it",
 				ref.Key, call.Namespace, ref.Name, where, len(value), frame.MinCredentialBytes)), nil
 		}
-		if strings.ContainsFunc(value, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }) {
-			return nil, credentialProblem(attempt, pipeline.TerminationCredentialMissing, fmt.Sprintf("the value of key %s in Secret %s/%s %s is no HTTP header value (it holds a control character)",
-				ref.Key, call.Namespace, ref.Name, where)), nil
+		if !headerValue(value) {
+			return nil, credentialProblem(attempt, pipeline.TerminationCredentialMissing, fmt.Sprintf("the value of key %s in Secret %s/%s %s is no HTTP header value the proxy sets (at most %d bytes of visible ASCII, spaces and tabs)",
+				ref.Key, call.Namespace, ref.Name, where, maxInjectValueBytes)), nil
 		}
 		out = append(out, egress.Injection{Host: rule.Host, Port: rule.Port, Header: injectHeader(c), Value: injectValue(c, value)})
 	}
 	return out, nil, nil
+}
+
+// maxInjectValueBytes bounds an injected value (the proxy's bound: a large JWT fits).
+const maxInjectValueBytes = 4096
+
+// headerValue reports whether v can be a header's value as the proxy sets it: visible
+// ASCII, spaces and tabs, within the bound. A line break would be a second header (or a
+// second request) whoever wrote the Secret chose.
+func headerValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c > 0x7e {
+			return false
+		}
+	}
+	return len(v) <= maxInjectValueBytes
 }
 
 func injectHeader(c *toolgatev1alpha1.EgressCredential) string {

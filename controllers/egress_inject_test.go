@@ -83,7 +83,9 @@ func TestEgressInjectionProblems(t *testing.T) {
 		{"too short", apiSecret(map[string]string{"token": " short\n", "key": "k-0123456789"}), pipeline.TerminationCredentialTooShort,
 			"operator: the value of key token in Secret agents/api (the credential for allowed.test:443) is 5 bytes; at least 8 are needed to redact it"},
 		{"a line break inside", apiSecret(map[string]string{"token": "ghp_0123\r\nX-Evil: 1", "key": "k-0123456789"}), pipeline.TerminationCredentialMissing,
-			"operator: the value of key token in Secret agents/api (the credential for allowed.test:443) is no HTTP header value (it holds a control character)"},
+			"operator: the value of key token in Secret agents/api (the credential for allowed.test:443) is no HTTP header value the proxy sets (at most 4096 bytes of visible ASCII, spaces and tabs)"},
+		{"not ASCII", apiSecret(map[string]string{"token": "ghp_0123456789é", "key": "k-0123456789"}), pipeline.TerminationCredentialMissing,
+			"operator: the value of key token in Secret agents/api (the credential for allowed.test:443) is no HTTP header value the proxy sets (at most 4096 bytes of visible ASCII, spaces and tabs)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
