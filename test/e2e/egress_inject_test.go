@@ -123,7 +123,7 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 			g.Expect(pods[0].Status.PodIP).NotTo(BeEmpty())
 		}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
 
-		By("a Pod an edit user could make, labelled as a proxy-only tool Pod, replays the grant")
+		By("a Pod an edit user could make, labelled as a tool Pod held to the proxy, replays the grant")
 		args, err := json.Marshal(map[string]any{"proxy": proxyURL, "timeoutSeconds": 15, "urls": []string{url("allowed.test")}})
 		Expect(err).NotTo(HaveOccurred())
 		attacker := replayPod(string(args))
@@ -145,7 +145,7 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 	}, SpecTimeout(5*time.Minute))
 })
 
-// replayPod is a Pod labelled as a proxy-only tool Pod (so the NetworkPolicy lets it reach
+// replayPod is a Pod labelled as a tool Pod held to the proxy (so the NetworkPolicy lets it reach
 // the proxy) that runs the fetch tool on args, not made by toolgate: what a user who may
 // create Pods in the namespace can do with a grant read from a Job.
 func replayPod(args string) *corev1.Pod {
