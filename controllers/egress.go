@@ -52,6 +52,10 @@ type EgressProxyOptions struct {
 	RecordsURL string
 	// Key signs each attempt's grant (the proxy's key, at least 32 bytes).
 	Key []byte
+	// CA is the toolgate egress CA (PEM, --egress-proxy-ca-file) the proxy terminates the
+	// TLS of injected hosts with: bodies of tools with an egress credential get it to trust.
+	// Empty: such tools are refused (NetworkIsolationMissing).
+	CA []byte
 	// Namespace and PodLabels select the proxy's Pods in the NetworkPolicy that lets tool
 	// Pods reach them (kube-proxy translates a ClusterIP before policies see the packet).
 	Namespace string
@@ -102,6 +106,9 @@ func (o EgressProxyOptions) Validate() error {
 			return fmt.Errorf("egress proxy peer CIDR %q: %w", c, err)
 		}
 	}
+	if len(o.CA) > 0 {
+		return checkEgressCA(o.CA)
+	}
 	return nil
 }
 
@@ -119,23 +126,30 @@ func sandboxNetworkLabel(s toolgatev1alpha1.Sandbox) string {
 	return networkLabel(s.Network)
 }
 
+// egressUnavailable says why this operator cannot run a tool's egress sandbox (no proxy;
+// an injected credential and no egress CA); empty when it can, or the tool has none.
+func (o EgressProxyOptions) egressUnavailable(s toolgatev1alpha1.Sandbox) string {
+	switch {
+	case !hasEgressAllow(s):
+		return ""
+	case o.URL == "" || len(o.Key) < egress.MinKeyBytes:
+		return "the tool's sandbox.egress needs toolgate's egress proxy, and this operator has none configured (--egress-proxy-url, --egress-proxy-key-file)"
+	case hasEgressCredential(s) && len(o.CA) == 0:
+		return "the tool's sandbox.egress.allow[].credential needs the egress proxy's CA, which its body must trust, and this operator has none configured (--egress-proxy-ca-file)"
+	}
+	return ""
+}
+
 // egressProxyURL is the proxy URL one attempt's body gets: the proxy's URL with the
-// attempt's signed grant as the password. Empty for a tool without sandbox.egress; why is
-// non-empty when the tool needs the proxy and this operator has none.
-func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time) (proxyURL, why string) {
+// attempt's signed grant as the password, which carries the headers the proxy injects.
+// Empty for a tool without sandbox.egress; why is non-empty when the tool needs what this
+// operator does not have (egressUnavailable).
+func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time, inject []egress.Injection) (proxyURL, why string) {
 	spec := call.Status.Tool.Spec
-	if !hasEgressAllow(spec.Sandbox) {
-		return "", ""
+	if why := o.egressUnavailable(spec.Sandbox); why != "" || !hasEgressAllow(spec.Sandbox) {
+		return "", why
 	}
-	if o.URL == "" || len(o.Key) < egress.MinKeyBytes {
-		return "", "the tool's sandbox.egress needs toolgate's egress proxy, and this operator has none configured (--egress-proxy-url, --egress-proxy-key-file)"
-	}
-	g := egress.Grant{Namespace: call.Namespace, Call: call.Name, UID: string(call.UID), Attempt: attempt,
-		Expires: egressGrantExpiry(deadline).Unix()}
-	for _, r := range spec.Sandbox.Egress.Allow {
-		g.Allow = append(g.Allow, egress.Rule{Host: r.Host, Port: r.Port})
-	}
-	cred, err := egress.Sign(o.Key, g)
+	cred, err := egress.Sign(o.Key, o.grant(call, attempt, deadline, inject))
 	if err != nil {
 		return "", "the egress proxy grant could not be signed: " + err.Error()
 	}
@@ -145,6 +159,16 @@ func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, atte
 	}
 	u.User = url.UserPassword(egress.ProxyUser, cred)
 	return u.String(), ""
+}
+
+// grant is what attempt's body may reach and what the proxy injects into its requests.
+func (o EgressProxyOptions) grant(call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time, inject []egress.Injection) egress.Grant {
+	g := egress.Grant{Namespace: call.Namespace, Call: call.Name, UID: string(call.UID), Attempt: attempt,
+		Expires: egressGrantExpiry(deadline).Unix(), Inject: inject}
+	for _, r := range call.Status.Tool.Spec.Sandbox.Egress.Allow {
+		g.Allow = append(g.Allow, egress.Rule{Host: r.Host, Port: r.Port})
+	}
+	return g
 }
 
 // proxyHostAlias maps the proxy URL's host to its address in the Pod's /etc/hosts when the

@@ -41,7 +41,7 @@ func TestEgressProxyJob(t *testing.T) {
 	in := testJobInput(withEgress)
 	in.Call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
 	deadline := time.Unix(2_000_000, 0)
-	proxyURL, why := egressTestOptions().egressProxyURL(in.Call, 2, deadline)
+	proxyURL, why := egressTestOptions().egressProxyURL(in.Call, 2, deadline, nil)
 	if why != "" {
 		t.Fatal(why)
 	}
@@ -78,7 +78,7 @@ func TestEgressProxyJob(t *testing.T) {
 	for _, mut := range []func(*toolgatev1alpha1.ToolSpec){nil, func(s *toolgatev1alpha1.ToolSpec) { s.Sandbox.Network = toolgatev1alpha1.NetworkEgress }} {
 		plain := testJobInput(mut)
 		plain.Call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: plain.Tool}
-		if u, why := egressTestOptions().egressProxyURL(plain.Call, 1, deadline); u != "" || why != "" {
+		if u, why := egressTestOptions().egressProxyURL(plain.Call, 1, deadline, nil); u != "" || why != "" {
 			t.Errorf("a tool without sandbox.egress got proxy %q / %q", u, why)
 		}
 		if l := BuildJob(plain, DefaultJobOptions()).Spec.Template.Labels[podcontract.LabelNetwork]; l == podcontract.NetworkProxy {
@@ -86,7 +86,7 @@ func TestEgressProxyJob(t *testing.T) {
 		}
 	}
 	// No proxy configured: the call is refused, not run with open egress.
-	if _, why := (EgressProxyOptions{}).egressProxyURL(in.Call, 1, deadline); !strings.Contains(why, "--egress-proxy-url") {
+	if _, why := (EgressProxyOptions{}).egressProxyURL(in.Call, 1, deadline, nil); !strings.Contains(why, "--egress-proxy-url") {
 		t.Errorf("no proxy: why = %q", why)
 	}
 }

@@ -26,6 +26,7 @@ import (
 type jobExecutor struct {
 	execEnv
 	refusals refusals
+	binder   egressBinder
 }
 
 func newJobExecutor(env execEnv) *jobExecutor { return &jobExecutor{execEnv: env} }
@@ -50,18 +51,12 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
 		return j.tooLate(ctx, call, attempt), nil
 	}
-	proxyURL, why := j.Options.EgressProxy.egressProxyURL(call, attempt, j.attemptDeadline(call))
-	if why != "" {
-		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, nil
-	}
-	var alias *corev1.HostAlias
-	if proxyURL != "" {
-		if alias, err = j.Options.EgressProxy.proxyHostAlias(ctx); err != nil {
-			return step{}, err // retried: cluster DNS may be starting
-		}
+	px, st, ok, err := j.attemptEgress(ctx, call, attempt)
+	if !ok {
+		return st, err
 	}
 	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: proxyURL, EgressProxyAlias: alias,
+		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.url, EgressProxyAlias: px.alias, EgressCA: px.ca,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return step{}, err
@@ -189,10 +184,14 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 		}
 		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
 	}
-	if wait := signerPending(pod, now); wait > 0 {
-		return step{requeue: wait}, nil
+	wait := j.attemptDeadline(call).Sub(now)
+	if pending := signerPending(pod, now); pending > 0 {
+		wait = pending
 	}
-	return step{requeue: j.attemptDeadline(call).Sub(now)}, nil
+	if j.bindEgress(ctx, call, pod) {
+		wait = min(wait, egressBindRetry)
+	}
+	return step{requeue: wait}, nil
 }
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pipeline"
@@ -95,6 +96,8 @@ type execEnv struct {
 	Clock     clock.PassiveClock
 	Logs      LogReader
 	Options   CallOptions
+	// Recorder records the events executors emit themselves (EventEgressBindFailed).
+	Recorder recorder.EventRecorder
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
@@ -140,7 +143,7 @@ func (r *ToolCallReconciler) executors() []executor {
 			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}
+			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}
 		r.execs = []executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

@@ -92,6 +92,9 @@ type JobInput struct {
 	EgressProxyURL string
 	// EgressProxyAlias maps the proxy URL's host name to its address (the Pod has no DNS).
 	EgressProxyAlias *corev1.HostAlias
+	// EgressCA is the egress CA (PEM) the body must trust, for a Tool whose egress
+	// credentials the proxy injects (egress_inject.go); empty: none.
+	EgressCA string
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -187,7 +190,7 @@ func buildPodSpec(in JobInput, opts JobOptions, deadline int64) corev1.PodSpec {
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		Command:                  command,
 		WorkingDir:               body.WorkingDir,
-		Env:                      append(append(bodyEnv(body), toolOTLPEnv(body.Env, opts)...), egressProxyEnv(in.EgressProxyURL)...),
+		Env:                      slices.Concat(bodyEnv(body), toolOTLPEnv(body.Env, opts), egressProxyEnv(in.EgressProxyURL), egressCAEnv(in.EgressCA)),
 		Resources:                withDefaults(body.Resources, opts.DefaultResources),
 		SecurityContext:          containerSecurityContext(),
 		VolumeMounts:             append(volumeMounts(in.Tool.Sandbox.Scratch), linkMounts(in.Tool.Sandbox, opts)...),
@@ -271,8 +274,9 @@ func linkMounts(sandbox toolgatev1alpha1.Sandbox, opts JobOptions) []corev1.Volu
 	return []corev1.VolumeMount{linkMount()}
 }
 
+// needsLinkVolume: also where the body side writes the egress CA bundle (EgressCABundle).
 func needsLinkVolume(sandbox toolgatev1alpha1.Sandbox, opts JobOptions) bool {
-	return sandbox.Scratch != toolgatev1alpha1.ScratchNone || opts.RuntimeClassOf(sandbox) != ""
+	return sandbox.Scratch != toolgatev1alpha1.ScratchNone || opts.RuntimeClassOf(sandbox) != "" || hasEgressCredential(sandbox)
 }
 
 // linkVolume holds the socket the body side reaches the signer by, and nothing else.
@@ -315,7 +319,7 @@ func bodyEnv(body toolgatev1alpha1.ToolBody) []corev1.EnvVar {
 // references in env values and turns $$ into $, so every value toolgate sets is escaped
 // (literalEnv): the runner reads exactly the frozen bytes, whatever they contain.
 func signerEnv(in JobInput) []corev1.EnvVar {
-	env := credentialEnv(in.Tool.Body)
+	env := append(credentialEnv(in.Tool.Body), egressRedactEnv(in.Tool.Sandbox)...)
 	if in.Traceparent != "" {
 		env = append(env, literalEnv(podcontract.EnvTraceparent, in.Traceparent))
 	}

@@ -66,11 +66,18 @@ const (
 	// TerminationCredentialMissing: the kubelet could not start the tool container because
 	// a Secret or key its credentials name does not exist (CreateContainerConfigError).
 	TerminationCredentialMissing = "CredentialMissing"
+	// TerminationCredentialTooShort: the operator did not start the body because a
+	// credential it reads itself (an egress credential the proxy injects) is shorter than
+	// the runner can redact, the rule the runner applies to the body's own
+	// (RunnerCredentialTooShort).
+	TerminationCredentialTooShort = "CredentialTooShort"
 )
 
 // RunnerCredentialTooShort is the runner's frame reason (pkg/frame.ReasonCredentialTooShort)
 // for a credential too short to redact: the body did not run.
 const RunnerCredentialTooShort = "CredentialTooShort"
+
+const credentialTooShortMessage = "the tool could not be started: a credential it is given is too short to redact from its output"
 
 // imageFailures are container waiting reasons meaning the body never started, and the
 // terminated reasons of a container the runtime could not start (StartError: an
@@ -197,7 +204,7 @@ func Normalize(o Outcome, opts NormalizeOptions) Result {
 		meta[MetaRedactions] = strconv.FormatInt(o.Report.Redactions, 10)
 	}
 	if o.Report.RunnerReason == RunnerCredentialTooShort {
-		return failed(ReasonCredentialTooShort, "the tool could not be started: a credential it is given is too short to redact from its output", meta)
+		return failed(ReasonCredentialTooShort, credentialTooShortMessage, meta)
 	}
 	if o.Report.ExitCode != 0 || o.Report.Signal != "" {
 		// A signal means the tool did not end by itself, whatever exit code came with it.
@@ -239,6 +246,8 @@ func terminated(o Outcome) (Reason, string, bool) {
 	switch r := o.TerminationReason; {
 	case r == TerminationCredentialMissing:
 		return ReasonCredentialMissing, "the tool could not be started: a Secret or key its credentials name is missing in this namespace", true
+	case r == TerminationCredentialTooShort:
+		return ReasonCredentialTooShort, credentialTooShortMessage, true
 	case r == TerminationJobDeleted || r == TerminationPodDeleted:
 		return ReasonJobDeleted, "the tool's execution was deleted before it finished", true
 	case imageFailures[r] || !o.Started && (r == "" || knownTerminations[r]):

@@ -124,6 +124,8 @@ func TestNormalizeTerminations(t *testing.T) {
 		{"", false, ReasonImageNeverStarted, "the tool could not be started"},
 		{"CredentialMissing", false, ReasonCredentialMissing,
 			"the tool could not be started: a Secret or key its credentials name is missing in this namespace"},
+		{"CredentialTooShort", false, ReasonCredentialTooShort,
+			"the tool could not be started: a credential it is given is too short to redact from its output"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.term, func(t *testing.T) {
@@ -144,7 +146,7 @@ func TestNormalizeTerminations(t *testing.T) {
 func TestNormalizeNoHostConfig(t *testing.T) {
 	forbidden := regexp.MustCompile(`(?i)activeDeadline|seconds|\d+\s*(s|m|h|ms|Mi|Gi|Ki)\b|image:|registry|limit of|cpu|memory limit|policy|runtimeClass`)
 	terms := []string{"DeadlineExceeded", "OOMKilled", "Evicted", "ImagePullBackOff", "ErrImagePull", "InvalidImageName",
-		"JobDeleted", "PodDeleted", "Completed", "Error", "CredentialMissing", ""}
+		"JobDeleted", "PodDeleted", "Completed", "Error", "CredentialMissing", "CredentialTooShort", ""}
 	for _, term := range terms {
 		for _, started := range []bool{true, false} {
 			for _, exit := range []int{0, 1, 137} {

@@ -375,7 +375,8 @@ type ToolInfo struct {
 }
 
 // Credential is one entry of tool.credentials: the env var or secret file name the body
-// sees (Name), the Secret and key it comes from, and As: "env" or "file".
+// sees (Name), the Secret and key it comes from, and As: "env" or "file"; or, As "proxy",
+// one the egress proxy adds to the body's requests to Name ("host:port").
 type Credential struct {
 	Name   string
 	Secret string

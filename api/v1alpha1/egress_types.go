@@ -6,9 +6,11 @@ package v1alpha1
 // lets through only the listed names (resolving them itself, refusing IP literals and any
 // name that resolves into the cluster's or other denied ranges). network: Egress without
 // egress.allow keeps its meaning: anything outside the cluster's ranges, no proxy.
+// +kubebuilder:validation:XValidation:rule="self.allow.filter(r, has(r.credential)).size() <= 8",message="at most 8 allow entries may carry a credential"
 type Egress struct {
 	// allow lists the destinations: a host name (or "*." and a name for any name below it)
-	// and a TCP port. Required; 1 to 32 entries, each host and port pair once.
+	// and a TCP port, and optionally a credential the proxy adds to its requests (at most 8
+	// entries with one). Required; 1 to 32 entries, each host and port pair once.
 	// +required
 	// +listType=map
 	// +listMapKey=host
@@ -20,6 +22,7 @@ type Egress struct {
 
 // EgressRule is one allowed destination.
 // +kubebuilder:validation:XValidation:rule="!self.host.matches('(^|[.])[0-9]+$')",message="host must be a DNS name, not an IP address: the egress proxy refuses IP literals"
+// +kubebuilder:validation:XValidation:rule="!has(self.credential) || !self.host.startsWith('*.')",message="a credential needs an exact host, not a wildcard: the proxy would send it to every name below the domain, including names someone else controls"
 type EgressRule struct {
 	// host is a lowercase DNS name ("api.example.com"), or "*." and a name
 	// ("*.example.com": any name with at least one more label, never example.com itself).
@@ -35,6 +38,46 @@ type EgressRule struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port"`
+
+	// credential is a Secret value the egress proxy adds to every request the body sends to
+	// this host and port, so that the body never holds it: the proxy terminates the body's
+	// TLS with the toolgate egress CA (which the body's trust store gets), sets the header and
+	// re-originates the request to the real host, verified against the system roots. Only
+	// on an exact host (CEL). Optional.
+	// +optional
+	Credential *EgressCredential `json:"credential,omitempty"`
+}
+
+// EgressCredential is a header the egress proxy sets on the body's requests to one host.
+// +kubebuilder:validation:XValidation:rule="!(self.header.lowerAscii() in ['host', 'connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'expect', 'http2-settings'])",message="header must not be a hop-by-hop or framing header (Host, Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Content-Length, Expect, HTTP2-Settings): the proxy would change how the request is routed or framed"
+// +kubebuilder:validation:XValidation:rule="!self.header.lowerAscii().startsWith('proxy-')",message="header must not be a Proxy-* header: those are between the body and the proxy, never sent on"
+type EgressCredential struct {
+	// secretKeyRef names the Secret and key, in the call's namespace (for a ClusterTool
+	// too), whose value (trimmed of surrounding white space) goes into the header. The
+	// operator reads it when it starts each attempt; it is never written into the Pod, the
+	// call or a log. Whoever creates or changes the Tool must be allowed to get that Secret
+	// (toolgate-credentials). Required.
+	// +required
+	SecretKeyRef CredentialKeySelector `json:"secretKeyRef"`
+
+	// header is the request header the proxy sets, replacing any the body sent: an HTTP
+	// field name (letters, digits and !#$%&'*+-.^_|~), neither hop-by-hop, framing nor
+	// Proxy-* (CEL). Default Authorization; at most 64 characters.
+	// +optional
+	// +kubebuilder:default=Authorization
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	Header string `json:"header,omitempty"`
+
+	// scheme precedes the value in the header, with one space: "Bearer" gives
+	// "Authorization: Bearer <value>"; "token" is GitHub's; "Basic" takes a value that is
+	// already base64 of user:password. Empty: the value alone (an API key header). At most
+	// 32 characters of the same set as header.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	Scheme string `json:"scheme,omitempty"`
 }
 
 // EgressLog is what the egress proxy saw of one attempt, read by the operator when the

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,9 @@ type config struct {
 	// abstract one the signer listens on and the body side connects to (abstract first).
 	signerAddress  string
 	signerAbstract string
+	// egressCABundle is where the body side writes the egress CA bundle (egressTrust): in
+	// the link volume, beside signerAddress (podcontract.EgressCABundle in a Pod).
+	egressCABundle string
 	// podUID is the warm Pod's own uid (TOOLGATE_POD_UID): a Handover is for one Pod.
 	podUID   string
 	ioGrace  time.Duration
@@ -86,6 +90,8 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	cfg.traceparent = getenv(podcontract.EnvTraceparent)
 	cfg.signerAddress = envOr(getenv, podcontract.EnvSignerSocket, podcontract.SignerSocket)
 	cfg.signerAbstract = envOr(getenv, podcontract.EnvSignerAbstract, podcontract.SignerAbstractSocket)
+	// The bundle goes into the link volume, beside the signer's socket.
+	cfg.egressCABundle = filepath.Join(filepath.Dir(cfg.signerAddress), filepath.Base(podcontract.EgressCABundle))
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)

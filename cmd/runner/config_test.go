@@ -29,6 +29,7 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 		args: []byte("{}"), argsDigest: "sha256:x", argsFile: defaultArgsFile, maxOutput: 20, stderrTail: 7,
 		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
 		signerAddress: podcontract.SignerSocket, signerAbstract: podcontract.SignerAbstractSocket,
+		egressCABundle: podcontract.EgressCABundle, // beside the signer's socket, in the link volume
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)

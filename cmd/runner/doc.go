@@ -192,6 +192,20 @@
 // the body's: the runner removes them from its environment, and one shorter than 8 bytes
 // once trimmed is left out (it refuses nothing: the body was not given it).
 //
+// A Tool whose egress credentials the egress proxy injects (sandbox.egress.allow[].credential)
+// gives the signer each value as TOOLGATE_REDACT_EGRESS_<i>, for i below 8, redacted the
+// same way: the body never holds them, but an upstream may echo one back. The body's
+// container gets the toolgate egress CA as TOOLGATE_EGRESS_CA: before it starts the tool,
+// the body side writes egress-ca-bundle.pem beside the signer's socket (the link volume,
+// /var/run/toolgate-link) = the image's roots (the file the Tool's own SSL_CERT_FILE
+// names, else the first of Go's Linux list that exists: /etc/ssl/certs/ca-certificates.crt,
+// /etc/pki/tls/certs/ca-bundle.crt, /etc/ssl/ca-bundle.pem, /etc/pki/tls/cacert.pem,
+// /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem, /etc/ssl/cert.pem; at most 768 KiB)
+// and the CA, and gives the tool SSL_CERT_FILE (always) and CURL_CA_BUNDLE,
+// REQUESTS_CA_BUNDLE, GIT_SSL_CAINFO and NODE_EXTRA_CA_CERTS (each unless the Tool sets it)
+// naming the bundle; never TOOLGATE_EGRESS_CA itself. A CA that is no PEM certificate, or
+// roots it cannot read, is reason StartError.
+//
 // A credential shorter than 8 bytes (frame.MinCredentialBytes) once trimmed of
 // surrounding white space would match ordinary output: the body is not run, reason
 // CredentialTooShort, exit 125, and the frame's error names the variable or file, never
@@ -242,7 +256,8 @@
 // credentialled tool that runs model-chosen code (a shell, an interpreter) hands the model
 // its value, which it can have printed in any of those shapes, and no redactor catches
 // them all. The way to keep a token from such a tool is not to give it to the body but to
-// inject it outside (proxy injection, issue 31 item 2: not yet built). The
+// inject it outside: sandbox.egress.allow[].credential, which the egress proxy adds to
+// the body's requests (above). The
 // TOOLGATE_SECRET_FILE_<i> copies are in the signer's container, out of the body's reach.
 //
 // # Exit codes

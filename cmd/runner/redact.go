@@ -64,18 +64,25 @@ func readCredentials(lookupEnv func(string) (string, bool)) ([]credential, error
 // readRedactions collects the values the signer redacts without the body holding them:
 // TOOLGATE_REDACT_<i>, for each i below podcontract.MaxWorkspaceCredentials that is set
 // (the credentials a session's workspace may hold, which the kubelet resolves by optional
-// references: one whose Secret is gone is simply unset). A value shorter than
+// references: one whose Secret is gone is simply unset), and TOOLGATE_REDACT_EGRESS_<i>,
+// for each i below podcontract.MaxEgressCredentials (the credentials the egress proxy
+// injects, which an upstream may echo back to the body). A value shorter than
 // frame.MinCredentialBytes once trimmed is left out, not refused: the call's own body was
 // not given it, so it is no reason not to run, and its forms would match ordinary output.
 func readRedactions(lookupEnv func(string) (string, bool)) []credential {
 	var creds []credential
-	for i := range podcontract.MaxWorkspaceCredentials {
-		name := podcontract.EnvRedactPrefix + strconv.Itoa(i)
-		v, ok := lookupEnv(name)
-		if !ok || len(bytes.TrimSpace([]byte(v))) < frame.MinCredentialBytes {
-			continue
+	for _, set := range []struct {
+		prefix string
+		n      int
+	}{{podcontract.EnvRedactPrefix, podcontract.MaxWorkspaceCredentials}, {podcontract.EnvRedactEgressPrefix, podcontract.MaxEgressCredentials}} {
+		for i := range set.n {
+			name := set.prefix + strconv.Itoa(i)
+			v, ok := lookupEnv(name)
+			if !ok || len(bytes.TrimSpace([]byte(v))) < frame.MinCredentialBytes {
+				continue
+			}
+			creds = append(creds, credential{name: name, value: []byte(v)})
 		}
-		creds = append(creds, credential{name: name, value: []byte(v)})
 	}
 	return creds
 }

@@ -116,6 +116,11 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	if cfg.traceparent != "" {
 		cmd.Env = append(cmd.Env, podcontract.EnvTraceparent+"="+cfg.traceparent)
 	}
+	trust, err := egressTrust(os.Environ(), cfg.egressCABundle)
+	if err != nil {
+		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
+	}
+	cmd.Env = append(cmd.Env, trust...)
 	pipes, err := newStdio(cmd)
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
@@ -175,7 +180,8 @@ func (c *capture) fill(f frame.Frame) frame.Frame {
 // that the tool cannot sign a frame of its own, the credential lists with the
 // TOOLGATE_SECRET_FILE_<i> copies of the secret files' values (the body reads the files;
 // the variables TOOLGATE_SECRET_ENV names are the body's own and stay), and the
-// TOOLGATE_REDACT_<i> values, which are for redaction only.
+// TOOLGATE_REDACT_<i> values, which are for redaction only, and the egress CA (the tool
+// gets the bundle made of it instead: egressTrust).
 func bodyEnviron(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
@@ -190,7 +196,7 @@ func bodyEnviron(env []string) []string {
 // runnerOnly reports whether the environment variable name is kept from the body.
 func runnerOnly(name string) bool {
 	switch name {
-	case podcontract.EnvAttemptKey, podcontract.EnvHandoverKeys, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles:
+	case podcontract.EnvAttemptKey, podcontract.EnvHandoverKeys, podcontract.EnvSecretEnv, podcontract.EnvSecretFiles, podcontract.EnvEgressCA:
 		return true
 	}
 	return strings.HasPrefix(name, podcontract.EnvSecretFilePrefix) || strings.HasPrefix(name, podcontract.EnvRedactPrefix)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -83,6 +84,7 @@ var fieldChanges = map[string][]struct {
 		{"network", func(t *v1alpha1.Tool) { t.Spec.Sandbox.Network = v1alpha1.NetworkEgress }, true},
 		{"runtimeClassName", func(t *v1alpha1.Tool) { t.Spec.Sandbox.RuntimeClassName = ptr.To("runc") }, true},
 		{"workspace", func(t *v1alpha1.Tool) { t.Spec.Sandbox.Workspace = v1alpha1.WorkspaceReadWrite }, true},
+		{"an egress credential (where the proxy sends a value)", func(t *v1alpha1.Tool) { egressCredential(t, "collector.example", "github") }, true},
 	},
 	"parameters": {{"a wider schema", func(t *v1alpha1.Tool) { t.Spec.Parameters = nil }, true}},
 	"output":     {{"a wider schema", func(t *v1alpha1.Tool) { t.Spec.Output.Raw = []byte(`{}`) }, true}},
@@ -106,6 +108,12 @@ var fieldChanges = map[string][]struct {
 // server's CEL with optional types; the expression uses nothing Kubernetes adds).
 func changesWhatRuns(t *testing.T) cel.Program {
 	t.Helper()
+	return policyProgram(t, "changesWhatRuns")
+}
+
+// policyProgram compiles the policy's variable or match condition of that name.
+func policyProgram(t *testing.T, name string) cel.Program {
+	t.Helper()
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(admission.CredentialPolicy)))
 	doc, err := r.Read()
 	if err != nil {
@@ -117,12 +125,17 @@ func changesWhatRuns(t *testing.T) cel.Program {
 	}
 	expr := ""
 	for _, v := range policy.Spec.Variables {
-		if v.Name == "changesWhatRuns" {
+		if v.Name == name {
 			expr = v.Expression
 		}
 	}
+	for _, m := range policy.Spec.MatchConditions {
+		if m.Name == name {
+			expr = m.Expression
+		}
+	}
 	if expr == "" {
-		t.Fatalf("%s has no variable changesWhatRuns", admission.CredentialPolicyName)
+		t.Fatalf("%s has no variable or match condition %s", admission.CredentialPolicyName, name)
 	}
 	env, err := cel.NewEnv(cel.OptionalTypes(), cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType))
 	if err != nil {
@@ -142,6 +155,11 @@ func changesWhatRuns(t *testing.T) cel.Program {
 // eval runs prg over the update from old to updated (old nil: a create).
 func eval(t *testing.T, prg cel.Program, old, updated *v1alpha1.Tool) bool {
 	t.Helper()
+	return evalAny(t, prg, old, updated).(bool)
+}
+
+func evalAny(t *testing.T, prg cel.Program, old, updated *v1alpha1.Tool) any {
+	t.Helper()
 	vars := map[string]any{"object": toMap(t, updated), "oldObject": types.NullValue}
 	if old != nil {
 		vars["oldObject"] = toMap(t, old)
@@ -150,7 +168,54 @@ func eval(t *testing.T, prg cel.Program, old, updated *v1alpha1.Tool) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.Value().(bool)
+	if l, ok := out.(traits.Lister); ok {
+		var names []string
+		for it := l.Iterator(); it.HasNext() == types.True; {
+			names = append(names, it.Next().Value().(string))
+		}
+		return names
+	}
+	return out.Value()
+}
+
+// egressCredential adds an egress destination whose requests the proxy injects Secret's
+// token into.
+func egressCredential(t *v1alpha1.Tool, host, secret string) {
+	t.Spec.Sandbox.Network = v1alpha1.NetworkEgress
+	if t.Spec.Sandbox.Egress == nil {
+		t.Spec.Sandbox.Egress = &v1alpha1.Egress{}
+	}
+	t.Spec.Sandbox.Egress.Allow = append(t.Spec.Sandbox.Egress.Allow, v1alpha1.EgressRule{Host: host, Port: 443,
+		Credential: &v1alpha1.EgressCredential{SecretKeyRef: v1alpha1.CredentialKeySelector{Name: secret, Key: "token"}, Header: "Authorization", Scheme: "Bearer"}})
+}
+
+// An egress credential's Secret is a reference like the body's: a Tool with only egress
+// credentials is matched, and every Secret it names is checked, the body's first.
+func TestCredentialPolicyChecksEgressCredentials(t *testing.T) {
+	match, refs := policyProgram(t, "has-credentials"), policyProgram(t, "refs")
+	egressOnly := credentialTool()
+	egressOnly.Spec.Body.Env = egressOnly.Spec.Body.Env[:1] // the literal only
+	egressCredential(egressOnly, "api.github.com", "github-proxy")
+	egressOnly.Spec.Sandbox.Egress.Allow = append(egressOnly.Spec.Sandbox.Egress.Allow, v1alpha1.EgressRule{Host: "other.test", Port: 443})
+	if !eval(t, match, nil, egressOnly) {
+		t.Error("a Tool whose only credential is injected at the proxy is not matched")
+	}
+	if got := evalAny(t, refs, nil, egressOnly); !slices.Equal(got.([]string), []string{"github-proxy"}) {
+		t.Errorf("refs %q, want the egress credential's Secret", got)
+	}
+	both := credentialTool()
+	egressCredential(both, "api.github.com", "github-proxy")
+	egressCredential(both, "uploads.github.com", "uploads")
+	if got := evalAny(t, refs, nil, both); !slices.Equal(got.([]string), []string{"github", "github-proxy", "uploads"}) {
+		t.Errorf("refs %q, want the body's Secret, then each egress credential's", got)
+	}
+	none := credentialTool()
+	none.Spec.Body.Env = none.Spec.Body.Env[:1]
+	none.Spec.Sandbox.Network = v1alpha1.NetworkEgress
+	none.Spec.Sandbox.Egress = &v1alpha1.Egress{Allow: []v1alpha1.EgressRule{{Host: "other.test", Port: 443}}}
+	if eval(t, match, nil, none) {
+		t.Error("a Tool without any credential is matched")
+	}
 }
 
 func toMap(t *testing.T, tool *v1alpha1.Tool) map[string]any {

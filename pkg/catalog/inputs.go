@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"maps"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -95,7 +96,7 @@ func CallInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input 
 		if snap.Spec != nil {
 			in.Tool.Name = ToolName(snap.Spec, snap.Name)
 			in.Tool.Egress = egressAllow(snap.Spec.Sandbox)
-			in.Tool.Credentials = Credentials(snap.Spec.Body)
+			in.Tool.Credentials = append(Credentials(snap.Spec.Body), proxyCredentials(snap.Spec.Sandbox)...)
 		}
 	}
 	return in
@@ -105,7 +106,26 @@ func CallInput(call *v1alpha1.ToolCall, frozen *pipeline.Frozen) pipeline.Input 
 const (
 	CredentialAsEnv  = "env"
 	CredentialAsFile = "file"
+	// CredentialAsProxy: the egress proxy adds it to the body's requests to one host
+	// (sandbox.egress.allow[].credential); its name is "host:port".
+	CredentialAsProxy = "proxy"
 )
+
+// proxyCredentials are the credentials the egress proxy injects, for tool.credentials
+// after the body's: a policy keyed on a Secret's name sees them too.
+func proxyCredentials(s v1alpha1.Sandbox) []pipeline.Credential {
+	if s.Egress == nil {
+		return nil
+	}
+	var out []pipeline.Credential
+	for _, r := range s.Egress.Allow {
+		if c := r.Credential; c != nil {
+			out = append(out, pipeline.Credential{Name: r.Host + ":" + strconv.Itoa(int(r.Port)),
+				Secret: c.SecretKeyRef.Name, Key: c.SecretKeyRef.Key, As: CredentialAsProxy})
+		}
+	}
+	return out
+}
 
 // Credentials is what policies see as tool.credentials: every Secret key the body is given
 // (body.env valueFrom, then body.secretFiles), by name; never a value.

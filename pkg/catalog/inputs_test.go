@@ -114,11 +114,15 @@ func TestCallInputCredentials(t *testing.T) {
 		Env: []v1alpha1.EnvVar{{Name: "MODE", Value: "fast"},
 			{Name: "GITHUB_TOKEN", ValueFrom: &v1alpha1.EnvVarSource{SecretKeyRef: v1alpha1.CredentialKeySelector{Name: "github-prod", Key: "token"}}}},
 		SecretFiles: []v1alpha1.SecretFile{{Name: "kubeconfig", SecretKeyRef: v1alpha1.CredentialKeySelector{Name: "deploy", Key: "config"}}},
-	}}
+	}, Sandbox: v1alpha1.Sandbox{Network: v1alpha1.NetworkEgress, Egress: &v1alpha1.Egress{Allow: []v1alpha1.EgressRule{
+		{Host: "api.github.com", Port: 443, Credential: &v1alpha1.EgressCredential{SecretKeyRef: v1alpha1.CredentialKeySelector{Name: "github-proxy", Key: "token"}}},
+		{Host: "other.test", Port: 443},
+	}}}}
 	call := &v1alpha1.ToolCall{Status: v1alpha1.ToolCallStatus{Tool: &v1alpha1.ToolSnapshot{Name: "gh", Spec: spec}}}
 	want := []pipeline.Credential{
 		{Name: "GITHUB_TOKEN", Secret: "github-prod", Key: "token", As: CredentialAsEnv},
 		{Name: "kubeconfig", Secret: "deploy", Key: "config", As: CredentialAsFile},
+		{Name: "api.github.com:443", Secret: "github-proxy", Key: "token", As: CredentialAsProxy},
 	}
 	if diff := cmp.Diff(want, CallInput(call, nil).Tool.Credentials); diff != "" {
 		t.Errorf("tool.credentials (-want +got):\n%s", diff)

@@ -62,6 +62,18 @@ const (
 	EnvHTTPProxy       = "HTTP_PROXY"
 	EnvHTTPSProxyLower = "https_proxy"
 	EnvHTTPProxyLower  = "http_proxy"
+	// EnvEgressCA, in the body's container of a Tool with an egress credential (and never
+	// passed on to the tool), is the toolgate egress CA (PEM) whose certificates the proxy
+	// presents for the hosts it injects into: the body side writes EgressCABundle (the
+	// image's roots and this CA) before it starts the tool, and points EgressTrustEnv at it.
+	EnvEgressCA = "TOOLGATE_EGRESS_CA"
+	// EgressCABundle is that bundle, in the link volume.
+	EgressCABundle = LinkMountPath + "/egress-ca-bundle.pem"
+	// EnvRedactEgressPrefix + i, in the signer container (never the body's) of a Tool with
+	// egress credentials, holds the i-th credential's Secret value by a required
+	// secretKeyRef: a body the upstream echoes the token back to cannot print it. i runs
+	// from 0 to MaxEgressCredentials-1.
+	EnvRedactEgressPrefix = "TOOLGATE_REDACT_EGRESS_"
 	// NoArgsFile as EnvArgsFile means: write no arguments file (no writable volume).
 	NoArgsFile = "-"
 	// WarmOn is EnvWarm's value in a warm pool Pod.
@@ -139,6 +151,15 @@ const (
 	// MaxWorkspaceCredentials-1; the runner looks at no other.
 	EnvRedactPrefix = "TOOLGATE_REDACT_"
 )
+
+// MaxEgressCredentials bounds the credentials of a Tool's sandbox.egress.allow (the CRD's).
+const MaxEgressCredentials = 8
+
+// EgressTrustEnv are the variables the body side sets to EgressCABundle for the tool, so
+// that OpenSSL, Go, curl, Python requests, git and Node trust the egress CA. SSL_CERT_FILE
+// is always set (the bundle holds the roots of a file the Tool named in it); each of the
+// others only when the Tool sets no value of its own.
+var EgressTrustEnv = []string{"SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO", "NODE_EXTRA_CA_CERTS"}
 
 // MaxWorkspaceCredentials bounds AnnotationWorkspaceCredentials: a call that would record
 // more is refused before its Job (its body never runs), rather than run unredacted.

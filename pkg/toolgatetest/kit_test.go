@@ -86,7 +86,7 @@ func TestAdmissionPoliciesComeBeforeBindings(t *testing.T) {
 		t.Errorf("fifth object: %#v", objs[4])
 	}
 	cr, ok := objs[5].(*admissionregistrationv1.ValidatingAdmissionPolicy)
-	if !ok || cr.Name != "toolgate-credentials" || len(cr.Spec.Validations) != 8 || len(cr.Spec.MatchConditions) != 1 {
+	if !ok || cr.Name != "toolgate-credentials" || len(cr.Spec.Validations) != 16 || len(cr.Spec.MatchConditions) != 1 {
 		t.Errorf("sixth object: %#v", objs[5])
 	}
 	if b, ok := objs[6].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); !ok || b.Spec.PolicyName != p.Name {

@@ -342,6 +342,8 @@ func (k *Kubelet) play(ctx context.Context, job *batchv1.Job, pod *corev1.Pod, o
 	case o.Hold:
 		pod.Status.ContainerStatuses = runningStatuses(pod, true)
 		pod.Status.Phase = corev1.PodRunning
+		pod.Status.PodIP = SimulatedPodIP(pod.UID)
+		pod.Status.PodIPs = []corev1.PodIP{{IP: pod.Status.PodIP}}
 	case o.LosePod:
 		return k.losePod(ctx, job, pod)
 	case o.DeadlineExceeded, o.Evicted, o.PodReason != "":

@@ -6,8 +6,9 @@
 // "repeat" (2 to 500: GET url that many times, one after the other, as fast as answers come),
 // and, to play a body that tries to get around the proxy's checks: "serverName" (the TLS
 // name to send instead of the URL's host), "host" (the Host header instead of the URL's),
-// "proxy" (a proxy URL instead of the Pod's, another call's grant say)}.
-// The result is always an object, {"results": [...]} for urls, {"tally": {"403": n, "429": m,
+// "proxy" (a proxy URL instead of the Pod's, another call's grant say), and "env" (true: the
+// result's "env" lists the tool's environment, NAME=value, to show what the body holds)}.
+// The result is always an object, {"results": [...]} for urls (and "env"), {"tally": {"403": n, "429": m,
 // "error": k}} for a repeat: the status and the first bytes of the body, or the error; never
 // isError, so a test reads what happened.
 package main
@@ -21,6 +22,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"time"
 
@@ -43,6 +45,7 @@ type args struct {
 	ServerName     string   `json:"serverName"`
 	Host           string   `json:"host"`
 	Proxy          string   `json:"proxy"`
+	Env            bool     `json:"env"`
 }
 
 type result struct {
@@ -77,9 +80,13 @@ func run(raw []byte) (any, error) {
 	}
 	out := struct {
 		Results []result `json:"results"`
+		Env     []string `json:"env,omitempty"`
 	}{}
 	for _, u := range a.URLs {
 		out.Results = append(out.Results, get(client, u, a.Host))
+	}
+	if a.Env {
+		out.Env = os.Environ()
 	}
 	return out, nil
 }

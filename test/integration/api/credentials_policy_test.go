@@ -99,6 +99,20 @@ var _ = Describe("The toolgate-credentials admission policy", Label("credentials
 			"one of two is not enough")
 	})
 
+	It("checks the Secret of an egress credential, which the proxy injects, as any other: on create and on a change to what runs", func(ctx SpecContext) {
+		tool := tgt.MakeTool("t", ns).EgressCredential("api.github.com", 443, "github", "token", "", "Bearer").EgressAllow("other.test", 443).Obj()
+		Expect(alice.Create(ctx, tool.DeepCopy())).To(denied(fmt.Sprintf("alice may not get Secret github in namespace %s: a tool can only use", ns)),
+			"the body never holds it, but the author chooses where it goes")
+		Expect(k8sClient.Create(ctx, tool.DeepCopy())).To(Succeed(), "the admin makes it")
+		sendElsewhere := func(t *toolgatev1alpha1.Tool) { t.Spec.Sandbox.Egress.Allow[0].Host = "collector.example" }
+		fresh := &toolgatev1alpha1.Tool{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tool), fresh)).To(Succeed())
+		sendElsewhere(fresh)
+		Expect(alice.Update(ctx, fresh.DeepCopy())).To(denied(fmt.Sprintf("alice may not get Secret github in namespace %s", ns), authorChange))
+		grant(ctx, false, "github")
+		Expect(alice.Update(ctx, fresh)).To(Succeed())
+	})
+
 	Context("on an update of a Tool naming a Secret its editor may not get", func() {
 		var stored *toolgatev1alpha1.Tool
 		BeforeEach(func(ctx SpecContext) {

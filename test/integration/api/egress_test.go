@@ -63,7 +63,16 @@ var _ = Describe("Tool sandbox.egress validation", Label("tool", "validation", "
 		Entry("the same host on two ports", egressTool(rule("a.test", 80), rule("a.test", 443))),
 		Entry("32 rules", egressTool(manyRules(32)...)),
 		Entry("a 253-character name", egressTool(rule(strings.Repeat(strings.Repeat("a", 62)+".", 4)[:252]+"b", 1))),
+		Entry("a credential on an exact host", tgt.MakeTool("t", "").EgressCredential("api.example.com", 443, "gh", "token", "Authorization", "Bearer")),
+		Entry("a credential in an API-key header, no scheme", tgt.MakeTool("t", "").EgressCredential("api.example.com", 443, "gh", "token", "X-Api-Key", "")),
+		Entry("8 credentials", credentialTool(8)),
 	)
+
+	It("defaults a credential's header to Authorization", func(ctx SpecContext) {
+		tool := tgt.MakeTool("t", ns).EgressCredential("api.example.com", 443, "gh", "token", "", "token").Obj()
+		Expect(k8sClient.Create(ctx, tool)).To(Succeed())
+		Expect(tool.Spec.Sandbox.Egress.Allow[0].Credential.Header).To(Equal("Authorization"))
+	})
 
 	DescribeTable("rejects",
 		func(ctx SpecContext, w *tgt.ToolWrapper, substrings ...string) {
@@ -86,6 +95,17 @@ var _ = Describe("Tool sandbox.egress validation", Label("tool", "validation", "
 		Entry("a host and port twice", egressTool(rule("a.test", 443), rule("a.test", 443)), "spec.sandbox.egress.allow[1]", "Duplicate value"),
 		Entry("33 rules", egressTool(manyRules(33)...), "spec.sandbox.egress.allow", "must have at most 32 items"),
 		Entry("a warm pool", egressTool(rule("api.example.com", 443)).WarmPool(2, 0), "a warm pool cannot serve a tool with sandbox.egress"),
+		Entry("a credential on a wildcard", tgt.MakeTool("t", "").EgressCredential("*.example.com", 443, "gh", "token", "", "Bearer"),
+			"a credential needs an exact host, not a wildcard"),
+		Entry("a credential in Host", injectHeader("host"), "header must not be a hop-by-hop or framing header"),
+		Entry("a credential in Transfer-Encoding", injectHeader("Transfer-Encoding"), "header must not be a hop-by-hop or framing header"),
+		Entry("a credential in Content-Length", injectHeader("Content-Length"), "header must not be a hop-by-hop or framing header"),
+		Entry("a credential in Connection", injectHeader("CONNECTION"), "header must not be a hop-by-hop or framing header"),
+		Entry("a credential in Proxy-Authorization", injectHeader("Proxy-Authorization"), "header must not be a Proxy-* header"),
+		Entry("a header that is no field name", injectHeader("X-Key: a"), "spec.sandbox.egress.allow[0].credential.header", "should match"),
+		Entry("a scheme with a space", tgt.MakeTool("t", "").EgressCredential("a.test", 443, "gh", "token", "", "Bearer x"),
+			"spec.sandbox.egress.allow[0].credential.scheme", "should match"),
+		Entry("9 credentials", credentialTool(9), "at most 8 allow entries may carry a credential"),
 	)
 
 	It("rejects an empty allow list", func(ctx SpecContext) {
@@ -100,3 +120,17 @@ var _ = Describe("Tool sandbox.egress validation", Label("tool", "validation", "
 		Expect(tool.Spec.Sandbox.Egress).To(BeNil())
 	})
 })
+
+// injectHeader is a Tool whose one egress rule carries a credential in header.
+func injectHeader(header string) *tgt.ToolWrapper {
+	return tgt.MakeTool("t", "").EgressCredential("a.test", 443, "gh", "token", header, "")
+}
+
+// credentialTool is a Tool with n egress rules, each with a credential.
+func credentialTool(n int) *tgt.ToolWrapper {
+	w := tgt.MakeTool("t", "")
+	for i := range n {
+		w = w.EgressCredential(fmt.Sprintf("h%d.example.com", i), 443, "gh", "token", "", "Bearer")
+	}
+	return w
+}
