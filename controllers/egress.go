@@ -298,12 +298,6 @@ func endEgressGrant(ctx context.Context, o EgressProxyOptions, uid string, attem
 	return log, nil
 }
 
-// refusalReasons are the words a destination's reason may hold.
-var refusalReasons = []string{egress.RefusedNotAllowed, egress.RefusedIPLiteral, egress.RefusedInvalidHost,
-	egress.RefusedDeniedRange, egress.RefusedUnresolved, egress.RefusedBadRequest, egress.RefusedTooManyTunnels,
-	egress.RefusedRateLimited, egress.RefusedSNIMismatch, egress.RefusedHostMismatch, egress.RefusedFirstTimeout,
-	egress.RefusedGrantEnded}
-
 // egressLog converts the proxy's record into status, bounded and checked again: a host is a
 // name, an address or "(invalid)", whatever the proxy answered.
 func egressLog(rec egress.Record) *toolgatev1alpha1.EgressLog {
@@ -320,7 +314,7 @@ func egressLog(rec egress.Record) *toolgatev1alpha1.EgressLog {
 			host = a.String()
 		}
 		reason := ""
-		if slices.Contains(refusalReasons, d.Reason) {
+		if slices.Contains(egress.RefusalReasons(), d.Reason) {
 			reason = d.Reason
 		}
 		out.Destinations = append(out.Destinations, toolgatev1alpha1.EgressDestination{Host: host,
