@@ -245,3 +245,16 @@ func TestEgressProxyHostAlias(t *testing.T) {
 		t.Error("an unresolvable proxy name gave no error")
 	}
 }
+
+func TestEgressLogKeepsEveryProxyReason(t *testing.T) {
+	for _, reason := range append(egress.RefusalReasons(), "Bogus") {
+		got := egressLog(egress.Record{Destinations: []egress.Destination{{Host: "allowed.test", Port: 443, Refused: 1, Reason: reason}}})
+		want := reason
+		if reason == "Bogus" {
+			want = ""
+		}
+		if len(got.Destinations) != 1 || got.Destinations[0].Reason != want {
+			t.Errorf("reason %q: recorded %+v, want reason %q", reason, got.Destinations, want)
+		}
+	}
+}
