@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -111,7 +113,7 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 	It("refuses the running call's grant from another Pod labelled like a tool Pod", func(ctx SpecContext) {
 		createTool(ctx, toolgatetest.MakeTool("e2e-sleep-injected", demoNS).Image(toolImage).Command("/tools/sleep").RunnerInImage("").
 			EgressCredential("allowed.test", port, injectSecret, "token", "", "Bearer").Timeout(90*time.Second).Obj())
-		first := createCall(ctx, "e2e-sleep-injected", "", map[string]any{"seconds": 60})
+		first := createCall(ctx, "e2e-sleep-injected", "", map[string]any{"seconds": 30})
 
 		By("the first call's grant, read from its Job, once its Pod runs with an address (the operator binds it)")
 		var proxyURL string
@@ -138,10 +140,30 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 		Expect(out).To(ContainSubstring(`"ok":false`), "the proxy refused the grant from another address")
 		Expect(served("allowed.test")).To(BeZero(), "nothing reached the upstream, with or without the token")
 
-		By("the proxy logged the refusal under the first call")
+		Expect(out).To(ContainSubstring("Proxy Authentication Required"), "407")
+
+		By("this machine, the node, replays it too")
+		_, err = replayFromNode(proxyURL, url("allowed.test"))
+		Expect(err).To(MatchError(ContainSubstring("Proxy Authentication Required")), "407 for the node's address")
+		Expect(served("allowed.test")).To(BeZero())
+
+		By("the proxy logged both refusals under the first call, WrongPod")
 		Eventually(func(g Gomega) {
-			g.Expect(egressProxyLog(ctx, g)).To(ContainElement(And(HaveKeyWithValue("call", first.Name), HaveKeyWithValue("host", "allowed.test"))))
+			var wrong int
+			for _, rec := range egressProxyLog(ctx, g) {
+				if rec["call"] == first.Name && rec["host"] == "allowed.test" && rec["reason"] == egress.RefusedWrongPod {
+					wrong++
+				}
+			}
+			g.Expect(wrong).To(BeNumerically(">=", 2))
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		By("and the first call's own record counts them: the traffic is in a call's record")
+		ended := waitTerminal(ctx, first, 2*time.Minute)
+		Expect(ended).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", ended.Status.Result)
+		Expect(ended.Status.Attempts[0].Egress).NotTo(BeNil())
+		Expect(ended.Status.Attempts[0].Egress.Destinations).To(ContainElement(And(HaveField("Host", "allowed.test"),
+			HaveField("Refused", BeNumerically(">=", 2)), HaveField("Reason", egress.RefusedWrongPod))))
 	}, SpecTimeout(5*time.Minute))
 })
 
@@ -178,4 +200,18 @@ func podLog(ctx context.Context, pod *corev1.Pod) string {
 	raw, err := cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	return strings.TrimSpace(string(raw))
+}
+
+// replayFromNode GETs target through proxyURL (a grant) from this machine, the node.
+func replayFromNode(proxyURL, target string) (*http.Response, error) {
+	u, err := neturl.Parse(proxyURL)
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+	resp, err := c.Get(target)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
+	return resp, err
 }
