@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	neturl "net/url"
 	"strconv"
 	"strings"
@@ -79,9 +80,13 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 	})
 
 	It("reaches allowed.test over HTTPS with the token added by the proxy, other.test without it, and the body never sees it", func(ctx SpecContext) {
-		// No "ca" argument: the body trusts the toolgate egress CA through the bundle the
-		// runner wrote (SSL_CERT_FILE), and other.test's certificate as the listener's.
-		got := waitTerminal(ctx, createCall(ctx, injectTool, "", map[string]any{"env": true,
+		// The body trusts the toolgate egress CA (allowed.test, terminated by the proxy) only
+		// through the bundle the runner wrote (SSL_CERT_FILE: the fetch tool's pool is the
+		// system pool, which reads it, plus "ca"); other.test is a plain tunnel to the
+		// listener, whose CA the tools image (no system roots) is given as "ca".
+		upstreamCA, err := os.ReadFile(firstOf(upstreamCAFiles()))
+		Expect(err).NotTo(HaveOccurred())
+		got := waitTerminal(ctx, createCall(ctx, injectTool, "", map[string]any{"env": true, "ca": string(upstreamCA),
 			"urls": []string{url("allowed.test"), url("other.test")}}), 2*time.Minute)
 		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseSucceeded), "result %+v", got.Status.Result)
 		var content struct {
@@ -147,7 +152,7 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 		Expect(err).To(MatchError(ContainSubstring("Proxy Authentication Required")), "407 for the node's address")
 		Expect(served("allowed.test")).To(BeZero())
 
-		By("the proxy logged both refusals under the first call, WrongPod")
+		By("the proxy logged the refusals under the first call, WrongPod")
 		Eventually(func(g Gomega) {
 			var wrong int
 			for _, rec := range egressProxyLog(ctx, g) {
@@ -155,7 +160,7 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 					wrong++
 				}
 			}
-			g.Expect(wrong).To(BeNumerically(">=", 2))
+			g.Expect(wrong).To(BeNumerically(">=", 1), "the proxy's log is sampled: the record below counts each")
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 
 		By("and the first call's own record counts them: the traffic is in a call's record")
@@ -215,3 +220,6 @@ func replayFromNode(proxyURL, target string) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// firstOf returns the first of two values (a certificate's path, of upstreamCAFiles).
+func firstOf(first, _ string) string { return first }
