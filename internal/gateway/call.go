@@ -72,13 +72,13 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest, t *mcp
 	log = log.WithValues("toolCall", klog.KObj(call))
 	slot := slotOf(ctx)
 	if slot != nil && slot.form == tasks20251125 {
-		return g.answerTask(log, slot, call, t), nil
+		return g.answerTask(log, slot, g.admitted(ctx, c, call), t), nil
 	}
 	bound := g.opts.WaitBound
 	if slot != nil {
 		bound = min(bound, extensionTaskAfter) // the extension lets the server decide: a task soon
 	}
-	res, outcome, err := g.await(ctx, c, call, t, bound, newProgress(req.Session, req.Params.GetProgressToken(), g.opts.ProgressInterval))
+	res, last, outcome, err := g.await(ctx, c, call, t, bound, newProgress(req.Session, req.Params.GetProgressToken(), g.opts.ProgressInterval))
 	if outcome == outcomeAwaitingApproval {
 		g.limits.park(call)
 	}
@@ -90,7 +90,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest, t *mcp
 		log.Error(err, "tools/call", "outcome", outcome)
 		return nil, err
 	case slot != nil && (outcome == outcomeAwaitingApproval || outcome == outcomeStillRunning):
-		return g.answerTask(log, slot, call, t), nil
+		return g.answerTask(log, slot, last, t), nil
 	}
 	log.Info("tools/call", "outcome", outcome, "isError", res.IsError, "reason", res.Meta[MetaReason])
 	return res, nil
@@ -142,6 +142,23 @@ func (g *Gateway) answerTask(log logr.Logger, slot *taskSlot, call *v1alpha1.Too
 	return &mcp.CallToolResult{}
 }
 
+// admissionWait bounds how long a task-augmented tools/call (2025-11-25) waits for the
+// operator to admit its call before it answers with the task.
+const admissionWait = 5 * time.Second
+
+// admitted waits (at most admissionWait) for the operator to take the call past Pending and
+// returns the last version seen: a call parked for approval is then counted against the
+// identity's parked bound, as it is without a task.
+func (g *Gateway) admitted(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall) *v1alpha1.ToolCall {
+	ctx, cancel := context.WithTimeout(ctx, admissionWait)
+	defer cancel()
+	last, _ := c.Wait(ctx, call.Name, func(v *v1alpha1.ToolCall) bool { return phaseOf(v) != v1alpha1.PhasePending }, nil)
+	if last == nil || last.UID != call.UID {
+		return call
+	}
+	return last
+}
+
 // refused logs and answers a tools/call the gateway refused before creating a ToolCall.
 func refused(log logr.Logger, reason, text string) *mcp.CallToolResult {
 	log.Info("tools/call", "outcome", outcomeRejected, "reason", reason, "error", text)
@@ -164,8 +181,9 @@ func createFailed(log logr.Logger, err error) (*mcp.CallToolResult, error) {
 }
 
 // await waits for the call (as c, the caller) for at most bound and decides the answer and the logged
-// outcome; prog (nil: none) reports the call's phases meanwhile.
-func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall, t *mcp.Tool, bound time.Duration, prog *progress) (*mcp.CallToolResult, string, error) {
+// outcome, with the last version of the call seen; prog (nil: none) reports the call's
+// phases meanwhile.
+func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alpha1.ToolCall, t *mcp.Tool, bound time.Duration, prog *progress) (*mcp.CallToolResult, *v1alpha1.ToolCall, string, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	go prog.run(waitCtx)
@@ -176,20 +194,20 @@ func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alph
 	}
 	switch {
 	case err == nil && agentclient.Done(last):
-		return ResultFor(last, t), string(last.Status.Phase), nil
+		return ResultFor(last, t), last, string(last.Status.Phase), nil
 	case err == nil:
-		return AwaitingApprovalResult(last), outcomeAwaitingApproval, nil
+		return AwaitingApprovalResult(last), last, outcomeAwaitingApproval, nil
 	case ctx.Err() != nil:
 		// The client cancelled or went away: nobody will read the result, so the call is
 		// cancelled rather than left running unowned.
 		g.cancelCall(ctx, c, last)
-		return nil, outcomeCancelled, ctx.Err()
+		return nil, last, outcomeCancelled, ctx.Err()
 	case waitCtx.Err() != nil:
-		return StillRunningResult(last, bound), outcomeStillRunning, nil
+		return StillRunningResult(last, bound), last, outcomeStillRunning, nil
 	case apierrors.IsNotFound(err):
-		return deletedResult(last), outcomeDeleted, nil
+		return deletedResult(last), last, outcomeDeleted, nil
 	}
-	return nil, outcomeFailed, fmt.Errorf("waiting for ToolCall %s/%s: %w", last.Namespace, last.Name, err)
+	return nil, last, outcomeFailed, fmt.Errorf("waiting for ToolCall %s/%s: %w", last.Namespace, last.Name, err)
 }
 
 // sessionID is the MCP session of a request ("" outside a session).

@@ -162,6 +162,9 @@ func (r *jsonResult) MarshalJSON() ([]byte, error) {
 // model-immediate-response is what a host may hand the model meanwhile.
 func createTaskResult(f taskForm, call *v1alpha1.ToolCall, tool *mcp.Tool) *jsonResult {
 	v := taskOf(call, tool)
+	if f == tasks20251125 && v.status == taskInputRequired {
+		v.status = taskWorking // 2025-11-25: a task MUST begin working; the message says why it waits
+	}
 	meta := callMeta(call, string(phaseOf(call)))
 	meta["io.modelcontextprotocol/model-immediate-response"] = v.message
 	if f == tasksExtension {

@@ -16,11 +16,14 @@ import (
 	"github.com/toolgate/toolgate/internal/gateway"
 )
 
-// rawClient speaks JSON-RPC over streamable HTTP by hand, in the 2025-11-25 protocol:
-// the Go SDK's client sends no task requests, the TypeScript SDK's does (params.task).
+// rawClient speaks JSON-RPC over streamable HTTP by hand: the Go SDK's client sends no task
+// requests. In the 2025-11-25 protocol (a session; params.task, as the TypeScript SDK's
+// client asks), or, when stateless, in 2026-07-28 with the Tasks extension declared in every
+// request's capabilities.
 type rawClient struct {
 	url, session string
 	id           int
+	stateless    bool
 }
 
 // rawMessage is one JSON-RPC message the gateway sent.
@@ -45,7 +48,7 @@ func rawConnect(ctx SpecContext, g *gateway.Gateway) (*rawClient, map[string]any
 	}, nil)
 	Expect(init.Error).To(BeNil())
 	Expect(c.session).NotTo(BeEmpty(), "the gateway gives a session")
-	c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil)
+	c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil, nil)
 	var res map[string]any
 	Expect(json.Unmarshal(init.Result, &res)).To(Succeed())
 	return c, res
@@ -55,10 +58,14 @@ func rawConnect(ctx SpecContext, g *gateway.Gateway) (*rawClient, map[string]any
 func (c *rawClient) call(ctx context.Context, method string, params any, seen func(rawMessage)) rawMessage {
 	GinkgoHelper()
 	c.id++
+	headers := map[string]string{}
+	if c.stateless {
+		params, headers = statelessRequest(method, params)
+	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
 	Expect(err).NotTo(HaveOccurred())
 	var resp *rawMessage
-	c.post(ctx, body, func(m rawMessage) {
+	c.post(ctx, body, headers, func(m rawMessage) {
 		switch {
 		case m.Method != "" && seen != nil:
 			seen(m)
@@ -81,13 +88,16 @@ func (c *rawClient) result(ctx context.Context, method string, params any) map[s
 }
 
 // post sends body and hands each message of the answer (JSON or an event stream) to each.
-func (c *rawClient) post(ctx context.Context, body []byte, each func(rawMessage)) {
+func (c *rawClient) post(ctx context.Context, body []byte, headers map[string]string, each func(rawMessage)) {
 	GinkgoHelper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", legacyProtocol)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 	}
@@ -116,6 +126,40 @@ func (c *rawClient) post(ctx context.Context, body []byte, each func(rawMessage)
 		Expect(json.Unmarshal([]byte(data), &m)).To(Succeed(), data)
 		each(m)
 	}
+}
+
+// rawStateless is a client of g in the stateless protocol (2026-07-28) that declares the
+// Tasks extension.
+func rawStateless(g *gateway.Gateway) *rawClient {
+	srv := httptest.NewServer(g.HTTPHandler())
+	DeferCleanup(srv.Close)
+	return &rawClient{url: srv.URL, stateless: true}
+}
+
+// statelessRequest adds the per-request _meta of 2026-07-28 (protocol, client, capabilities
+// with the Tasks extension) to params and returns the headers the request needs.
+func statelessRequest(method string, params any) (map[string]any, map[string]string) {
+	GinkgoHelper()
+	raw, err := json.Marshal(params)
+	Expect(err).NotTo(HaveOccurred())
+	var p map[string]any
+	Expect(json.Unmarshal(raw, &p)).To(Succeed())
+	if p == nil {
+		p = map[string]any{}
+	}
+	p["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    statelessProtocol,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "0"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	headers := map[string]string{"Mcp-Protocol-Version": statelessProtocol, "Mcp-Method": method}
+	switch name, _ := p["name"].(string); {
+	case name != "":
+		headers["Mcp-Name"] = name
+	case p["taskId"] != nil:
+		headers["Mcp-Name"], _ = p["taskId"].(string)
+	}
+	return p, headers
 }
 
 // taskID is the task id of a CreateTaskResult (2025-11-25: {task: {...}}).

@@ -65,7 +65,8 @@ var _ = Describe("tools/call as an MCP Task (2025-11-25 form)", Label("tasks"), 
 		c, _ := rawConnect(ctx, startGateway(ctx, ns, gatewayOptions{}))
 		created := c.result(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "deploy"}, "task": map[string]any{"ttl": 1000}})
 		id := taskID(created)
-		Expect(created["task"]).To(HaveKeyWithValue("status", BeElementOf("working", "input_required")))
+		Expect(created["task"]).To(And(HaveKeyWithValue("status", "working"), // a task begins working
+			HaveKeyWithValue("statusMessage", ContainSubstring("awaits human approval"))))
 		Expect(created["task"]).To(HaveKeyWithValue("ttl", BeNil()), "the platform's retention, not the client's ttl")
 		name, _, _ := strings.Cut(id, "/")
 
@@ -146,6 +147,44 @@ var _ = Describe("tools/call as an MCP Task (2025-11-25 form)", Label("tasks"), 
 		Expect(callNamed(ctx, ns, name).Spec.Cancel).To(BeFalse())
 		forged := first.call(ctx, "tasks/get", map[string]any{"taskId": name + "/not-its-uid"}, nil)
 		Expect(forged.Error).To(HaveField("Code", BeEquivalentTo(-32602)))
+	})
+})
+
+var _ = Describe("tools/call as an MCP Task (the 2026-07-28 extension)", Label("tasks"), func() {
+	It("answers a parked call with a task whose tasks/get carries the result once approved", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj(), askEverything(ns))
+		g := startGateway(ctx, ns, gatewayOptions{})
+		c := rawStateless(g)
+		Eventually(func() []any {
+			tools, _ := c.result(ctx, "tools/list", map[string]any{})["tools"].([]any)
+			return tools
+		}).WithContext(ctx).Should(HaveLen(1))
+		created := c.result(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "ship"}})
+		Expect(created).To(And(HaveKeyWithValue("resultType", "task"), HaveKeyWithValue("status", "input_required"),
+			HaveKeyWithValue("ttlMs", BeNil())))
+		id, _ := created["taskId"].(string)
+		name, _, _ := strings.Cut(id, "/")
+		got := c.result(ctx, "tasks/get", map[string]any{"taskId": id})
+		Expect(got).To(And(HaveKeyWithValue("resultType", "complete"), HaveKeyWithValue("status", "input_required"),
+			HaveKeyWithValue("inputRequests", BeEmpty()), HaveKeyWithValue("statusMessage", ContainSubstring("toolgate approve "+name))))
+
+		create(ctx, MakeToolCallApproval(name, ns).For(callNamed(ctx, ns, name)).Obj())
+		Eventually(taskStatus(ctx, c, id)).WithContext(ctx).Should(Equal("completed"))
+		got = c.result(ctx, "tasks/get", map[string]any{"taskId": id})
+		Expect(got).To(HaveKeyWithValue("result", HaveKeyWithValue("structuredContent", HaveKeyWithValue("text", "ship"))))
+	})
+
+	It("answers a call that ends quickly with its result, not a task", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		c := rawStateless(startGateway(ctx, ns, gatewayOptions{}))
+		Eventually(func() []any {
+			tools, _ := c.result(ctx, "tools/list", map[string]any{})["tools"].([]any)
+			return tools
+		}).WithContext(ctx).Should(HaveLen(1))
+		res := c.result(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+		Expect(res).To(And(HaveKey("content"), Not(HaveKey("taskId"))))
 	})
 })
 
