@@ -17,7 +17,14 @@
 //   - A call a policy parks for approval returns at once with isError, the call's name and
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the
-//     call's name; it is not cancelled.
+//     call's name; it is not cancelled. A request with a progressToken gets
+//     notifications/progress on each phase change and every ProgressInterval meanwhile.
+//   - A client of MCP Tasks (the 2025-11-25 form, params.task; or the 2026-07-28 extension)
+//     gets a task instead: its id is the call's name and uid, its state the call's, and
+//     every task method reads the call as the caller and answers only for the caller's own
+//     calls, so any replica answers it (tasks.go, taskmethods.go, taskwire.go).
+//   - A retry of a parked, or approved and unfinished, call (same tool, arguments, scope,
+//     session, requester) returns that call instead of making another (dedupe.go).
 //   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
 //     for one audience, and the gateway acts as its identity (impersonation), one Gateway
 //     per user (every token of a ServiceAccount is one user, with one set of limits), each
