@@ -86,15 +86,19 @@ func (g *Gateway) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *task
 
 // tasksCancel sets spec.cancel on the task's call as the caller (the toolgate-cancel
 // policy sees the requester); the operator stops it and the record stays. A task already
-// completed cannot be cancelled (-32602, as 2025-11-25 says); in the 2025-11-25 form the
-// answer is the task, cancelled; in the extension form an empty acknowledgement.
+// completed or cancelled cannot be cancelled in the 2025-11-25 form (-32602, as it says), whose
+// answer is the task, cancelled; the extension's answer is always an acknowledgement.
 func (g *Gateway) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskParams) (mcp.Result, error) {
 	c, call, err := g.taskCall(ctx, p.TaskID)
 	if err != nil {
 		return nil, err
 	}
 	form := formOfTaskRequest(p.Meta)
-	if v := taskOf(call, nil); v.status == taskCompleted || v.status == taskCancelled && form == tasks20251125 {
+	ack := &jsonResult{fields: map[string]any{"resultType": "complete"}}
+	if v := taskOf(call, nil); v.status == taskCompleted || v.status == taskCancelled {
+		if form == tasksExtension {
+			return ack, nil // the extension's cancel is an acknowledgement, whatever the task became
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: fmt.Sprintf("cannot cancel task %q: it is already %s", p.TaskID, v.status)}
 	}
@@ -104,7 +108,7 @@ func (g *Gateway) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *task
 	}
 	g.log.Info("tasks/cancel", "toolCall", klog.KObj(call))
 	if form == tasksExtension {
-		return &jsonResult{fields: map[string]any{"resultType": "complete"}}, nil
+		return ack, nil
 	}
 	call.Spec.Cancel = true
 	return taskResult(form, taskOf(call, nil)), nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -109,10 +110,15 @@ func taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			slot := &taskSlot{form: form}
 			res, err := next(context.WithValue(ctx, taskSlotKey{}, slot), method, req)
-			if err == nil && slot.created != nil {
+			switch {
+			case err != nil:
+				return nil, err
+			case slot.created != nil:
 				return slot.created, nil
+			case form == tasks20251125:
+				return nil, refusedTask(res) // a client that asked for a task parses no CallToolResult
 			}
-			return res, err
+			return res, nil
 		case "initialize":
 			return patched(next(ctx, method, req))(addTasksCapability)
 		case "tools/list":
@@ -133,6 +139,21 @@ func metaOf(req mcp.Request) mcp.Meta {
 		return nil
 	}
 	return p.GetMeta()
+}
+
+// refusedTask is the JSON-RPC error (-32600) that answers a task request (2025-11-25) the
+// gateway refused before making a call: the refusal's text, and its _meta as data.
+func refusedTask(res mcp.Result) error {
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || len(r.Content) == 0 {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call made no task"}
+	}
+	text := ""
+	if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+		text = tc.Text
+	}
+	data, _ := json.Marshal(r.Meta) // a map of strings cannot fail to marshal
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: text, Data: data}
 }
 
 // patchedResult is a result sent with changes the SDK's types cannot carry.

@@ -148,6 +148,19 @@ var _ = Describe("tools/call as an MCP Task (2025-11-25 form)", Label("tasks"), 
 		forged := first.call(ctx, "tasks/get", map[string]any{"taskId": name + "/not-its-uid"}, nil)
 		Expect(forged.Error).To(HaveField("Code", BeEquivalentTo(-32602)))
 	})
+
+	It("answers a task request it refuses before making a call with a JSON-RPC error that says why", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj())
+		c, _ := rawConnect(ctx, startGateway(ctx, ns, gatewayOptions{}))
+		Eventually(func() []any {
+			tools, _ := c.result(ctx, "tools/list", map[string]any{})["tools"].([]any)
+			return tools
+		}).WithContext(ctx).Should(HaveLen(1))
+		m := c.call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": []int{1}, "task": map[string]any{}}, nil)
+		Expect(m.Error).To(And(HaveField("Code", BeEquivalentTo(-32600)), HaveField("Message", ContainSubstring("must be a JSON object"))))
+		Expect(toolCalls(ctx, ns)).To(BeEmpty())
+	})
 })
 
 var _ = Describe("tools/call as an MCP Task (the 2026-07-28 extension)", Label("tasks"), func() {
@@ -173,6 +186,22 @@ var _ = Describe("tools/call as an MCP Task (the 2026-07-28 extension)", Label("
 		Eventually(taskStatus(ctx, c, id)).WithContext(ctx).Should(Equal("completed"))
 		got = c.result(ctx, "tasks/get", map[string]any{"taskId": id})
 		Expect(got).To(HaveKeyWithValue("result", HaveKeyWithValue("structuredContent", HaveKeyWithValue("text", "ship"))))
+	})
+
+	It("acknowledges tasks/cancel and cancels the parked call, as the caller", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj(), askEverything(ns))
+		c := rawStateless(startGateway(ctx, ns, gatewayOptions{}))
+		Eventually(func() []any {
+			tools, _ := c.result(ctx, "tools/list", map[string]any{})["tools"].([]any)
+			return tools
+		}).WithContext(ctx).Should(HaveLen(1))
+		id, _ := c.result(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}})["taskId"].(string)
+		Expect(c.result(ctx, "tasks/cancel", map[string]any{"taskId": id})).To(HaveKeyWithValue("resultType", "complete"))
+		name, _, _ := strings.Cut(id, "/")
+		Expect(callNamed(ctx, ns, name).Spec.Cancel).To(BeTrue())
+		Expect(taskStatus(ctx, c, id)()).To(Equal("cancelled"))
+		Expect(c.result(ctx, "tasks/cancel", map[string]any{"taskId": id})).To(HaveKeyWithValue("resultType", "complete"), "again: still an acknowledgement")
 	})
 
 	It("answers a call that ends quickly with its result, not a task", func(ctx SpecContext) {
@@ -235,6 +264,10 @@ var _ = Describe("a retried tools/call", Label("tasks"), func() {
 		other := callTool(ctx, cs, "echo", map[string]any{"text": "something else"})
 		Expect(other.Meta["toolgate.dev/call"]).NotTo(Equal(parked.Name), "other arguments are another call")
 
+		// Calls of a session run in order (creation time, then name): the other call is
+		// answered first, so that it cannot hold the approved one back.
+		otherName, _ := other.Meta["toolgate.dev/call"].(string)
+		create(ctx, MakeToolCallApproval(otherName, ns).For(callNamed(ctx, ns, otherName)).Deny().Obj())
 		create(ctx, MakeToolCallApproval(parked.Name, ns).For(callNamed(ctx, ns, parked.Name)).Obj())
 		Eventually(func() *v1alpha1.ToolCall { return callNamed(ctx, ns, parked.Name) }).WithContext(ctx).
 			Should(HavePhase(v1alpha1.PhaseSucceeded))
