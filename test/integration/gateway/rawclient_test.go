@@ -24,6 +24,7 @@ type rawClient struct {
 	url, session string
 	id           int
 	stateless    bool
+	token        string // a bearer token, when set
 }
 
 // rawMessage is one JSON-RPC message the gateway sent.
@@ -41,7 +42,12 @@ func rawConnect(ctx SpecContext, g *gateway.Gateway) (*rawClient, map[string]any
 	GinkgoHelper()
 	srv := httptest.NewServer(g.HTTPHandler())
 	DeferCleanup(srv.Close)
-	c := &rawClient{url: srv.URL}
+	return rawInitialize(ctx, &rawClient{url: srv.URL})
+}
+
+// rawInitialize initializes c's 2025-11-25 session.
+func rawInitialize(ctx SpecContext, c *rawClient) (*rawClient, map[string]any) {
+	GinkgoHelper()
 	init := c.call(ctx, "initialize", map[string]any{
 		"protocolVersion": legacyProtocol, "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "raw", "version": "0"},
@@ -100,6 +106,9 @@ func (c *rawClient) post(ctx context.Context, body []byte, headers map[string]st
 	}
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	Expect(err).NotTo(HaveOccurred())

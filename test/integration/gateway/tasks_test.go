@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/gateway"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -147,6 +148,31 @@ var _ = Describe("tools/call as an MCP Task (2025-11-25 form)", Label("tasks"), 
 		Expect(callNamed(ctx, ns, name).Spec.Cancel).To(BeFalse())
 		forged := first.call(ctx, "tasks/get", map[string]any{"taskId": name + "/not-its-uid"}, nil)
 		Expect(forged.Error).To(HaveField("Code", BeEquivalentTo(-32602)))
+	})
+
+	It("over authenticating HTTP, answers and cancels a task only for the token's identity", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, echoTool(ns).Obj(), askEverything(ns))
+		_, aliceTok := serviceAccountAgent(ctx, ns, "alice", gateway.DefaultAudience)
+		_, malloryTok := serviceAccountAgent(ctx, ns, "mallory", gateway.DefaultAudience)
+		url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
+		alice, _ := rawInitialize(ctx, &rawClient{url: url, token: aliceTok})
+		mallory, _ := rawInitialize(ctx, &rawClient{url: url, token: malloryTok})
+		Eventually(func() []any {
+			tools, _ := alice.result(ctx, "tools/list", map[string]any{})["tools"].([]any)
+			return tools
+		}).WithContext(ctx).Should(HaveLen(1))
+		id := taskID(alice.result(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}, "task": map[string]any{}}))
+		name, _, _ := strings.Cut(id, "/")
+
+		for _, method := range []string{"tasks/get", "tasks/cancel"} {
+			m := mallory.call(ctx, method, map[string]any{"taskId": id}, nil)
+			Expect(m.Error).To(HaveField("Code", BeEquivalentTo(-32602)), "%s of alice's task by mallory", method)
+		}
+		Expect(callNamed(ctx, ns, name).Spec.Cancel).To(BeFalse())
+		Expect(taskStatus(ctx, alice, id)()).To(Equal("input_required"))
+		Expect(alice.result(ctx, "tasks/cancel", map[string]any{"taskId": id})).To(HaveKeyWithValue("status", "cancelled"))
+		Expect(callNamed(ctx, ns, name).Spec.Cancel).To(BeTrue())
 	})
 
 	It("answers a task request it refuses before making a call with a JSON-RPC error that says why", func(ctx SpecContext) {
