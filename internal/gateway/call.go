@@ -69,7 +69,13 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest, t *mcp
 	if call == nil {
 		return res, err
 	}
-	log = log.WithValues("toolCall", klog.KObj(call))
+	return g.answer(ctx, log.WithValues("toolCall", klog.KObj(call)), c, req, call, t)
+}
+
+// answer answers a tools/call about call: with its task at once for a task request of the
+// 2025-11-25 form; else after waiting (with progress) for its result, its parking or the
+// bound, and then, for a client of the extension, with its task unless it is done.
+func (g *Gateway) answer(ctx context.Context, log logr.Logger, c *agentclient.Client, req *mcp.CallToolRequest, call *v1alpha1.ToolCall, t *mcp.Tool) (*mcp.CallToolResult, error) {
 	slot := slotOf(ctx)
 	if slot != nil && slot.form == tasks20251125 {
 		return g.answerTask(log, slot, g.admitted(ctx, c, call), t), nil
