@@ -90,6 +90,11 @@ func (g *Gateway) apply(tools []*mcp.Tool) {
 	}
 	if len(removed) > 0 {
 		g.server.RemoveTools(removed...)
+		g.toolsMu.Lock()
+		for _, name := range removed {
+			delete(g.tools, name)
+		}
+		g.toolsMu.Unlock()
 	}
 	g.served = want
 	if len(added)+len(changed)+len(removed) > 0 {
@@ -107,5 +112,16 @@ func (g *Gateway) addTool(t *mcp.Tool) (err error) {
 		}
 	}()
 	g.server.AddTool(t, g.handlerFor(t))
+	g.toolsMu.Lock()
+	g.tools[t.Name] = t
+	g.toolsMu.Unlock()
 	return nil
+}
+
+// tool is the served tool named name (nil when it is not served: a result is then shown
+// as for a tool without an output schema).
+func (g *Gateway) tool(name string) *mcp.Tool {
+	g.toolsMu.RLock()
+	defer g.toolsMu.RUnlock()
+	return g.tools[name]
 }

@@ -17,7 +17,14 @@
 //   - A call a policy parks for approval returns at once with isError, the call's name and
 //     the `toolgate approve` command; the call stays and runs if a person approves it.
 //   - A call without a result within WaitBound returns isError "still running" with the
-//     call's name; it is not cancelled.
+//     call's name; it is not cancelled. A request with a progressToken gets
+//     notifications/progress on each phase change and every ProgressInterval meanwhile.
+//   - A client of MCP Tasks (the 2025-11-25 form, params.task; or the 2026-07-28 extension)
+//     gets a task instead: its id is the call's name and uid, its state the call's, and
+//     every task method reads the call as the caller and answers only for the caller's own
+//     calls, so any replica answers it (tasks.go, taskmethods.go, taskwire.go).
+//   - A retry of a parked, or approved and unfinished, call (same tool, arguments, scope,
+//     session, requester) returns that call instead of making another (dedupe.go).
 //   - Over HTTP (NewHTTP) every request carries a bearer token reviewed by the API server
 //     for one audience, and the gateway acts as its identity (impersonation), one Gateway
 //     per user (every token of a ServiceAccount is one user, with one set of limits), each
@@ -74,6 +81,10 @@ type Options struct {
 	// at once with isError, and no ToolCall is created.
 	MaxParked int
 
+	// ProgressInterval is how often a request that waits on a call and carries a
+	// progressToken gets notifications/progress while nothing changes (10 s when 0).
+	ProgressInterval time.Duration
+
 	// limits, when set, are shared with the user's other gateways (NewHTTP); callers make
 	// the per-token clients of an authenticated request.
 	limits  *limits
@@ -97,6 +108,9 @@ type Gateway struct {
 	// inFlight are the calls in flight by session; limits bound them and the parked ones.
 	inFlight inFlight
 	limits   *limits
+	// tools are the served tools by name, for the results of tasks.
+	toolsMu sync.RWMutex
+	tools   map[string]*mcp.Tool
 }
 
 // New loads the scope's tools (an unknown scope is an error) and keeps them current,
@@ -109,12 +123,15 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.WaitBound <= 0 {
 		opts.WaitBound = DefaultWaitBound
 	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = progressEvery
+	}
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
 	log = log.WithValues("namespace", opts.Client.Namespace, "scope", opts.Scope)
-	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}, limits: opts.limits}
+	g := &Gateway{opts: opts, log: log, ctx: ctx, served: map[string][]byte{}, limits: opts.limits, tools: map[string]*mcp.Tool{}}
 	if g.limits == nil {
 		g.limits = newLimits(opts.MaxCalls, opts.MaxParked)
 	}
@@ -122,10 +139,15 @@ func New(ctx context.Context, opts Options) (*Gateway, error) {
 		Logger:       sdkLogger(log.WithName("mcp")),
 		Instructions: "Each tool call runs as a sandboxed Kubernetes Job under toolgate's policies; some calls wait for a person's approval.",
 		// Advertise tools (with list_changed) even while the scope has none yet.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Tasks: the extension (2026-07-28) here; the 2025-11-25 form by taskMiddleware.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Extensions: map[string]any{tasksExtensionID: map[string]any{}}},
 		// The list depends on who asks (RBAC): no shared caches.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
+	if err := g.addTaskMethods(); err != nil {
+		return nil, err
+	}
 	if err := g.load(ctx); err != nil {
 		return nil, err
 	}

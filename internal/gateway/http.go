@@ -81,6 +81,8 @@ func rejectMalformed(next http.Handler, limit int64) http.Handler {
 			writeRPCError(w, code, msg)
 			return
 		}
+		body = liftTaskParams(body)
+		r.ContentLength = int64(len(body))
 		r.Body = readCloser{bytes.NewReader(body), r.Body}
 		next.ServeHTTP(w, r)
 	})

@@ -90,13 +90,7 @@ func jsonObject(raw []byte) json.RawMessage {
 // decision: an error for the model (nothing ran) that names the call and how to approve
 // it. The call stays; it runs if approved.
 func AwaitingApprovalResult(call *v1alpha1.ToolCall) *mcp.CallToolResult {
-	text := fmt.Sprintf("The call %s of tool %s awaits human approval and has not run. "+
-		"An approver can allow it with `toolgate approve %s -n %s` (or refuse it with `toolgate deny %s -n %s`)",
-		call.Name, call.Spec.Tool, call.Name, call.Namespace, call.Name, call.Namespace)
-	if d := call.Status.ApprovalDeadline; d != nil {
-		text += fmt.Sprintf("; without an answer by %s it is denied", d.UTC().Format(time.RFC3339))
-	}
-	return errorResult(call, ReasonAwaitingApproval, text+".")
+	return errorResult(call, ReasonAwaitingApproval, approvalText(call))
 }
 
 // StillRunningResult is returned when a call has no result within the wait bound: an

@@ -43,7 +43,7 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 			}
 			continue
 		}
-		if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
+		if _, err := pw.Write(append(liftTaskParams(bytes.Clone(line)), '\n')); err != nil {
 			return // the session has ended
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,8 @@ type CallRequest struct {
 	Arguments json.RawMessage
 	// CreatedBy, when set, becomes the toolgate.dev/created-by label.
 	CreatedBy string
+	// Labels are more labels of the call (the gateway's arguments digest, to find a retry).
+	Labels map[string]string
 	// Traceparent, when a W3C traceparent value, becomes the toolgate.dev/traceparent
 	// annotation: the operator's trace of the call joins the caller's trace.
 	Traceparent string
@@ -47,8 +50,14 @@ func (c *Client) Create(ctx context.Context, req CallRequest) (*v1alpha1.ToolCal
 			Arguments: runtime.RawExtension{Raw: args},
 		},
 	}
-	if req.CreatedBy != "" {
-		call.Labels = map[string]string{LabelCreatedBy: req.CreatedBy}
+	if req.CreatedBy != "" || len(req.Labels) > 0 {
+		call.Labels = maps.Clone(req.Labels)
+		if call.Labels == nil {
+			call.Labels = map[string]string{}
+		}
+		if req.CreatedBy != "" {
+			call.Labels[LabelCreatedBy] = req.CreatedBy
+		}
 	}
 	if tp := ValidTraceparent(req.Traceparent); tp != "" {
 		call.Annotations = map[string]string{v1alpha1.AnnotationTraceparent: tp}

@@ -140,6 +140,10 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 		Expect(res.Meta).To(HaveKeyWithValue("toolgate.dev/reason", "ToolError"))
 	}, SpecTimeout(2*time.Minute))
 
+	It("serves an approval as an MCP Task: input_required, then the result once a person approves", func(ctx SpecContext) {
+		approvalAsTask(ctx, url, token)
+	}, SpecTimeout(3*time.Minute))
+
 	It("cancels a running call when the client cancels the request: the Pod goes, the call stays Cancelled", func(ctx SpecContext) {
 		createTool(ctx, longSleepTool())
 		session := connectBearer(ctx, url, token, "2025-11-25")

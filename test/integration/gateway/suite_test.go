@@ -64,6 +64,8 @@ type gatewayOptions struct {
 	scope     string
 	session   string
 	waitBound time.Duration
+	// progress is Options.ProgressInterval (0: the gateway's default).
+	progress time.Duration
 }
 
 // startGateway starts a gateway for ns that lives until the spec ends.
@@ -89,7 +91,7 @@ func newGateway(ac *agentclient.Client, o gatewayOptions) (*gateway.Gateway, err
 	gctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	return gateway.New(gctx, gateway.Options{
-		Client: ac, Scope: o.scope, Session: o.session, WaitBound: o.waitBound,
+		Client: ac, Scope: o.scope, Session: o.session, WaitBound: o.waitBound, ProgressInterval: o.progress,
 		Logger: GinkgoLogr.WithName("gateway"),
 	})
 }

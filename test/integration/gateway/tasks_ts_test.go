@@ -1,0 +1,117 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/gateway"
+	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+// tsTrial is what test/ts/tasks.mjs prints.
+type tsTrial struct {
+	TaskSupport string         `json:"taskSupport"`
+	Types       []string       `json:"types"`
+	Statuses    []string       `json:"statuses"`
+	TaskID      string         `json:"taskId"`
+	Result      map[string]any `json:"result"`
+	Error       string         `json:"error"`
+	Progress    int            `json:"progress"`
+}
+
+// startTSTrial starts test/ts/tasks.mjs against url as tok (TOOLGATE_TS_SDK: a directory
+// whose node_modules holds @modelcontextprotocol/sdk 1.32.x) and returns a function that
+// waits for its output.
+func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ...string) func() tsTrial {
+	GinkgoHelper()
+	dir := os.Getenv("TOOLGATE_TS_SDK")
+	if dir == "" {
+		Skip("TOOLGATE_TS_SDK is not set: the TypeScript SDK trial needs `npm install` in test/ts (network access), which make test does not do")
+	}
+	script, err := os.ReadFile("../../ts/tasks.mjs")
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(dir, "toolgate-tasks.mjs") // ES modules resolve packages next to the script
+	Expect(os.WriteFile(path, script, 0o600)).To(Succeed())
+	var stdout, stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "node", path, url, tok, mode, tool, args)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	Expect(cmd.Start()).To(Succeed())
+	return func() tsTrial {
+		GinkgoHelper()
+		Expect(cmd.Wait()).To(Succeed(), "stdout %s\nstderr %s", stdout.String(), stderr.String())
+		var got tsTrial
+		Expect(json.Unmarshal([]byte(stdout.String()), &got)).To(Succeed(), stdout.String())
+		return got
+	}
+}
+
+// parkedCall waits for the one call of ns to park.
+func parkedCall(ctx context.Context, ns string) *v1alpha1.ToolCall {
+	GinkgoHelper()
+	Eventually(func() []v1alpha1.ToolCall { return toolCalls(ctx, ns) }).WithContext(ctx).
+		Should(ConsistOf(HavePhase(v1alpha1.PhaseAwaitingApproval)))
+	call := toolCalls(ctx, ns)[0]
+	return &call
+}
+
+var _ = Describe("The TypeScript SDK's Tasks client (1.32.x)", Label("tasks", "typescript"), func() {
+	for _, approve := range []bool{true, false} {
+		It("follows an approval as a task to its result (approved: "+map[bool]string{true: "yes", false: "no, denied"}[approve]+")", func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			create(ctx, echoTool(ns).Obj(), askEverything(ns))
+			_, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
+			url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
+			wait := startTSTrial(ctx, url, tok, "task", "echo", `{"text":"from typescript"}`)
+
+			call := parkedCall(ctx, ns)
+			approval := MakeToolCallApproval(call.Name, ns).For(call)
+			if !approve {
+				approval = approval.Deny().Reason("not today")
+			}
+			create(ctx, approval.Obj())
+			got := wait()
+			Expect(got.Error).To(BeEmpty())
+			Expect(got.TaskSupport).To(Equal("optional"))
+			Expect(got.TaskID).To(Equal(call.Name + "/" + string(call.UID)))
+			Expect(got.Types).To(HaveExactElements("taskCreated", "taskStatus", "result"), "created, input_required, then tasks/result")
+			Expect(got.Statuses).To(HaveExactElements("working", "input_required"))
+			if approve {
+				Expect(got.Result).NotTo(HaveKeyWithValue("isError", true))
+				Expect(got.Result).To(HaveKeyWithValue("structuredContent", HaveKeyWithValue("text", "from typescript")))
+			} else {
+				Expect(got.Result).To(HaveKeyWithValue("isError", true), "a denial is a completed task with an isError result")
+				Expect(got.Result).To(HaveKeyWithValue("_meta", HaveKeyWithValue(gateway.MetaPhase, "Denied")))
+			}
+		})
+	}
+
+	It("keeps a call alive past the client's timeout through progress", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("slow", Outcome{Hold: true})
+		create(ctx, plainTool("slow", ns).Obj())
+		_, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
+		gctx, cancel := context.WithCancel(context.Background())
+		DeferCleanup(cancel)
+		s, err := gateway.NewHTTP(gctx, gateway.Options{Client: agentClient(ctx, env.Config, ns), Logger: GinkgoLogr.WithName("gateway"),
+			WaitBound: 6 * time.Second, ProgressInterval: time.Second}, gateway.HTTPOptions{Config: env.Config})
+		Expect(err).NotTo(HaveOccurred())
+		srv := httptest.NewServer(s.Handler())
+		DeferCleanup(srv.Close)
+		url := srv.URL
+		got := startTSTrial(ctx, url, tok, "progress", "slow", `{}`, "TIMEOUT_MS=2500")()
+		Expect(got.Error).To(BeEmpty(), "the 2.5 s timeout was reset by progress")
+		Expect(got.Progress).To(BeNumerically(">=", 4))
+		Expect(got.Result).To(HaveKeyWithValue("_meta", HaveKeyWithValue(gateway.MetaReason, gateway.ReasonStillRunning)))
+	})
+})
