@@ -66,12 +66,13 @@ lint: $(GOLANGCI_LINT) ## golangci-lint v2 (pinned).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests ## Regenerate and fail on any diff, plus gofmt/vet/lint and the chart's copies.
+verify: generate manifests ## Regenerate and fail on any diff, plus gofmt/vet/lint, the chart's copies and the docs' page budgets.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
 	git diff --exit-code -- api config charts
 	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files"; exit 1; }
 	$(MAKE) vet lint chart-check-sync
 	hack/check-dockerfile.sh
+	hack/check-docs.sh
 
 ##@ Build
 

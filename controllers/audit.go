@@ -44,7 +44,7 @@ type auditAttempt struct {
 	Seconds     float64 `json:"durationSeconds,omitempty"`
 }
 
-// auditValues are the key-values of a call's audit record (docs/operations.md lists them).
+// auditValues are the key-values of a call's audit record (docs/retention.md lists them).
 // Content (arguments, result content and error message, condition messages, which may quote
 // arguments) is left out unless includeContent.
 func auditValues(call *v1alpha1.ToolCall, includeContent, recovered bool) []any {

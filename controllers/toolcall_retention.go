@@ -43,7 +43,7 @@ const DefaultMinTTL = 5 * time.Minute
 // DefaultMaxTTL is the default ceiling of a call's TTL: a week, so that a review after a
 // weekend or a holiday still finds the call, while agents asking for years cannot make etcd
 // hold their calls past what it can: a day of 50,000 calls is ≈ 0.5 GiB in etcd
-// (docs/operations.md), so a week is ≈ 3.5 GiB and a month ≈ 15 GiB, past etcd's largest
+// (docs/retention.md), so a week is ≈ 3.5 GiB and a month ≈ 15 GiB, past etcd's largest
 // recommended quota (8 GiB). What must outlive a week is in the audit record (the log).
 const DefaultMaxTTL = 7 * 24 * time.Hour
 

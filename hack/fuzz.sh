@@ -11,7 +11,7 @@
 # workers per target, -parallel; default 1), FUZZ_TARGETS (names to run; default all),
 # FUZZ_LOGDIR (one log per target; default .fuzz). A crasher is written by the Go
 # fuzzer to <package>/testdata/fuzz/<FuzzName>/ and the run fails; the new-coverage
-# corpus stays in the Go build cache ($(go env GOCACHE)/fuzz). See docs/reliability.md.
+# corpus stays in the Go build cache ($(go env GOCACHE)/fuzz). See docs/fuzzing.md.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

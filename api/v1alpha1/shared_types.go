@@ -164,7 +164,7 @@ type ToolSpec struct {
 	WarmPool *WarmPool `json:"warmPool,omitempty"`
 }
 
-// WarmPool sizes a tool's pool of started, idle Pods (docs/architecture.md, "Warm pools").
+// WarmPool sizes a tool's pool of started, idle Pods (docs/warm-pools.md, "Warm pools").
 type WarmPool struct {
 	// size is how many idle Pods the operator keeps started. Each holds the tool's CPU and
 	// memory requests while it waits. Between 0 and 50.

@@ -46,7 +46,7 @@ type WorkspaceAccessMode string
 // Workspace is a scope's declaration of session workspaces: each spec.session of a call
 // made in the scope (or in a scope below it that declares none) gets a PersistentVolumeClaim
 // of its own, created by the operator on the first call whose tool asks for a workspace and
-// deleted once the session has been idle for retention (docs/architecture.md, "Session
+// deleted once the session has been idle for retention (docs/workspaces.md, "Session
 // workspaces").
 type Workspace struct {
 	// storageClassName is the StorageClass of the sessions' claims. Default: the operator's

@@ -10,7 +10,7 @@
 // (counts and names, never content) and serves them to the operator on a second listener, to
 // the bearer of a token derived from the proxy key; the operator's collection at the
 // attempt's end also ends the attempt's grant. It needs no Kubernetes API access
-// (docs/architecture.md, "Egress proxy").
+// (docs/egress.md, "Egress proxy").
 package main
 
 import (

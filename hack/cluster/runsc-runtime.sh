@@ -14,7 +14,7 @@
 #    there; kernels since 5.x show it in every namespace. `runsc start` (which copies the Pod's
 #    interfaces into the sandbox) therefore runs with /proc/sys/net hidden in a mount namespace
 #    of its own.
-# docs/local-cluster.md, "gVisor", says what this does and does not show.
+# docs/local-cluster-limits.md, "gVisor", says what this does and does not show.
 set -eu
 RUNSC=/usr/bin/runsc
 RUNSC_FLAGS="--host-uds=open"

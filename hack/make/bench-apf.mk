@@ -1,11 +1,11 @@
 # API Priority and Fairness benchmark: the operator's status-write latency while agents flood
 # the API server with ToolCall creates, without and with the chart's FlowSchemas and
 # PriorityLevelConfigurations (test/bench/apf). Included by the main Makefile
-# (-include hack/make/*.mk). Not part of make test. See docs/performance.md.
+# (-include hack/make/*.mk). Not part of make test. See docs/performance-cluster.md.
 
 # The API server's concurrency limits for the run: kube-apiserver's defaults (400 + 200
 # mutating) are sized for many-core control planes; 20 + 10 give this 2-core machine's
-# envtest about as many seats as its CPU serves at once (docs/performance.md explains).
+# envtest about as many seats as its CPU serves at once (docs/performance-cluster.md explains).
 BENCH_APF_INFLIGHT ?= 20
 BENCH_APF_MUTATING ?= 10
 # More flags, e.g. BENCH_APF_FLAGS="-rounds 1 -duration 10s" or "-agent-kind user"; see -help.

@@ -1,7 +1,7 @@
 # Real-cluster latency benchmark: toolgate's ToolCall vs a bare Job and a bare Pod of the same
 # image, interleaved, on the local cluster (test/bench/e2e). Included by the main Makefile
 # (-include hack/make/*.mk). Runs `make up` first when `hack/cluster.sh status` fails.
-# See docs/performance.md, "Real-cluster latency".
+# See docs/performance-cluster.md, "Real-cluster latency".
 
 BENCH_E2E_N ?= 30
 # More flags, e.g. BENCH_E2E_FLAGS="-init=false -gap 2s"; see go run ./test/bench/e2e -help.

@@ -1,5 +1,5 @@
 # Helm chart (charts/toolgate) and the kustomize install (config/default) that matches it.
-# Included by the main Makefile (-include hack/make/*.mk). See docs/operations.md.
+# Included by the main Makefile (-include hack/make/*.mk). See docs/install.md.
 
 HELM_VERSION ?= v3.22.0
 HELM := $(BIN)/helm

@@ -1,7 +1,7 @@
 # Fuzz campaign: every Go fuzz target, several in parallel processes (hack/fuzz.sh).
 # Included by the main Makefile (-include hack/make/*.mk). Not part of `make test`, which
 # runs only the committed seed corpora (testdata/fuzz), as plain go test does.
-# See docs/reliability.md (Fuzzing).
+# See docs/fuzzing.md.
 
 # -fuzztime of each target: a duration (30s, 10m) or a count of executions (500000x).
 FUZZTIME ?= 1m

@@ -1,4 +1,4 @@
-# OpenTelemetry traces (docs/operations.md, "Tracing"): Jaeger built from Go modules for the
+# OpenTelemetry traces (docs/observability.md, "Tracing"): Jaeger built from Go modules for the
 # local cluster, and the traces' own test targets. Included by the main Makefile.
 #
 # TRACING=1 (make up, make test-e2e) builds and starts Jaeger on the node and installs the

@@ -3,7 +3,7 @@ package tracing
 import "go.opentelemetry.io/otel/attribute"
 
 // Span names: the root span of a call and one span per pipeline stage. They are the
-// operation names in a tracing UI (docs/operations.md, "Tracing").
+// operation names in a tracing UI (docs/observability.md, "Tracing").
 const (
 	// SpanCall is the root span: the call from its creation to its terminal status write.
 	SpanCall = "toolcall"

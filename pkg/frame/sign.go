@@ -22,7 +22,7 @@ const SignedPrefix = "tgs1:"
 
 // macEncoding is strict: a decoder that ignored the two unused bits of the last
 // character would verify three other spellings of every signed message (found by
-// fuzzing; see docs/reliability.md).
+// fuzzing; see docs/fuzzing.md).
 var macEncoding = base64.RawURLEncoding.Strict()
 
 // signatureLen is what signing adds to a termination message.

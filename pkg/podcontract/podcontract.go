@@ -45,7 +45,7 @@ const (
 	// EnvWarm ("1") starts the runner in warm mode: it waits for one Handover on stdin.
 	EnvWarm = "TOOLGATE_WARM"
 	// EnvTraceparent is the body's W3C traceparent of the attempt's execution span
-	// (docs/operations.md, "Tracing"): set by the operator when it traces, handed to the body
+	// (docs/observability.md, "Tracing"): set by the operator when it traces, handed to the body
 	// unchanged by the runner (a warm runner sets it from the handover's traceparent), so
 	// that the tool can continue the trace.
 	EnvTraceparent = "TRACEPARENT"
@@ -175,7 +175,7 @@ type WorkspaceCredential struct {
 // The namespace's frame key Secret: the operator creates it (FrameKeySecretKey, 32 random
 // bytes as frame.NewKey encodes them) in each namespace where it runs tool Pods, before the
 // first; tool containers read it by secretKeyRef. A rotation moves the key to
-// FrameKeySecretPrevious and writes a new one (docs/operations.md).
+// FrameKeySecretPrevious and writes a new one (docs/frame-key.md).
 const (
 	FrameKeySecret         = "toolgate-frame-key"
 	FrameKeySecretKey      = "key"

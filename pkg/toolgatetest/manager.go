@@ -25,7 +25,7 @@ type ManagerOptions struct {
 	// move approval windows and deadlines). It stamps what they write; the API server stamps
 	// creationTimestamp with the real time. A fake clock that stands still falls behind it as
 	// the spec runs: audit records then show createdAt after admittedAt and negative
-	// durations, and approval windows shrink by the lag (docs/architecture.md, "Two clocks").
+	// durations, and approval windows shrink by the lag (docs/testkit.md, "Two clocks").
 	Clock clock.PassiveClock
 	// Call overrides the pipeline settings; zero means controllers.DefaultCallOptions.
 	Call controllers.CallOptions

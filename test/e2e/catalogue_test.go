@@ -14,7 +14,7 @@ import (
 // The adversarial catalogue's rows that need real Pods: a real image pull, a real runtime
 // starting (or failing to start) a binary, a real runner reading hundreds of MB. The
 // envtest catalogue, with the table of every other hostile input, is
-// test/integration/catalogue/cases_test.go; docs/reliability.md describes both.
+// test/integration/catalogue/cases_test.go; docs/adversarial.md describes both.
 
 // e2eRow is one hostile body on the real cluster and the exact outcome it must have.
 type e2eRow struct {

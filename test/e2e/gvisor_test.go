@@ -34,7 +34,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
-// gvisorClass is the RuntimeClass hack/cluster installs (docs/local-cluster.md, "gVisor").
+// gvisorClass is the RuntimeClass hack/cluster installs (docs/local-cluster-limits.md, "gVisor").
 const gvisorClass = "gvisor"
 
 // gvisorCopy registers a copy of the example Tool `from` as `name`, in toolgate-demo's

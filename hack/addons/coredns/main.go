@@ -4,7 +4,7 @@
 // plugins this cluster's Corefile uses, so it builds in a fraction of the full binary's time.
 // hack/k8s-binaries.sh copies this file into a wrapper module under bin/k8s-src and builds it
 // into bin/k8s (never part of toolgate's module). hack/cluster writes the Corefile and runs it
-// as a host process behind the kube-dns Service (docs/local-cluster.md, "Cluster DNS").
+// as a host process behind the kube-dns Service (docs/local-cluster-limits.md, "Cluster DNS").
 package main
 
 import (

@@ -28,7 +28,7 @@ import (
 
 // FuzzCanonicalJCS is a differential test of the canonical form against an independent
 // RFC 8785 (JCS) implementation, github.com/gowebpki/jcs. toolgate departs from RFC 8785
-// in three documented ways (canonical.go, docs/reliability.md), which the test maps out
+// in three documented ways (canonical.go, docs/fuzzing.md), which the test maps out
 // rather than ignores:
 //   - numbers keep their literal text (exponent normalised), where JCS re-serialises them
 //     through IEEE 754 in ECMAScript form: when every number of the document is already

@@ -15,7 +15,7 @@ import (
 )
 
 // gvisorTool is series G's Tool: the example echo Tool under the gvisor RuntimeClass
-// (docs/local-cluster.md, "gVisor"), with 256Mi of memory: gVisor's kernel runs inside the
+// (docs/local-cluster-limits.md, "gVisor"), with 256Mi of memory: gVisor's kernel runs inside the
 // Pod's memory cgroup.
 const gvisorTool = "bench-echo-gvisor"
 

@@ -23,7 +23,7 @@
 //	   creation and provisioning (reported apart).
 //	N  the same echo copy in the same scope WITHOUT a workspace: S/N and P/N (workspace.go).
 //
-// It prints p50/p95/max of each series and the ratios A/B and A/C; see docs/performance.md.
+// It prints p50/p95/max of each series and the ratios A/B and A/C; see docs/performance-cluster.md.
 //
 //	go run ./test/bench/e2e -n 30
 package main

@@ -12,7 +12,7 @@ import (
 	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
-// cases is the adversarial catalogue: add a row to add a case (docs/reliability.md). Each
+// cases is the adversarial catalogue: add a row to add a case (docs/adversarial.md). Each
 // row runs in a namespace of its own; its Tool is named after its id.
 var cases = concat(argumentRows, schemaRows, policyRows, outputRows, imageRows, registryRows, identityRows)
 

@@ -11,7 +11,7 @@ import (
 	tg "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
-// category groups the rows of the catalogue (docs/reliability.md counts them).
+// category groups the rows of the catalogue (docs/adversarial.md counts them).
 type category string
 
 const (

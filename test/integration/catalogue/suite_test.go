@@ -1,4 +1,4 @@
-// Package catalogue_test is the adversarial input catalogue (docs/reliability.md): one table
+// Package catalogue_test is the adversarial input catalogue (docs/adversarial.md): one table
 // (cases_test.go) of hostile inputs — arguments, schemas, policies, outputs, images,
 // registry shapes and identities — each run through the real reconcilers on envtest, in a
 // namespace of its own, with the exact outcome it must have: refused at admission with a

@@ -162,7 +162,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		Expect(done.Status.ExpiresAt).NotTo(BeNil())
 		// The status is visible before the reconciler has its answer and writes the record:
 		// stopping in between would cancel the write's context and lose the record (see
-		// docs/operations.md, "Retention and the audit record": at-most-once), which is not what this
+		// docs/retention.md, "Retention and the audit record": at-most-once), which is not what this
 		// spec is about.
 		Eventually(func() []map[string]any { return audit.records(string(done.UID)) }).WithContext(ctx).Should(HaveLen(1))
 		Expect(mgr.Stop()).To(Succeed())
