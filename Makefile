@@ -103,8 +103,15 @@ test-unit: ## Unit tests (no cluster), with the race detector.
 	go test $(RACE) $$(go list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: envtest-binaries chromium $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
-	$(GINKGO) -r $(RACE) --fail-on-pending --fail-on-empty --require-suite --timeout=30m test/integration
+test-integration: envtest-binaries chromium ts-sdk $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
+	TOOLGATE_TS_SDK=$(ROOT)/test/ts $(GINKGO) -r $(RACE) --fail-on-pending --fail-on-empty --require-suite --timeout=30m test/integration
+
+# The official MCP TypeScript SDK for the gateway suite's client trials (test/ts: package.json
+# and its lockfile; npm ci installs exactly the locked versions from the npm registry).
+.PHONY: ts-sdk
+ts-sdk:
+	@[ -d test/ts/node_modules/@modelcontextprotocol/sdk ] && [ test/ts/node_modules/.package-lock.json -nt test/ts/package-lock.json ] || \
+	  { echo "npm ci in test/ts (the MCP TypeScript SDK for the gateway suite)"; npm ci --prefix test/ts --no-audit --no-fund --loglevel=error; }
 
 # The approval console's browser specs (integration and e2e) drive Debian's Chromium; its
 # recommended packages bring the fonts the screenshots need. CHROMIUM=path skips this.

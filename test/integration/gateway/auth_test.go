@@ -241,12 +241,12 @@ func readBody(resp *http.Response) string {
 
 // The official TypeScript SDK against the authenticating gateway, when it is installed
 // (TOOLGATE_TS_SDK: a directory whose node_modules holds @modelcontextprotocol/sdk, e.g.
-// test/ts after `npm install` there; npm needs the network, so make test skips it).
+// test/ts, where make test-integration runs `npm ci`: make ts-sdk).
 var _ = Describe("The TypeScript SDK", Label("http", "auth", "typescript"), func() {
 	It("connects with a token, lists the tools, calls one and closes", func(ctx SpecContext) {
 		dir := os.Getenv("TOOLGATE_TS_SDK")
 		if dir == "" {
-			Skip("TOOLGATE_TS_SDK is not set: the TypeScript SDK trial needs `npm install` in test/ts (network access), which make test does not do")
+			Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
 		}
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj())

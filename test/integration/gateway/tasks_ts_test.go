@@ -36,7 +36,7 @@ func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ..
 	GinkgoHelper()
 	dir := os.Getenv("TOOLGATE_TS_SDK")
 	if dir == "" {
-		Skip("TOOLGATE_TS_SDK is not set: the TypeScript SDK trial needs `npm install` in test/ts (network access), which make test does not do")
+		Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
 	}
 	script, err := os.ReadFile("../../ts/tasks.mjs")
 	Expect(err).NotTo(HaveOccurred())
