@@ -31,7 +31,7 @@ type testCA struct {
 	certPEM, keyPEM []byte
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t testing.TB, name string) *testCA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -51,7 +51,7 @@ func newTestCA(t *testing.T, name string) *testCA {
 }
 
 // serving is a serving certificate for names, signed by the CA.
-func (ca *testCA) serving(t *testing.T, names ...string) tls.Certificate {
+func (ca *testCA) serving(t testing.TB, names ...string) tls.Certificate {
 	t.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
@@ -72,7 +72,7 @@ type upstream struct {
 	headers []http.Header
 }
 
-func newUpstream(t *testing.T, cert tls.Certificate) *upstream {
+func newUpstream(t testing.TB, cert tls.Certificate) *upstream {
 	t.Helper()
 	u := &upstream{}
 	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +108,7 @@ type injectFixture struct {
 	goodPort, untrustPort int32
 }
 
-func newInjectFixture(t *testing.T, withCA bool) *injectFixture {
+func newInjectFixture(t testing.TB, withCA bool, tune ...func(*Config)) *injectFixture {
 	t.Helper()
 	f := &injectFixture{now: time.Now(), toolgateCA: newTestCA(t, "toolgate egress CA"), upCA: newTestCA(t, "upstream CA")}
 	f.good = newUpstream(t, f.upCA.serving(t, "api.test", "other.test"))
@@ -130,6 +130,9 @@ func newInjectFixture(t *testing.T, withCA bool) *injectFixture {
 		}
 		cfg.CA = ca
 	}
+	for _, f := range tune {
+		f(&cfg)
+	}
 	h, err := NewProxy(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +153,7 @@ func (f *injectFixture) grant(uid string) Grant {
 			{Host: "untrusted.test", Port: f.untrustPort, Header: "Authorization", Value: injectedToken}}}
 }
 
-func (f *injectFixture) client(t *testing.T, g Grant) *http.Client {
+func (f *injectFixture) client(t testing.TB, g Grant) *http.Client {
 	t.Helper()
 	cred, err := Sign(testKey, g)
 	if err != nil {
@@ -165,7 +168,7 @@ func (f *injectFixture) client(t *testing.T, g Grant) *http.Client {
 
 // do sends GET url with the body's own Authorization and returns status, body and the
 // issuer of the certificate the client saw.
-func do(t *testing.T, c *http.Client, u string) (int, string, string) {
+func do(t testing.TB, c *http.Client, u string) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("Authorization", "Bearer the-body-own-value")
