@@ -223,6 +223,8 @@ func buildPodSpec(in Input, opts Options, deadline int64) corev1.PodSpec {
 	}, body)
 }
 
+// TimeoutSeconds is a tool's timeout in whole seconds, rounded up (60 when it sets none):
+// the Pod's and the Job's activeDeadlineSeconds.
 func TimeoutSeconds(spec *toolgatev1alpha1.ToolSpec) int64 {
 	if spec.Timeout == nil || spec.Timeout.Duration <= 0 {
 		return 60
@@ -230,6 +232,7 @@ func TimeoutSeconds(spec *toolgatev1alpha1.ToolSpec) int64 {
 	return int64(math.Ceil(spec.Timeout.Seconds()))
 }
 
+// MaxOutput is a tool's output bound in bytes (1 MiB when it sets none).
 func MaxOutput(spec *toolgatev1alpha1.ToolSpec) int64 {
 	if spec.Sandbox.MaxOutputBytes <= 0 {
 		return 1 << 20

@@ -23,6 +23,8 @@ func (o Options) runtimeClassOf(sandbox toolgatev1alpha1.Sandbox) *string {
 	return nil
 }
 
+// NetworkLabel is podcontract.LabelNetwork's value for a network mode (a warm Pod's; a
+// cold Pod's is sandboxNetworkLabel).
 func NetworkLabel(mode toolgatev1alpha1.NetworkMode) string {
 	if mode == toolgatev1alpha1.NetworkEgress {
 		return "egress"
