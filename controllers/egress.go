@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -112,29 +113,15 @@ func (o EgressProxyOptions) Validate() error {
 	return nil
 }
 
-// hasEgressAllow reports whether a tool's body goes out through the egress proxy.
-func hasEgressAllow(s toolgatev1alpha1.Sandbox) bool {
-	return s.Egress != nil && len(s.Egress.Allow) > 0
-}
-
-// sandboxNetworkLabel is a tool Pod's podcontract.LabelNetwork: proxy-only for a tool
-// with sandbox.egress (selected by EgressProxyPolicyName), else its network mode's.
-func sandboxNetworkLabel(s toolgatev1alpha1.Sandbox) string {
-	if s.Network == toolgatev1alpha1.NetworkEgress && hasEgressAllow(s) {
-		return podcontract.NetworkProxy
-	}
-	return networkLabel(s.Network)
-}
-
 // egressUnavailable says why this operator cannot run a tool's egress sandbox (no proxy;
 // an injected credential and no egress CA); empty when it can, or the tool has none.
 func (o EgressProxyOptions) egressUnavailable(s toolgatev1alpha1.Sandbox) string {
 	switch {
-	case !hasEgressAllow(s):
+	case !podspec.HasEgressAllow(s):
 		return ""
 	case o.URL == "" || len(o.Key) < egress.MinKeyBytes:
 		return "the tool's sandbox.egress needs toolgate's egress proxy, and this operator has none configured (--egress-proxy-url, --egress-proxy-key-file)"
-	case hasEgressCredential(s) && len(o.CA) == 0:
+	case podspec.HasEgressCredential(s) && len(o.CA) == 0:
 		return "the tool's sandbox.egress.allow[].credential needs the egress proxy's CA, which its body must trust, and this operator has none configured (--egress-proxy-ca-file)"
 	}
 	return ""
@@ -146,7 +133,7 @@ func (o EgressProxyOptions) egressUnavailable(s toolgatev1alpha1.Sandbox) string
 // operator does not have (egressUnavailable).
 func (o EgressProxyOptions) egressProxyURL(call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time, inject []egress.Injection) (proxyURL, why string) {
 	spec := call.Status.Tool.Spec
-	if why := o.egressUnavailable(spec.Sandbox); why != "" || !hasEgressAllow(spec.Sandbox) {
+	if why := o.egressUnavailable(spec.Sandbox); why != "" || !podspec.HasEgressAllow(spec.Sandbox) {
 		return "", why
 	}
 	cred, err := egress.Sign(o.Key, o.grant(call, attempt, deadline, inject))
@@ -198,18 +185,6 @@ func (o EgressProxyOptions) proxyHostAlias(ctx context.Context) (*corev1.HostAli
 	return &corev1.HostAlias{IP: addrs[0].Unmap().String(), Hostnames: []string{host}}, nil
 }
 
-// egressProxyEnv is the proxy environment of a body with a proxy URL; nothing without.
-func egressProxyEnv(proxyURL string) []corev1.EnvVar {
-	if proxyURL == "" {
-		return nil
-	}
-	var env []corev1.EnvVar
-	for _, name := range []string{podcontract.EnvHTTPSProxy, podcontract.EnvHTTPProxy, podcontract.EnvHTTPSProxyLower, podcontract.EnvHTTPProxyLower} {
-		env = append(env, literalEnv(name, proxyURL))
-	}
-	return env
-}
-
 // EgressProxyPolicies are the policies a namespace gets for tools with sandbox.egress: Pods
 // labelled proxy-only get nothing in, and out only the proxy's Pods (and PeerCIDRs) on
 // the proxy's port; no DNS (the proxy resolves names). None when no proxy is configured.
@@ -250,7 +225,7 @@ func ownedEgressPolicy(name string) bool {
 // why, and the grant works until its signed expiry.
 func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, n int) {
 	a := &call.Status.Attempts[n]
-	if call.Status.Tool == nil || call.Status.Tool.Spec == nil || !hasEgressAllow(call.Status.Tool.Spec.Sandbox) || a.Egress != nil {
+	if call.Status.Tool == nil || call.Status.Tool.Spec == nil || !podspec.HasEgressAllow(call.Status.Tool.Spec.Sandbox) || a.Egress != nil {
 		return
 	}
 	// The expiry the grant was signed with: the same deadline, from the attempt's start.
@@ -321,11 +296,4 @@ func egressLog(rec egress.Record) *toolgatev1alpha1.EgressLog {
 			Port: min(max(d.Port, 0), 65535), Allowed: max(d.Allowed, 0), Refused: max(d.Refused, 0), Reason: reason})
 	}
 	return out
-}
-
-func hostAliases(a *corev1.HostAlias) []corev1.HostAlias {
-	if a == nil {
-		return nil
-	}
-	return []corev1.HostAlias{*a}
 }

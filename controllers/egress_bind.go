@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -49,7 +50,7 @@ type bindRequest struct {
 // proxy, the Pod runs with an address, and it is not bound yet. retry is true when the
 // proxy was not told and should be, on a later reconcile (soon: egressBindRetry).
 func (j *jobExecutor) bindEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, pod *corev1.Pod) (retry bool) {
-	if pod == nil || podEnded(pod) || call.Status.Tool == nil || call.Status.Tool.Spec == nil || !hasEgressAllow(call.Status.Tool.Spec.Sandbox) {
+	if pod == nil || podEnded(pod) || call.Status.Tool == nil || call.Status.Tool.Spec == nil || !podspec.HasEgressAllow(call.Status.Tool.Spec.Sandbox) {
 		return false
 	}
 	ip, err := netip.ParseAddr(pod.Status.PodIP)

@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/frame"
-	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // The operator reads the Secret of each egress credential in the calling namespace. It
@@ -28,26 +27,6 @@ import (
 
 // defaultInjectHeader is the header of a credential that names none (the CRD's default).
 const defaultInjectHeader = "Authorization"
-
-// hasEgressCredential reports whether the proxy injects a credential for any of the tool's
-// egress destinations.
-func hasEgressCredential(s toolgatev1alpha1.Sandbox) bool {
-	return len(egressCredentials(s)) > 0
-}
-
-// egressCredentials are the allow entries that carry a credential, in order.
-func egressCredentials(s toolgatev1alpha1.Sandbox) []toolgatev1alpha1.EgressRule {
-	if s.Egress == nil {
-		return nil
-	}
-	var out []toolgatev1alpha1.EgressRule
-	for _, r := range s.Egress.Allow {
-		if r.Credential != nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 // checkEgressCA checks the egress CA the operator hands to bodies: PEM, only certificates,
 // at least one of them a CA.
@@ -85,7 +64,7 @@ func credentialProblem(attempt int32, reason, detail string) *pipeline.Outcome {
 func egressInjections(ctx context.Context, r client.Reader, call *toolgatev1alpha1.ToolCall, attempt int32) ([]egress.Injection, *pipeline.Outcome, error) {
 	var out []egress.Injection
 	secrets := map[string]*corev1.Secret{}
-	for _, rule := range egressCredentials(call.Status.Tool.Spec.Sandbox) {
+	for _, rule := range podspec.EgressCredentials(call.Status.Tool.Spec.Sandbox) {
 		c := rule.Credential
 		ref := c.SecretKeyRef
 		where := fmt.Sprintf("(the credential for %s:%d)", rule.Host, rule.Port)
@@ -149,26 +128,6 @@ func injectValue(c *toolgatev1alpha1.EgressCredential, value string) string {
 	return c.Scheme + " " + value
 }
 
-// egressCAEnv gives the body's container the egress CA (EnvEgressCA), for a tool whose
-// requests the proxy injects into; nothing otherwise.
-func egressCAEnv(ca string) []corev1.EnvVar {
-	if ca == "" {
-		return nil
-	}
-	return []corev1.EnvVar{literalEnv(podcontract.EnvEgressCA, ca)}
-}
-
-// egressRedactEnv gives the signer each egress credential's value to redact, by a required
-// reference (EnvRedactEgressPrefix): a body the upstream echoes the token back to cannot
-// print it. The body's container never gets it.
-func egressRedactEnv(s toolgatev1alpha1.Sandbox) []corev1.EnvVar {
-	var env []corev1.EnvVar
-	for i, r := range egressCredentials(s) {
-		env = append(env, corev1.EnvVar{Name: podcontract.EnvRedactEgressPrefix + strconv.Itoa(i), ValueFrom: secretKeyRef(r.Credential.SecretKeyRef)})
-	}
-	return env
-}
-
 // attemptProxy is what an attempt's Pod gets of the egress proxy (all empty: nothing).
 type attemptProxy struct {
 	url   string
@@ -186,7 +145,7 @@ func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.
 	if why := o.egressUnavailable(sandbox); why != "" {
 		return attemptProxy{}, step{refused: &startRefusal{reason: toolgatev1alpha1.ReasonNetworkIsolationMissing, detail: why}}, false, nil
 	}
-	if !hasEgressAllow(sandbox) {
+	if !podspec.HasEgressAllow(sandbox) {
 		return attemptProxy{}, step{}, true, nil
 	}
 	inject, ended, err := egressInjections(ctx, j.APIReader, call, attempt)

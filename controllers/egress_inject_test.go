@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -121,7 +122,7 @@ func TestEgressInjectJob(t *testing.T) {
 	}
 	in := testJobInput(withInjection)
 	in.EgressCA, in.EgressProxyURL = "-----BEGIN CERTIFICATE-----\n", "http://call:g@10.0.0.50:3128"
-	spec := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
+	spec := podspec.BuildJob(in, podspec.DefaultOptions()).Spec.Template.Spec
 	tool, signer := toolIn(spec), signerOf(&spec)
 	if v := envValue(tool.Env, podcontract.EnvEgressCA); v != in.EgressCA {
 		t.Errorf("%s = %q, want the CA", podcontract.EnvEgressCA, v)

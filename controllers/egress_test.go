@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -46,7 +47,7 @@ func TestEgressProxyJob(t *testing.T) {
 		t.Fatal(why)
 	}
 	in.EgressProxyURL = proxyURL
-	job := BuildJob(in, DefaultJobOptions())
+	job := podspec.BuildJob(in, podspec.DefaultOptions())
 	if got := job.Spec.Template.Labels[podcontract.LabelNetwork]; got != podcontract.NetworkProxy {
 		t.Errorf("network label %q, want %q", got, podcontract.NetworkProxy)
 	}
@@ -81,7 +82,7 @@ func TestEgressProxyJob(t *testing.T) {
 		if u, why := egressTestOptions().egressProxyURL(plain.Call, 1, deadline, nil); u != "" || why != "" {
 			t.Errorf("a tool without sandbox.egress got proxy %q / %q", u, why)
 		}
-		if l := BuildJob(plain, DefaultJobOptions()).Spec.Template.Labels[podcontract.LabelNetwork]; l == podcontract.NetworkProxy {
+		if l := podspec.BuildJob(plain, podspec.DefaultOptions()).Spec.Template.Labels[podcontract.LabelNetwork]; l == podcontract.NetworkProxy {
 			t.Errorf("a tool without sandbox.egress is labelled %q", l)
 		}
 	}
@@ -237,7 +238,7 @@ func TestEgressProxyHostAlias(t *testing.T) {
 	}
 	in := testJobInput(withEgress)
 	in.EgressProxyAlias = a
-	if got := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec.HostAliases; len(got) != 1 || got[0].IP != "10.0.0.12" {
+	if got := podspec.BuildJob(in, podspec.DefaultOptions()).Spec.Template.Spec.HostAliases; len(got) != 1 || got[0].IP != "10.0.0.12" {
 		t.Errorf("Pod hostAliases %+v", got)
 	}
 	o.Resolver = egress.StaticResolver{}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -141,7 +142,7 @@ func TestJobExecutorEndings(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			w := newExecWorld(e)
 			job := jobWith()
-			job.Name, job.UID = JobName("c", 1), "job-uid"
+			job.Name, job.UID = podspec.JobName("c", 1), "job-uid"
 			job.Annotations[podcontract.AnnotationCallName] = "c"
 			job.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall",
 				Name: "c", UID: w.call.UID, Controller: new(true)}}
@@ -235,7 +236,7 @@ func TestWarmExecutorStream(t *testing.T) {
 func claimedWarmPod(call *v1alpha1.ToolCall) *corev1.Pod {
 	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
 	tool.Spec.ToolSpec = *call.Status.Tool.Spec
-	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
+	pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
 	delete(pod.Labels, podcontract.LabelPool)
 	pod.Labels[podcontract.LabelAttempt] = "1"

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -50,7 +51,7 @@ func (e *execEnv) trust(call *v1alpha1.ToolCall) frameTrust {
 			return e.keys.ensure(ctx, ns)
 		},
 		callUID: call.UID, attempt: int(currentAttempt(call)), digest: call.Status.ArgumentsDigest,
-		maxOutput: maxOutput(call.Status.Tool.Spec),
+		maxOutput: podspec.MaxOutput(call.Status.Tool.Spec),
 	}
 }
 

@@ -15,13 +15,14 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // jobExecutor runs an attempt in a Job made for it (the cold path): one Job per attempt,
-// under a deterministic name, owned by the call and held by JobFinalizer until its end is
+// under a deterministic name, owned by the call and held by podspec.JobFinalizer until its end is
 // recorded. It takes every attempt no other executor claimed.
 type jobExecutor struct {
 	execEnv
@@ -35,7 +36,7 @@ func (j *jobExecutor) path() v1alpha1.ExecutionPath { return "" }
 
 // claim takes the attempt: its Job is named after the call and the attempt.
 func (j *jobExecutor) claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
-	a.JobName = JobName(call.Name, a.Attempt)
+	a.JobName = podspec.JobName(call.Name, a.Attempt)
 	call.Status.Job = &v1alpha1.JobReference{Name: a.JobName}
 	return "Job " + a.JobName, true
 }
@@ -55,7 +56,7 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	if !ok {
 		return st, err
 	}
-	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
+	job := podspec.BuildJob(podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
 		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.url, EgressProxyAlias: px.alias, EgressCA: px.ca,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
@@ -127,7 +128,7 @@ const noJobDetail = "operator: no Job was created for this attempt before its de
 // that waited for its session claim to bind, in vain, ends WorkspaceUnbound.
 func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) step {
 	if err := j.refusals.last(call, attempt); err != nil {
-		return j.rejected(call, JobName(call.Name, attempt), err)
+		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
 	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
@@ -155,7 +156,7 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 			return step{}, err
 		}
 		// The cache may not hold our own create yet: ask the API server. A Job that was
-		// deleted is held by JobFinalizer until its end is recorded, so a Job that is truly
+		// deleted is held by podspec.JobFinalizer until its end is recorded, so a Job that is truly
 		// absent was never created (a restart between the status write and the create).
 		if err := j.APIReader.Get(ctx, key, job); apierrors.IsNotFound(err) {
 			return j.start(ctx, call)
@@ -202,7 +203,7 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
 	if live {
 		reader = j.APIReader
-		selector = client.MatchingLabels{podcontract.LabelCall: CallLabelValue(call.Name), podcontract.LabelAttempt: job.Labels[podcontract.LabelAttempt]}
+		selector = client.MatchingLabels{podcontract.LabelCall: podspec.CallLabelValue(call.Name), podcontract.LabelAttempt: job.Labels[podcontract.LabelAttempt]}
 	}
 	if err := reader.List(ctx, pods, client.InNamespace(call.Namespace), selector); err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 // caller waits for the Pod, toolcall_stopping.go). A Job that is absent (never created) or
 // already being deleted needs nothing. The cache may not hold a Job created a moment ago
 // (a call cancelled right after it started): absent there, it is read from the API server.
-// Its JobFinalizer is released by tidy once the call is terminal.
+// Its podspec.JobFinalizer is released by tidy once the call is terminal.
 func (j *jobExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	if call.Status.Job == nil {
 		return "", nil
@@ -297,11 +298,11 @@ func containerStartTime(pod *corev1.Pod) time.Time {
 
 // withClaim mounts the session's workspace in the Job's Pod (nil: none) and labels Job and
 // Pod with the claim, so that the claim's retention finds the Jobs whose Pods hold it.
-func withClaim(job *batchv1.Job, ws *WorkspaceMount) {
+func withClaim(job *batchv1.Job, ws *podspec.WorkspaceMount) {
 	if ws == nil {
 		return
 	}
-	job.Spec.Template.Spec = withWorkspace(job.Spec.Template.Spec, ws)
+	job.Spec.Template.Spec = podspec.WithWorkspace(job.Spec.Template.Spec, ws)
 	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
 		labels[podcontract.LabelWorkspaceClaim] = ws.ClaimName
 	}

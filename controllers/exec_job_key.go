@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -30,7 +31,7 @@ func attemptKeySecret(call *v1alpha1.ToolCall, jobName string, attempt int32, ma
 			Namespace: call.Namespace,
 			Labels: map[string]string{
 				podcontract.LabelManagedBy: podcontract.ManagedByValue,
-				podcontract.LabelCall:      CallLabelValue(call.Name),
+				podcontract.LabelCall:      podspec.CallLabelValue(call.Name),
 				podcontract.LabelAttempt:   strconv.Itoa(int(attempt)),
 			},
 		},

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -55,9 +56,9 @@ func staticMasters(masters ...[]byte) mastersFunc {
 
 // jobWith is the attempt's Job.
 func jobWith(conds ...batchv1.JobCondition) *batchv1.Job {
-	job := BuildJob(JobInput{Call: &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: testCallUID}},
+	job := podspec.BuildJob(podspec.Input{Call: &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: testCallUID}},
 		Tool: outcomeSpec, Arguments: []byte(`{}`), Digest: testDigest, Attempt: 1},
-		DefaultJobOptions())
+		podspec.DefaultOptions())
 	job.Status.Conditions = conds
 	return job
 }

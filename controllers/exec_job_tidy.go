@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -26,7 +27,7 @@ import (
 //     kept for JobRetention after its attempt's outcome was recorded, so that `toolgate
 //     logs` and `describe` still find its Pod, then deleted with background propagation
 //     (the Job goes first, the garbage collector removes the Pod after it);
-//   - a Job being deleted loses JobFinalizer once it is not the running attempt's.
+//   - a Job being deleted loses podspec.JobFinalizer once it is not the running attempt's.
 //
 // call is nil when the call is gone (its Jobs then go with it, by owner reference). It
 // returns how long until the next retained Job is due (0: none).
@@ -121,13 +122,13 @@ func (j *jobExecutor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bo
 // unbelievedEndings are the attempt reasons whose Pods are deleted at once.
 var unbelievedEndings = map[pipeline.Reason]bool{pipeline.ReasonResultUnreadable: true, pipeline.ReasonExecutionLost: true}
 
-// releaseJob removes JobFinalizer from a Job.
+// releaseJob removes podspec.JobFinalizer from a Job.
 func (j *jobExecutor) releaseJob(ctx context.Context, job *batchv1.Job) error {
-	if !controllerutil.ContainsFinalizer(job, JobFinalizer) {
+	if !controllerutil.ContainsFinalizer(job, podspec.JobFinalizer) {
 		return nil
 	}
 	patch := client.MergeFrom(job.DeepCopy())
-	controllerutil.RemoveFinalizer(job, JobFinalizer)
+	controllerutil.RemoveFinalizer(job, podspec.JobFinalizer)
 	return client.IgnoreNotFound(j.Patch(ctx, job, patch))
 }
 

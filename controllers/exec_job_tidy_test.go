@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -79,7 +80,7 @@ func TestJobExecutorTidy(t *testing.T) {
 				call.Status.CompletionTime = ptrTime(ended)
 			}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tc.job, Namespace: "ns", UID: "job-uid",
-				Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer},
+				Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{podspec.JobFinalizer},
 				OwnerReferences: owner(call)}}
 			if tc.other {
 				job.OwnerReferences = nil
@@ -109,7 +110,7 @@ func TestJobExecutorTidy(t *testing.T) {
 	}
 }
 
-// A Job being deleted keeps JobFinalizer while its attempt runs, and loses it otherwise.
+// A Job being deleted keeps podspec.JobFinalizer while its attempt runs, and loses it otherwise.
 func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, running := range []bool{true, false} {
@@ -120,7 +121,7 @@ func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 			call.Status.Phase = v1alpha1.PhaseRunning
 		}
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
-			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{JobFinalizer}}}
+			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{podspec.JobFinalizer}}}
 		var propagation *metav1.DeletionPropagation
 		r, c := tidyFixture(t, now, time.Minute, job, &propagation)
 		if err := c.Delete(context.Background(), job); err != nil {

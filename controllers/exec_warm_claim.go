@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -80,7 +81,7 @@ func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n 
 	}
 	free := &corev1.PodList{}
 	if err := w.List(ctx, free, client.InNamespace(call.Namespace), client.MatchingLabels{
-		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: warmTemplateDigest(call.Status.Tool.Spec, w.Options.Job)}); err != nil {
+		podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelTemplate: podspec.WarmTemplateDigest(call.Status.Tool.Spec, w.Options.Job)}); err != nil {
 		return nil, "error"
 	}
 	var candidates []*corev1.Pod
@@ -96,7 +97,7 @@ func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n 
 	if err != nil {
 		return nil, "error"
 	}
-	want := warmPodSpec(call.Status.Tool.Spec, w.Options.Job)
+	want := podspec.WarmPodSpec(call.Status.Tool.Spec, w.Options.Job)
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, c := range candidates[:min(claimTries, len(candidates))] {
 		p, err := w.vetted(ctx, call, c, toolUID, &want)
@@ -180,9 +181,9 @@ func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *c
 func (w *warmExecutor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
 	orig := pod.DeepCopy()
 	delete(pod.Labels, podcontract.LabelPool)
-	pod.Labels[podcontract.LabelCall] = CallLabelValue(call.Name)
+	pod.Labels[podcontract.LabelCall] = podspec.CallLabelValue(call.Name)
 	pod.Labels[podcontract.LabelAttempt] = attempt
-	pod.Labels[podcontract.LabelTool] = ToolLabelValue(call.Spec.Tool)
+	pod.Labels[podcontract.LabelTool] = podspec.ToolLabelValue(call.Spec.Tool)
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}

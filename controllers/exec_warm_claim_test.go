@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -31,7 +32,7 @@ func pooledWorld(t *testing.T, mutate func(*corev1.Pod)) (*execWorld, *v1alpha1.
 	w.call.Spec.Arguments = runtime.RawExtension{Raw: []byte(`{}`)}
 	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
 	tool.Spec.ToolSpec = *w.call.Status.Tool.Spec
-	pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
+	pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
 	pod.CreationTimestamp = metav1.Time{Time: w.clock.Now()} // idle for no time: not retired for that
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Tool", Name: "t",
@@ -112,13 +113,13 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
 	w, tool, pod := pooledWorld(t, func(p *corev1.Pod) { p.Spec.Containers[1].Image = "example/other:1" })
 	env := w.env(t)
-	r := &WarmPoolReconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: DefaultJobOptions()}
+	r := &WarmPoolReconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: podspec.DefaultOptions()}
 	if _, err := r.keep(context.Background(), toolPool(tool, 1)); err != nil {
 		t.Fatal(err)
 	}
 	// The same pass keeps a Pod of the pool's own spec.
 	_, _, own := pooledWorld(t, nil)
-	if why := podSpecMismatch(&own.Spec, ptr.To(warmPodSpec(&tool.Spec.ToolSpec, DefaultJobOptions()))); why != "" {
+	if why := podSpecMismatch(&own.Spec, ptr.To(podspec.WarmPodSpec(&tool.Spec.ToolSpec, podspec.DefaultOptions()))); why != "" {
 		t.Fatalf("the pool's own Pod mismatches: %s", why)
 	}
 	if err := env.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
@@ -128,7 +129,7 @@ func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
 	if err := env.List(context.Background(), pods, client.InNamespace("ns")); err != nil {
 		t.Fatal(err)
 	}
-	want := warmPodSpec(&tool.Spec.ToolSpec, DefaultJobOptions())
+	want := podspec.WarmPodSpec(&tool.Spec.ToolSpec, podspec.DefaultOptions())
 	if len(pods.Items) != 1 || podSpecMismatch(&pods.Items[0].Spec, &want) != "" {
 		t.Fatalf("the pool holds %d Pods, want its own one", len(pods.Items))
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -261,6 +262,6 @@ func attemptDeadline(call *v1alpha1.ToolCall, now time.Time, grace time.Duration
 	if a := current(call); a != nil && a.StartTime != nil {
 		start = a.StartTime.Time
 	}
-	timeout := time.Duration(timeoutSeconds(call.Status.Tool.Spec)) * time.Second
+	timeout := time.Duration(podspec.TimeoutSeconds(call.Status.Tool.Spec)) * time.Second
 	return start.Add(timeout + grace)
 }

@@ -166,20 +166,6 @@ func attemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
 	return keys
 }
 
-// attemptKeyEnv is the signer's attempt key, by reference to the attempt's key Secret (the
-// kubelet resolves it): never a value in the spec.
-func attemptKeyEnv(jobName string) corev1.EnvVar {
-	return corev1.EnvVar{Name: podcontract.EnvAttemptKey, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.AttemptKeySecret(jobName)}, Key: podcontract.FrameKeySecretKey}}}
-}
-
-// handoverKeysEnv is a warm signer's handover public keys, from the namespace's Secret: the
-// Pod holds nothing secret before its Handover.
-func handoverKeysEnv() corev1.EnvVar {
-	return corev1.EnvVar{Name: podcontract.EnvHandoverKeys, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretHandover}}}
-}
-
 // handoverKeysOf is the Secret's FrameKeySecretHandover value for masters.
 func handoverKeysOf(masters [][]byte) []byte {
 	keys := make([]ed25519.PublicKey, 0, len(masters))

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -48,7 +49,7 @@ func TestPostExecuteUsesTheArgumentsAdmissionFroze(t *testing.T) {
 		t.Fatalf("phase %s: %v", call.Status.Phase, err)
 	}
 	job := &batchv1.Job{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: JobName("c", 1)}, job); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: podspec.JobName("c", 1)}, job); err != nil {
 		t.Fatal(err)
 	}
 	if got := jobArguments(job); got != `{"text":"x"}` {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -124,7 +125,7 @@ func TestIsolationGap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := isolationGap(tc.network, podOf(networkLabel(tc.network)), tc.policies, tc.ownedOnly)
+			got := isolationGap(tc.network, podOf(podspec.NetworkLabel(tc.network)), tc.policies, tc.ownedOnly)
 			if tc.wantGap == "" && got != "" || tc.wantGap != "" && !strings.Contains(got, tc.wantGap) {
 				t.Errorf("gap = %q, want %q", got, tc.wantGap)
 			}

@@ -23,6 +23,7 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -345,8 +346,8 @@ func typeName(o client.Object) string {
 func TestTransformJobAndPod(t *testing.T) {
 	call := finishedCall("c", time.Now())
 	call.Status.Tool.Spec = &v1alpha1.ToolSpec{Body: v1alpha1.ToolBody{Image: "example/echo:1"}}
-	job := BuildJob(JobInput{Call: call, Tool: call.Status.Tool.Spec, Arguments: []byte(`{"text":"` + strings.Repeat("a", 4096) + `"}`),
-		Digest: call.Status.ArgumentsDigest, Attempt: 1}, DefaultJobOptions())
+	job := podspec.BuildJob(podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: []byte(`{"text":"` + strings.Repeat("a", 4096) + `"}`),
+		Digest: call.Status.ArgumentsDigest, Attempt: 1}, podspec.DefaultOptions())
 	out, err := TransformJob(job.DeepCopy())
 	if err != nil {
 		t.Fatal(err)

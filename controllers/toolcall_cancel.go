@@ -26,7 +26,7 @@ func cancelRequested(call *v1alpha1.ToolCall) bool {
 // Cancelled, through the one terminal path. Until then it stays Running (Executed=Unknown,
 // Stopping), its session's barrier. Deleting before writing is safe: spec.cancel cannot be
 // unset, so a pass that crashed or lost a race between the two comes back here, never to
-// observe (which would read the deleting Job as JobDeleted). The Job's JobFinalizer is
+// observe (which would read the deleting Job as JobDeleted). The Job's podspec.JobFinalizer is
 // released by the Job executor's tidy once the call is terminal.
 func (r *ToolCallReconciler) cancel(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
 	return r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonCancelled, cause: "cancelled (spec.cancel)", result: pipeline.Cancelled})

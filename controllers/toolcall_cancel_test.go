@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -22,8 +23,8 @@ import (
 func TestCancelStopsAJobTheCacheHasNotSeen(t *testing.T) {
 	call := unitCall("c", "echo")
 	call.Spec.Cancel = true
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: JobName("c", 1), Namespace: "ns", UID: "job-uid",
-		Finalizers: []string{JobFinalizer}, Annotations: map[string]string{podcontract.AnnotationCallName: "c"}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: podspec.JobName("c", 1), Namespace: "ns", UID: "job-uid",
+		Finalizers: []string{podspec.JobFinalizer}, Annotations: map[string]string{podcontract.AnnotationCallName: "c"}}}
 	r, live := unitReconciler(t, interceptor.Funcs{}, call, job)
 	now := metav1.NewTime(r.Clock.Now())
 	call.Status = v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseRunning, Job: &v1alpha1.JobReference{Name: job.Name},

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -112,13 +113,13 @@ func TestJobStoppedOnlyAfterTheOutcomeIsWritten(t *testing.T) {
 	call := unitCall("c", "echo")
 	call.Status.Phase = v1alpha1.PhaseRunning
 	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo", Spec: &unitEcho().Spec.ToolSpec}
-	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, JobName: JobName("c", 1)}}
+	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, JobName: podspec.JobName("c", 1)}}
 	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	call.Status.ArgumentsDigest = frozen.Digest()
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: JobName("c", 1), Namespace: "ns", Finalizers: []string{"toolgate.dev/outcome"}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: podspec.JobName("c", 1), Namespace: "ns", Finalizers: []string{"toolgate.dev/outcome"}}}
 	r, c := unitReconciler(t, conflictOnce, call, job)
 	outcome := pipeline.Outcome{Attempt: 1, TerminationReason: "ImagePullBackOff"}
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/notify"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -30,7 +31,7 @@ import (
 // CallOptions are the operator-wide settings of the ToolCall pipeline.
 type CallOptions struct {
 	// Job configures the Jobs that run tool bodies.
-	Job JobOptions
+	Job podspec.Options
 	// MaxArgumentBytes bounds a call's arguments (pipeline default when zero). The arguments
 	// reach the body in one environment variable, which Linux bounds at 128 KiB.
 	MaxArgumentBytes int
@@ -60,7 +61,7 @@ type CallOptions struct {
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: DefaultJobOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
+	return CallOptions{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
 		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
 )
@@ -49,7 +50,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	}
 	start := r.Clock.Now()
 	spec := call.Status.Tool.Spec
-	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(maxOutput(spec))})
+	res := pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: int(podspec.MaxOutput(spec))})
 	n := len(call.Status.Attempts) - 1
 	if call.Status.Attempts[n].CompletionTime == nil {
 		// Kept across passes: the post-execute deadline counts from the first time the end

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -60,8 +61,8 @@ func newRefusingCluster(t *testing.T, refuse func() error) *refusingCluster {
 				Timeout: &metav1.Duration{Duration: time.Minute},
 				Body:    v1alpha1.ToolBody{Image: "example/probe:1", RunnerInImage: true},
 			}},
-			Job:       &v1alpha1.JobReference{Name: JobName("c", 1)},
-			Attempts:  []v1alpha1.Attempt{{Attempt: 1, JobName: JobName("c", 1), StartTime: &start}},
+			Job:       &v1alpha1.JobReference{Name: podspec.JobName("c", 1)},
+			Attempts:  []v1alpha1.Attempt{{Attempt: 1, JobName: podspec.JobName("c", 1), StartTime: &start}},
 			StartTime: &start,
 		},
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -90,7 +91,7 @@ func attemptPods(ctx context.Context, reader client.Reader, call *v1alpha1.ToolC
 	n := strconv.Itoa(int(attempt))
 	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
 	if live {
-		selector = client.MatchingLabels{podcontract.LabelCall: CallLabelValue(call.Name), podcontract.LabelAttempt: n}
+		selector = client.MatchingLabels{podcontract.LabelCall: podspec.CallLabelValue(call.Name), podcontract.LabelAttempt: n}
 	}
 	list := &corev1.PodList{}
 	if err := reader.List(ctx, list, client.InNamespace(call.Namespace), selector); err != nil {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -67,8 +68,8 @@ func stoppingWorld(t *testing.T, funcs interceptor.Funcs, pod func(*corev1.Pod))
 	t.Helper()
 	call := unitCall("c", "echo")
 	call.Spec.Cancel = true
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: JobName("c", 1), Namespace: "ns", UID: "job-uid",
-		Finalizers: []string{JobFinalizer}, Annotations: map[string]string{podcontract.AnnotationCallName: "c"}}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: podspec.JobName("c", 1), Namespace: "ns", UID: "job-uid",
+		Finalizers: []string{podspec.JobFinalizer}, Annotations: map[string]string{podcontract.AnnotationCallName: "c"}}}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-1-abcde", Namespace: "ns", UID: "pod-uid", Finalizers: []string{"test/kubelet"},
 			Labels:      map[string]string{podcontract.LabelCall: "c", podcontract.LabelAttempt: "1"},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -120,7 +121,7 @@ func (r clusterPools) namespaceLive(ctx context.Context, ns string) (bool, error
 // cache: a Pod the cache has not seen yet brings the ClusterTool back when it is seen).
 func (r clusterPools) sweep(ctx context.Context, tool *v1alpha1.ClusterTool, served []string) error {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: ToolLabelValue(tool.Name)}); err != nil {
+	if err := r.List(ctx, list, client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: podspec.ToolLabelValue(tool.Name)}); err != nil {
 		return err
 	}
 	for _, pod := range unclaimedOf(list.Items, tool) {

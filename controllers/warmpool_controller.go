@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 )
 
 // WarmPoolReconciler keeps each Tool's warm pool: spec.warmPool.size started Pods of the
@@ -31,7 +32,7 @@ type WarmPoolReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Clock     clock.PassiveClock
-	Job       JobOptions
+	Job       podspec.Options
 	// Recorder reports a ClusterTool's missing pool namespaces; nil: no events.
 	Recorder recorder.EventRecorder
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -49,9 +50,9 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 		return 0, err
 	}
 	now := r.Clock.Now()
-	digest := warmTemplateDigest(p.spec, r.Job)
+	digest := podspec.WarmTemplateDigest(p.spec, r.Job)
 	maxIdle := warmMaxIdle(p.spec)
-	want := warmPodSpec(p.spec, r.Job)
+	want := podspec.WarmPodSpec(p.spec, r.Job)
 	var keep []*corev1.Pod
 	for _, pod := range pods {
 		// A Pod moved into this pool (its labels and owner patched) whose spec is another
@@ -87,7 +88,7 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 func (r *WarmPoolReconciler) poolPods(ctx context.Context, p poolRef) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(p.namespace),
-		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: ToolLabelValue(p.owner.GetName())}); err != nil {
+		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: podspec.ToolLabelValue(p.owner.GetName())}); err != nil {
 		return nil, err
 	}
 	return unclaimedOf(list.Items, p.owner), nil

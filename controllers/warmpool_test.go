@@ -11,6 +11,7 @@ import (
 	"k8s.io/pod-security-admission/policy"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -31,7 +32,7 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 		"runner-in-image": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		"scratch-none":    warmTestTool(scratchNone),
 	} {
-		pod := buildWarmPod(toolPool(tool, 1), DefaultJobOptions())
+		pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
 		for _, r := range evaluator.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec) {
 			if !r.Allowed {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
@@ -40,50 +41,21 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 	}
 }
 
-// A warm Pod is the cold Pod of the same spec but for what a Pod started before its call
-// cannot have (arguments, digest, deadline) and what the Handover needs (stdin, warm mode).
-func TestWarmPodIsTheColdPodWithoutTheCall(t *testing.T) {
-	in := testJobInput(nil)
-	cold := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
-	warm := warmPodSpec(in.Tool, DefaultJobOptions())
-	env := envMap(signerIn(warm).Env)
-	for _, name := range []string{podcontract.EnvArgs, podcontract.EnvArgsDigest, podcontract.EnvAttemptKey} {
-		if _, ok := env[name]; ok {
-			t.Errorf("warm signer env has %s: a pool Pod knows no call and holds no key", name)
-		}
-	}
-	if env[podcontract.EnvWarm] != "1" || envMap(toolIn(warm).Env)["MODE"] != "fast" {
-		t.Errorf("warm env %v", env)
-	}
-	wantSecretRef(t, signerIn(warm).Env, podcontract.EnvHandoverKeys, corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.FrameKeySecret}, Key: podcontract.FrameKeySecretHandover})
-	s := signerOf(&warm)
-	if !s.Stdin || !s.StdinOnce || warm.ActiveDeadlineSeconds != nil {
-		t.Errorf("stdin %v stdinOnce %v deadline %v", s.Stdin, s.StdinOnce, warm.ActiveDeadlineSeconds)
-	}
-	s.Env, signerOf(&cold).Env = nil, nil
-	s.Stdin, s.StdinOnce = false, false
-	warm.ActiveDeadlineSeconds = cold.ActiveDeadlineSeconds
-	if d := diff(cold, warm); d != "" {
-		t.Errorf("warm Pod differs from the cold Pod (-cold +warm):\n%s", d)
-	}
-}
-
 func TestWarmTemplateDigest(t *testing.T) {
-	opts := DefaultJobOptions()
+	opts := podspec.DefaultOptions()
 	a := warmTestTool(nil)
 	b := warmTestTool(nil)
 	b.Spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: 5}
-	if warmTemplateDigest(&a.Spec.ToolSpec, opts) != warmTemplateDigest(&b.Spec.ToolSpec, opts) {
+	if podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts) != podspec.WarmTemplateDigest(&b.Spec.ToolSpec, opts) {
 		t.Error("resizing the pool must not change the template")
 	}
 	c := warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.Command = []string{"/other"} })
-	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&c.Spec.ToolSpec, opts) {
+	if podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts) == podspec.WarmTemplateDigest(&c.Spec.ToolSpec, opts) {
 		t.Error("a body change must change the template")
 	}
 	opts2 := opts
 	opts2.RunAsUser = 1000
-	if warmTemplateDigest(&a.Spec.ToolSpec, opts) == warmTemplateDigest(&a.Spec.ToolSpec, opts2) {
+	if podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts) == podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
 	if got := len(buildWarmPod(toolPool(a, 1), opts).Labels[podcontract.LabelTemplate]); got != 32 {
@@ -109,7 +81,7 @@ func TestClaimDeadline(t *testing.T) {
 func TestClusterToolPoolPodIsTheSameInEveryNamespace(t *testing.T) {
 	tool := warmTestTool(nil)
 	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: tool.Spec.ToolSpec}
-	opts := DefaultJobOptions()
+	opts := podspec.DefaultOptions()
 	a := buildWarmPod(clusterToolPool(ct, "team-a", 1), opts)
 	b := buildWarmPod(clusterToolPool(ct, "team-b", 1), opts)
 	if a.Namespace != "team-a" || b.Namespace != "team-b" {

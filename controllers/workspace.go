@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -48,17 +51,6 @@ const (
 	// that binds at once (its Job waits for the claim to be Bound).
 	workspaceBindPoll = time.Second
 )
-
-// WorkspaceMount is the session workspace one attempt's Pod mounts at /workspace.
-type WorkspaceMount struct {
-	// ClaimName is the session's PersistentVolumeClaim.
-	ClaimName string
-	// ReadOnly mounts it read-only (sandbox.workspace ReadOnly).
-	ReadOnly bool
-	// Credentials are the claim's record of the credentials its files may hold, which the
-	// Pod's signer redacts (workspace_credentials.go).
-	Credentials []podcontract.WorkspaceCredential
-}
 
 // workspaceAccess is what the tool asks for: "" when it mounts no workspace.
 func workspaceAccess(spec *v1alpha1.ToolSpec) v1alpha1.WorkspaceAccess {
@@ -93,6 +85,12 @@ func WorkspaceClaimName(scope, requester, session string) string {
 	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+requester+"\x00"+session, 16)
 }
 
+// shortHash is the first n hex digits of s's SHA-256 (as podspec's, for claim names).
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
 func trimDash(s string) string {
 	for len(s) > 0 && s[len(s)-1] == '-' {
 		s = s[:len(s)-1]
@@ -120,7 +118,7 @@ func workspaceRefusal(reason, detail, message string) step {
 // exists): the Pod waits for it, and an attempt that never started because its claim did
 // not bind ends WorkspaceUnbound (workspaceUnbound). Not ok: st or err is what this pass
 // comes to (a refusal, or a wait for a claim being deleted to go).
-func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *WorkspaceMount, st step, ok bool, err error) {
+func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st step, ok bool, err error) {
 	access := workspaceAccess(call.Status.Tool.Spec)
 	if access == "" {
 		return nil, step{}, true, nil
@@ -159,7 +157,7 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 	if !ok {
 		return nil, st, false, err
 	}
-	return &WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly, Credentials: creds}, step{}, true, nil
+	return &podspec.WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly, Credentials: creds}, step{}, true, nil
 }
 
 // awaitsBinding is true while a claim of a storage class that binds at once
@@ -327,14 +325,4 @@ func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall,
 	detail := "the PersistentVolumeClaim " + name + " (storage class " + class + ") was not bound before the attempt's deadline"
 	msg := "the call was not run: its session workspace could not be provisioned in time"
 	return workspaceRefusal(v1alpha1.ReasonWorkspaceUnbound, detail, msg), true
-}
-
-// workspaceVolume and workspaceVolumeMount mount the session's claim at /workspace.
-func workspaceVolume(m *WorkspaceMount) corev1.Volume {
-	return corev1.Volume{Name: podcontract.WorkspaceVolume, VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: m.ClaimName, ReadOnly: m.ReadOnly}}}
-}
-
-func workspaceVolumeMount(m *WorkspaceMount) corev1.VolumeMount {
-	return corev1.VolumeMount{Name: podcontract.WorkspaceVolume, MountPath: podcontract.WorkspaceMountPath, ReadOnly: m.ReadOnly}
 }

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,17 +126,4 @@ func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall,
 	}
 	ctrl.LoggerFrom(ctx).Info("recorded credentials on the session workspace", "claim", pvc.Name, "credentials", len(all))
 	return all, step{}, true, nil
-}
-
-// redactEnv is the signer's environment for a claim's record: the i-th recorded value as
-// EnvRedactPrefix+i, by an optional reference. A Secret or key deleted since does not stop
-// the session's later calls: its value, which the kubelet no longer has, goes unredacted
-// (as does the old value of a Secret rotated since: the kubelet gives the current one).
-func redactEnv(refs []podcontract.WorkspaceCredential) []corev1.EnvVar {
-	env := make([]corev1.EnvVar, 0, len(refs))
-	for i, r := range refs {
-		env = append(env, corev1.EnvVar{Name: podcontract.EnvRedactPrefix + strconv.Itoa(i), ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: r.Secret}, Key: r.Key, Optional: ptr.To(true)}}})
-	}
-	return env
 }

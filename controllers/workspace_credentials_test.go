@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -22,29 +21,6 @@ import (
 
 func wsCred(secret, key string) podcontract.WorkspaceCredential {
 	return podcontract.WorkspaceCredential{Secret: secret, Key: key}
-}
-
-// A Pod that mounts a claim recording credentials gets each recorded value in its signer,
-// by an optional reference, whatever its own tool and access; its body gets nothing new.
-func TestBuildJobGivesTheWorkspaceCredentialsToTheSignerOnly(t *testing.T) {
-	recorded := []podcontract.WorkspaceCredential{wsCred("deploy", "config"), wsCred("github", "token")}
-	for _, readOnly := range []bool{false, true} {
-		bare := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
-		in := testJobInput(nil)
-		in.Workspace = &WorkspaceMount{ClaimName: "toolgate-ws-coding-0123", ReadOnly: readOnly, Credentials: recorded}
-		spec := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
-		want := slices.Concat(signerIn(bare).Env, []corev1.EnvVar{
-			{Name: podcontract.EnvRedactPrefix + "0", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "deploy"}, Key: "config", Optional: ptr.To(true)}}},
-			{Name: podcontract.EnvRedactPrefix + "1", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "github"}, Key: "token", Optional: ptr.To(true)}}}})
-		if d := diff(signerIn(spec).Env, want); d != "" {
-			t.Errorf("readOnly %v: signer env (-got +want):\n%s", readOnly, d)
-		}
-		if d := diff(toolIn(spec).Env, toolIn(bare).Env); d != "" {
-			t.Errorf("readOnly %v: the body's env changed (-got +want):\n%s", readOnly, d)
-		}
-	}
 }
 
 // Only a ReadWrite mount of a tool with credentials adds to the record: its Secret keys,

@@ -149,7 +149,7 @@ func idleSince(pvc *corev1.PersistentVolumeClaim, calls []v1alpha1.ToolCall) (ti
 // all ended, their outcomes recorded) ahead of --job-retention: a Pod that mounted the
 // claim, even one that ended, keeps it from being deleted (the pvc-protection finalizer
 // waits for every scheduled Pod that names it). The Job executor's tidy releases their
-// JobFinalizer on the calls' next pass; the garbage collector then removes their Pods.
+// podspec.JobFinalizer on the calls' next pass; the garbage collector then removes their Pods.
 func (r *WorkspaceReconciler) deleteJobs(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	jobs := &batchv1.JobList{}
 	if err := r.List(ctx, jobs, client.InNamespace(pvc.Namespace), client.MatchingLabels{podcontract.LabelWorkspaceClaim: pvc.Name}); err != nil {

@@ -69,34 +69,6 @@ func TestSessionSafe(t *testing.T) {
 	}
 }
 
-func TestBuildJobMountsTheWorkspaceInTheToolContainerOnly(t *testing.T) {
-	for _, readOnly := range []bool{false, true} {
-		in := testJobInput(nil) // no runnerInImage: the init container must not mount it
-		in.Workspace = &WorkspaceMount{ClaimName: "toolgate-ws-coding-0123", ReadOnly: readOnly}
-		spec := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
-		want := corev1.Volume{Name: podcontract.WorkspaceVolume, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "toolgate-ws-coding-0123", ReadOnly: readOnly}}}
-		if diff := cmp.Diff(want, spec.Volumes[len(spec.Volumes)-1]); diff != "" {
-			t.Errorf("readOnly %v: volume (-want +got):\n%s", readOnly, diff)
-		}
-		mount := corev1.VolumeMount{Name: podcontract.WorkspaceVolume, MountPath: podcontract.WorkspaceMountPath, ReadOnly: readOnly}
-		if mounts := toolIn(spec).VolumeMounts; cmp.Diff(mount, mounts[len(mounts)-1]) != "" {
-			diff := cmp.Diff(mount, mounts[len(mounts)-1])
-			t.Errorf("readOnly %v: mount (-want +got):\n%s", readOnly, diff)
-		}
-		for _, c := range spec.InitContainers {
-			for _, m := range c.VolumeMounts {
-				if m.Name == podcontract.WorkspaceVolume {
-					t.Errorf("init container %s mounts the workspace", c.Name)
-				}
-			}
-		}
-	}
-	if spec := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec; len(scratchVolumes(spec)) != 2 {
-		t.Errorf("no workspace: volumes %v", spec.Volumes)
-	}
-}
-
 func TestBuildClaim(t *testing.T) {
 	call := &toolgatev1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "agents"},
 		Spec: toolgatev1alpha1.ToolCallSpec{Session: "agent@x/1", Requester: "alice"}}

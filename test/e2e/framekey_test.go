@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -228,7 +228,7 @@ var _ = Describe("warm pool: a Pod moved into another tool's pool", Label("warm"
 
 		By("moving tool a's idle Pod into tool b's pool: its labels and its owner")
 		moved := imposter.DeepCopy()
-		moved.Labels[poolLabel] = controllers.ToolLabelValue(b.Name)
+		moved.Labels[poolLabel] = podspec.ToolLabelValue(b.Name)
 		moved.Labels[podcontract.LabelTemplate] = own.Labels[podcontract.LabelTemplate]
 		moved.OwnerReferences = []metav1.OwnerReference{{APIVersion: toolgatev1alpha1.GroupVersion.String(), Kind: "Tool",
 			Name: b.Name, UID: b.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}

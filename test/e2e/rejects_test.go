@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -73,7 +73,7 @@ var _ = Describe("a Job the cluster refuses", Label("rejects", "execution-reject
 // tool in toolgate-demo, removed when the spec ends, and waits until it is in effect.
 func refuseToolJobs(ctx SpecContext, tool, message string) {
 	GinkgoHelper()
-	selector := map[string]string{podcontract.LabelTool: controllers.ToolLabelValue(tool)}
+	selector := map[string]string{podcontract.LabelTool: podspec.ToolLabelValue(tool)}
 	probe := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-refused-probe", Namespace: demoNS, Labels: selector},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -42,7 +42,7 @@ func explain(ctx context.Context, c client.Client, ns, name string) string {
 			}
 		}
 	}
-	byCall := client.MatchingLabels{podcontract.LabelCall: controllers.CallLabelValue(name)}
+	byCall := client.MatchingLabels{podcontract.LabelCall: podspec.CallLabelValue(name)}
 	jobs := &batchv1.JobList{}
 	if err := c.List(ctx, jobs, client.InNamespace(ns), byCall); err == nil {
 		for _, j := range jobs.Items {

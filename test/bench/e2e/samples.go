@@ -119,7 +119,7 @@ func (b *bench) pod(ctx context.Context, volumes bool) sample {
 	s := sample{series: "C", parts: map[string]time.Duration{}}
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "bench-c-", Namespace: ns, Labels: b.labels()}, Spec: podSpec()}
 	if volumes {
-		// The two emptyDirs toolgate's tool Pods mount (controllers/job.go).
+		// The two emptyDirs toolgate's tool Pods mount (internal/podspec).
 		p.GenerateName = "bench-e-"
 		p.Spec.Volumes = []corev1.Volume{
 			{Name: podcontract.RunVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 )
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -31,7 +32,7 @@ func call(name string, phase v1alpha1.ToolCallPhase, verdict v1alpha1.Verdict, a
 	c.Status.Phase, c.Status.Verdict = phase, verdict
 	c.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "t", Spec: &v1alpha1.ToolSpec{Retry: v1alpha1.RetryPolicy{MaxAttempts: 2}}}
 	for i := 1; i <= attempts; i++ {
-		c.Status.Attempts = append(c.Status.Attempts, v1alpha1.Attempt{Attempt: int32(i), JobName: controllers.JobName(name, int32(i))})
+		c.Status.Attempts = append(c.Status.Attempts, v1alpha1.Attempt{Attempt: int32(i), JobName: podspec.JobName(name, int32(i))})
 	}
 	if res != nil {
 		c.Status.Result, c.Status.ResultDigest = res, digest('a')
@@ -57,11 +58,11 @@ func version(c v1alpha1.ToolCall, rv string, at time.Duration) CallVersion {
 }
 
 func job(c v1alpha1.ToolCall, attempt int, uid string) JobRecord {
-	return JobRecord{Namespace: ns, Name: controllers.JobName(c.Name, int32(attempt)), UID: types.UID(uid), Call: c.Name, CallUID: c.UID, Attempt: attempt}
+	return JobRecord{Namespace: ns, Name: podspec.JobName(c.Name, int32(attempt)), UID: types.UID(uid), Call: c.Name, CallUID: c.UID, Attempt: attempt}
 }
 
 func start(c v1alpha1.ToolCall, attempt int) PodStart {
-	return PodStart{Namespace: ns, Call: c.Name, CallUID: c.UID, Attempt: attempt, Job: controllers.JobName(c.Name, int32(attempt))}
+	return PodStart{Namespace: ns, Call: c.Name, CallUID: c.UID, Attempt: attempt, Job: podspec.JobName(c.Name, int32(attempt))}
 }
 
 // good is a history that keeps every promise: a call that succeeds on its second attempt,

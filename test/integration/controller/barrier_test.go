@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -161,7 +162,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		first := waitTerminal(ctx, s.ns, "first")
 		expectCancelled(first, pipeline.CancelledWhileRunning)
 		Expect(first.Status.Result.Error).To(Equal("the call was cancelled while it ran; its execution was stopped"))
-		finish(ctx, s.ns, controllers.JobName("second", 1), Outcome{Echo: true})
+		finish(ctx, s.ns, podspec.JobName("second", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, s.ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 
@@ -195,7 +196,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		Expect(records).To(HaveLen(1), audit.text())
 		Expect(records[0]).To(HaveKeyWithValue("reason", string(pipeline.ReasonDeleted)))
 		Expect(records[0]).To(HaveKeyWithValue("resultError", "the call was deleted while it ran; its execution was stopped"))
-		finish(ctx, s.ns, controllers.JobName("second", 1), Outcome{Echo: true})
+		finish(ctx, s.ns, podspec.JobName("second", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, s.ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -46,7 +46,7 @@ var _ = Describe("Cancelling a call", Label("cancel"), func() {
 		kubelet.Script("long", Outcome{Hold: true})
 		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").Obj())
 		Expect(agent.Create(ctx, MakeToolCall("c", ns).Tool("long").Requester("robot").Args(map[string]any{}).Obj())).To(Succeed())
-		jobKey := client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}
+		jobKey := client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
 			g.Expect(k8sClient.Get(ctx, jobKey, job)).To(Succeed())
@@ -146,7 +146,7 @@ var _ = Describe("Cancelling a call", Label("cancel"), func() {
 
 		Expect(cancelAs(ctx, k8sClient, ns, "second")).To(Succeed())
 		expectCancelled(waitTerminal(ctx, ns, "second"), pipeline.CancelledBeforeRunning)
-		finish(ctx, ns, controllers.JobName("first", 1), Outcome{Echo: true})
+		finish(ctx, ns, podspec.JobName("first", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "first")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -53,7 +54,7 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").Obj())
 		call := MakeToolCall("c", ns).Tool("long").Args(map[string]any{}).Obj()
 		create(ctx, call)
-		jobKey := client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}
+		jobKey := client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
 			g.Expect(k8sClient.Get(ctx, jobKey, job)).To(Succeed())

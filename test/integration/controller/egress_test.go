@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -79,7 +80,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 
 		By("the Pod: labelled for that policy, the four proxy variables carrying a grant for this call only")
 		job := &batchv1.Job{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 		Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkProxy))
 		env := map[string]string{}
 		for _, e := range containerNamed(job.Spec.Template.Spec, podcontract.ToolContainerName).Env {
@@ -115,7 +116,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 			MakeToolCall("c", ns).Tool("long").Requester(AdminUser).Args(map[string]any{}).Obj())
 		job := &batchv1.Job{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 			g.Expect(job.Status.Active).To(BeNumerically("==", 1), "the Pod runs")
 		}).WithContext(ctx).Should(Succeed())
 		grant := grantOf(job, opts.Key)
@@ -142,7 +143,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		job := &batchv1.Job{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 		Expect(job.Spec.Template.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkEgress))
 		Expect(containerNamed(job.Spec.Template.Spec, podcontract.ToolContainerName).Env).NotTo(ContainElement(HaveField("Name", podcontract.EnvHTTPSProxy)))
 		Expect(call.Status.Attempts[0].Egress).To(BeNil())

@@ -9,7 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -44,7 +44,7 @@ var _ = Describe("An ending without the runner's frame", Label("execution", "end
 
 var _ = Describe("A frame the runner did not vouch for", Label("execution", "endings", "hostile"), func() {
 	logReads := func(call *v1alpha1.ToolCall) []LogRead {
-		return kubelet.LogReads(call.Namespace, PodName(controllers.JobName(call.Name, 1)))
+		return kubelet.LogReads(call.Namespace, PodName(podspec.JobName(call.Name, 1)))
 	}
 
 	It("a forged frame (the body wrote it and killed the runner) ends ResultUnreadable, its content unused", func(ctx SpecContext) {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -63,7 +63,7 @@ var _ = Describe("A body that fails", Label("execution"), func() {
 		expectFailure(call, "ImageNeverStarted")
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
-			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: call.Namespace, Name: controllers.JobName("c", 1)}, job)
+			err := k8sClient.Get(ctx, client.ObjectKey{Namespace: call.Namespace, Name: podspec.JobName("c", 1)}, job)
 			g.Expect(err != nil || !job.DeletionTimestamp.IsZero()).To(BeTrue(), "the Job is deleted")
 		}).WithContext(ctx).Should(Succeed())
 	})
@@ -79,7 +79,7 @@ var _ = Describe("A body that fails", Label("execution"), func() {
 			MakeToolCall("c", ns).Tool("held").Requester(AdminUser).Args(map[string]any{}).Obj())
 		job := &batchv1.Job{}
 		Eventually(func(g Gomega) {
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 			g.Expect(job.Status.Active).To(BeNumerically("==", 1))
 		}).WithContext(ctx).Should(Succeed())
 		// Background propagation, as kubectl deletes (a Job's API default, orphan, needs the

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -83,7 +83,7 @@ var _ = Describe("The frame key", Label("framekey"), func() {
 		call := waitTerminal(ctx, ns, "k1")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		job := &batchv1.Job{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("k1", 1)}, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("k1", 1)}, job)).To(Succeed())
 		pod := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: PodName(job.Name)}, pod)).To(Succeed())
 		keySecret := podcontract.AttemptKeySecret(job.Name)

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -47,7 +47,7 @@ var _ = Describe("A call that succeeds", Label("happy"), func() {
 		Expect(k8sClient.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
 		Expect(jobs.Items).To(HaveLen(1))
 		job := jobs.Items[0]
-		Expect(job.Name).To(Equal(controllers.JobName("hello", 1)))
+		Expect(job.Name).To(Equal(podspec.JobName("hello", 1)))
 		Expect(metav1.IsControlledBy(&job, call)).To(BeTrue())
 		env := map[string]string{}
 		for _, e := range containerNamed(job.Spec.Template.Spec, podcontract.SignerContainerName).Env {

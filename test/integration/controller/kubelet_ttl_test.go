@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -23,9 +23,9 @@ import (
 // echoes its arguments.
 func ttlJob(ns string, ttl int32) *batchv1.Job {
 	call := MakeToolCall("orphan", ns).Tool("ttl").Requester(AdminUser).Args(map[string]any{}).Obj()
-	job := controllers.BuildJob(controllers.JobInput{Call: call, Attempt: 1,
+	job := podspec.BuildJob(podspec.Input{Call: call, Attempt: 1,
 		Tool:      &v1alpha1.ToolSpec{Body: v1alpha1.ToolBody{Image: "example/ttl:1", RunnerInImage: true}},
-		Arguments: []byte(`{}`), Digest: Digest([]byte(`{}`))}, controllers.DefaultJobOptions())
+		Arguments: []byte(`{}`), Digest: Digest([]byte(`{}`))}, podspec.DefaultOptions())
 	job.Spec.TTLSecondsAfterFinished = ptr.To(ttl)
 	job.Finalizers = nil
 	return job

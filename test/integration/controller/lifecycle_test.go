@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -24,7 +25,7 @@ var _ = Describe("Retries", Label("retry"), func() {
 		Expect(call.Status.Attempts).To(HaveLen(3))
 		for i, a := range call.Status.Attempts {
 			Expect(a.Attempt).To(BeNumerically("==", i+1))
-			Expect(a.JobName).To(Equal(controllers.JobName("c", int32(i+1))))
+			Expect(a.JobName).To(Equal(podspec.JobName("c", int32(i+1))))
 			Expect(a.Reason).To(Equal("OOMKilled"))
 		}
 		jobs := &batchv1.JobList{}
@@ -47,7 +48,7 @@ var _ = Describe("A tool edited after a call was admitted", Label("snapshot"), f
 			MakeToolCall("c", ns).Tool("edited").Requester(AdminUser).Args(map[string]any{}).Obj())
 		job := &batchv1.Job{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)
 		}).WithContext(ctx).Should(Succeed())
 		tool := &v1alpha1.Tool{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "edited"}, tool)).To(Succeed())
@@ -131,7 +132,7 @@ var _ = Describe("An operator restarted mid-call", Label("restart"), func() {
 		kubelet.Script("long", Outcome{Hold: true})
 		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").Obj(),
 			MakeToolCall("c", ns).Tool("long").Requester(AdminUser).Args(map[string]any{}).Obj())
-		jobName := controllers.JobName("c", 1)
+		jobName := podspec.JobName("c", 1)
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: jobName}, job)).To(Succeed())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -55,7 +56,7 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=ensure, the default
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 
 		job := &batchv1.Job{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 		jobCreated := revision(job) // the Job's writes since (status, finalizer) only raise it
 		for _, want := range controllers.ToolNetworkPolicies(ns, controllers.DefaultEgressExcept()) {
 			got := getPolicy(ctx, ns, want.Name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -38,7 +39,7 @@ var _ = Describe("An operator outage longer than the old Job TTL", Label("restar
 		k.Script("report", Outcome{Hold: true})
 		create(ctx, MakeTool("report", ns).Image("example/report:1").Command("/report").Retry(3, "JobDeleted").Obj(),
 			MakeToolCall("c", ns).Tool("report").Requester(AdminUser).Args(map[string]any{}).Obj())
-		key := client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}
+		key := client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}
 		job := &batchv1.Job{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, key, job)).To(Succeed())

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -25,7 +25,7 @@ var _ = Describe("Post-execute policies see the tool admission saw", Label("post
 			MakeToolCall("c", ns).Tool("classified").Requester(AdminUser).Args(map[string]any{}).Obj())
 		job := &batchv1.Job{}
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)
 		}).WithContext(ctx).Should(Succeed())
 
 		// The call was admitted with the annotation: removing it now changes nothing for it.

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -54,7 +54,7 @@ func runningCallAs(ctx SpecContext, ns string, c client.Client, name string) cli
 		create(ctx, MakeTool("long", ns).Image("example/long:1").Command("/long").Obj())
 	}
 	Expect(c.Create(ctx, MakeToolCall(name, ns).Tool("long").Args(map[string]any{}).Obj())).To(Succeed())
-	jobKey := client.ObjectKey{Namespace: ns, Name: controllers.JobName(name, 1)}
+	jobKey := client.ObjectKey{Namespace: ns, Name: podspec.JobName(name, 1)}
 	Eventually(func(g Gomega) {
 		job := &batchv1.Job{}
 		g.Expect(k8sClient.Get(ctx, jobKey, job)).To(Succeed())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -89,9 +90,9 @@ var _ = Describe("Tool names that are not label values", Label("rejects"), func(
 			call := waitTerminal(ctx, ns, "c")
 			Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 			job := &batchv1.Job{}
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 			Expect(job.Annotations).To(HaveKeyWithValue(podcontract.AnnotationTool, name))
-			Expect(job.Labels).To(HaveKeyWithValue(podcontract.LabelTool, controllers.ToolLabelValue(name)))
+			Expect(job.Labels).To(HaveKeyWithValue(podcontract.LabelTool, podspec.ToolLabelValue(name)))
 		})
 	}
 })
@@ -143,7 +144,7 @@ var _ = Describe("The deadline backstop", Label("rejects"), func() {
 		call := &v1alpha1.ToolCall{}
 		Eventually(func(g Gomega) {
 			job := &batchv1.Job{}
-			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, job)).To(Succeed())
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 			g.Expect(job.Status.Active).To(BeNumerically("==", 1), "the Pod runs")
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, call)).To(Succeed())
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseRunning))

@@ -7,13 +7,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
 // jobExists reports whether the first attempt's Job of a call exists.
 func jobExists(ctx SpecContext, g Gomega, ns, call string) bool {
-	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName(call, 1)}, &batchv1.Job{})
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName(call, 1)}, &batchv1.Job{})
 	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 	return err == nil
 }
@@ -34,10 +34,10 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 		Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).
 			WithTimeout(ConsistentDuration).Should(BeFalse(), "the second unsafe call waits for the first")
 
-		finish(ctx, ns, controllers.JobName("first", 1), Outcome{Echo: true})
+		finish(ctx, ns, podspec.JobName("first", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "first")).To(HavePhase(v1alpha1.PhaseSucceeded))
 		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).Should(BeTrue())
-		finish(ctx, ns, controllers.JobName("second", 1), Outcome{Echo: true})
+		finish(ctx, ns, podspec.JobName("second", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
 	})
 
@@ -54,7 +54,7 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 			}
 		}).WithContext(ctx).Should(Succeed())
 		for _, name := range []string{"r1", "r2", "r3"} {
-			finish(ctx, ns, controllers.JobName(name, 1), Outcome{Echo: true})
+			finish(ctx, ns, podspec.JobName(name, 1), Outcome{Echo: true})
 			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
 		}
 	})

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -93,7 +93,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 		misses := testutil.ToFloat64(metrics.WarmMisses.WithLabelValues(elsewhere, "ClusterTool", ct.Name, "unlisted"))
 		cold := callIn(ctx, elsewhere, "c1", ct.Name, "cold")
 		Expect(cold.Status.Attempts[0].Path).To(BeEmpty())
-		Expect(cold.Status.Attempts[0].JobName).To(Equal(controllers.JobName("c1", 1)))
+		Expect(cold.Status.Attempts[0].JobName).To(Equal(podspec.JobName("c1", 1)))
 		Expect(testutil.ToFloat64(metrics.WarmMisses.WithLabelValues(elsewhere, "ClusterTool", ct.Name, "unlisted"))).To(Equal(misses + 1))
 
 		pods := readyPool(ctx, b, 2)

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -219,7 +219,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 		call := waitTerminal(ctx, ns, "cold")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 		Expect(call.Status.Attempts[0].Path).To(BeEmpty())
-		Expect(call.Status.Attempts[0].JobName).To(Equal(controllers.JobName("cold", 1)))
+		Expect(call.Status.Attempts[0].JobName).To(Equal(podspec.JobName("cold", 1)))
 		Expect(jobsIn(ctx, ns)).To(HaveLen(1))
 	})
 })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -46,7 +47,7 @@ func recordedOn(ctx SpecContext, g Gomega, ns, claim string) []podcontract.Works
 func podTemplateOf(ctx SpecContext, ns, call string) corev1.PodSpec {
 	GinkgoHelper()
 	job := &batchv1.Job{}
-	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName(call, 1)}, job)).To(Succeed())
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName(call, 1)}, job)).To(Succeed())
 	return job.Spec.Template.Spec
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -117,7 +118,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		Expect(r1).To(HavePhase(v1alpha1.PhaseSucceeded), explain(r1))
 		Expect(string(r1.Status.Result.Content.Raw)).To(ContainSubstring("one"), "a later call of the session reads the file")
 		job := &batchv1.Job{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("r1", 1)}, job)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("r1", 1)}, job)).To(Succeed())
 		Expect(job.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("PersistentVolumeClaim.ReadOnly", true)))
 		Expect(containerNamed(job.Spec.Template.Spec, podcontract.ToolContainerName).VolumeMounts).To(ContainElement(And(
 			HaveField("MountPath", podcontract.WorkspaceMountPath), HaveField("ReadOnly", true))))
@@ -251,7 +252,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		Consistently(func() error { _, err := getClaim(ctx, ns, name); return err }).WithContext(ctx).
 			WithTimeout(ConsistentDuration).Should(Succeed(), "a running call keeps its session's claim")
 
-		finish(ctx, ns, controllers.JobName("c", 1), Outcome{Echo: true})
+		finish(ctx, ns, podspec.JobName("c", 1), Outcome{Echo: true})
 		Expect(waitTerminal(ctx, ns, "c")).To(HavePhase(v1alpha1.PhaseSucceeded))
 		Eventually(func(g Gomega) {
 			pvc, err := getClaim(ctx, ns, name)
@@ -268,7 +269,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		Eventually(func() error { _, err := getClaim(ctx, ns, name); return err }).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Expect(kubelet.Workspace(ns, name)).To(BeNil(), "its files went with it")
 		Eventually(func() error {
-			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName("c", 1)}, &batchv1.Job{})
+			return k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, &batchv1.Job{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the session's ended Jobs go with it, ahead of their retention: their Pods would hold the claim")
 	})
 
@@ -303,7 +304,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		done := func(names ...string) {
 			GinkgoHelper()
 			for _, n := range names {
-				finish(ctx, ns, controllers.JobName(n, 1), Outcome{Echo: true})
+				finish(ctx, ns, podspec.JobName(n, 1), Outcome{Echo: true})
 				Expect(waitTerminal(ctx, ns, n)).To(HavePhase(v1alpha1.PhaseSucceeded))
 			}
 		}

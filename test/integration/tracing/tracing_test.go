@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -124,7 +124,7 @@ func jobTraceparent(ctx SpecContext, ns, name string, attempt int32) string {
 
 func readJobTraceparent(ctx SpecContext, ns, name string, attempt int32) (string, error) {
 	job := &batchv1.Job{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: controllers.JobName(name, attempt)}, job); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName(name, attempt)}, job); err != nil {
 		return "", err
 	}
 	for _, e := range job.Spec.Template.Spec.Containers[0].Env { // the signer's: it hands TRACEPARENT to the body
@@ -152,7 +152,7 @@ var _ = Describe("A traced call", Label("tracing"), func() {
 		expectOneTree(spans, call)
 		exec := byName(spans, tracing.SpanExecute)
 		Expect(attr(exec, string(tracing.AttrAttempt))).To(Equal("1"))
-		Expect(attr(exec, string(tracing.AttrJob))).To(Equal(controllers.JobName("hello", 1)))
+		Expect(attr(exec, string(tracing.AttrJob))).To(Equal(podspec.JobName("hello", 1)))
 		Expect(exec.Status.Code).To(Equal(codes.Unset))
 		tp := tracing.ParseTraceparent(jobTraceparent(ctx, ns, "hello", 1))
 		Expect(tp.SpanID()).To(Equal(exec.SpanContext.SpanID()), "the body's TRACEPARENT names the execution span")
@@ -248,7 +248,7 @@ var _ = Describe("A traced call", Label("tracing"), func() {
 		second, exp2 := startTraced(ManagerOptions{Kubelet: k, KubeletRunsApart: true})
 		DeferCleanup(second.Stop)
 		Eventually(func() error {
-			return k.Finish(ctx, ns, controllers.JobName("restarted", 1), Outcome{Stdout: []byte(`{"ok":1}`)})
+			return k.Finish(ctx, ns, podspec.JobName("restarted", 1), Outcome{Stdout: []byte(`{"ok":1}`)})
 		}).Should(Succeed())
 		done := waitPhase(ctx, ns, "restarted", true, "")
 		Expect(done).To(HavePhase(v1alpha1.PhaseSucceeded))

@@ -1,4 +1,4 @@
-package controllers
+package podspec
 
 import (
 	"testing"
@@ -11,10 +11,10 @@ import (
 // TRACEPARENT, after the Tool's own env (a Tool cannot pin it), and absent without one.
 func TestBuildJobTraceparent(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	env := func(in JobInput) (string, int) {
+	env := func(in Input) (string, int) {
 		var last string
 		n := 0
-		for _, e := range signerIn(BuildJob(in, DefaultJobOptions()).Spec.Template.Spec).Env {
+		for _, e := range signerIn(BuildJob(in, DefaultOptions()).Spec.Template.Spec).Env {
 			if e.Name == podcontract.EnvTraceparent {
 				last, n = e.Value, n+1
 			}

@@ -1,4 +1,4 @@
-package controllers
+package podspec
 
 import (
 	"testing"
@@ -23,14 +23,14 @@ func envValues(env []corev1.EnvVar) map[string][]string {
 // The tool endpoint reaches every body, cold and warm, through the standard OTLP variables;
 // without one there are none; a Tool that sets its own keeps it.
 func TestToolOTLPEnvColdAndWarm(t *testing.T) {
-	with := DefaultJobOptions()
+	with := DefaultOptions()
 	with.ToolOTLPEndpoint = testOTLPEndpoint
-	paths := map[string]func(JobInput, JobOptions) []corev1.EnvVar{
-		"cold": func(in JobInput, o JobOptions) []corev1.EnvVar {
+	paths := map[string]func(Input, Options) []corev1.EnvVar{
+		"cold": func(in Input, o Options) []corev1.EnvVar {
 			return toolIn(BuildJob(in, o).Spec.Template.Spec).Env
 		},
-		"warm": func(in JobInput, o JobOptions) []corev1.EnvVar {
-			return toolIn(buildWarmPod(toolPool(warmToolOf(in), 1), o).Spec).Env
+		"warm": func(in Input, o Options) []corev1.EnvVar {
+			return toolIn(WarmPodSpec(in.Tool, o)).Env
 		},
 	}
 	for name, env := range paths {
@@ -45,7 +45,7 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 			t.Errorf("%s: the Tool's own env is gone: %v", name, got)
 		}
 
-		off := envValues(env(testJobInput(nil), DefaultJobOptions()))
+		off := envValues(env(testJobInput(nil), DefaultOptions()))
 		if off[podcontract.EnvOTLPEndpoint] != nil || off[podcontract.EnvOTLPProtocol] != nil {
 			t.Errorf("%s: no tool endpoint, yet %v", name, off)
 		}
@@ -65,7 +65,7 @@ func TestToolOTLPEnvColdAndWarm(t *testing.T) {
 
 // A dollar in the endpoint reaches the body as written (no kubelet expansion).
 func TestToolOTLPEnvIsLiteral(t *testing.T) {
-	o := DefaultJobOptions()
+	o := DefaultOptions()
 	o.ToolOTLPEndpoint = "http://collector:4318/$(HOME)"
 	v := envValues(toolIn(BuildJob(testJobInput(nil), o).Spec.Template.Spec).Env)[podcontract.EnvOTLPEndpoint]
 	if len(v) != 1 || v[0] != "http://collector:4318/$$(HOME)" {
@@ -76,22 +76,16 @@ func TestToolOTLPEnvIsLiteral(t *testing.T) {
 // Idle warm Pods are built for one endpoint: another (or none) is another template, so
 // the pool replaces them and no call claims a Pod that exports elsewhere.
 func TestWarmTemplateDigestCoversToolOTLPEndpoint(t *testing.T) {
-	spec := &warmTestTool(nil).Spec.ToolSpec
-	a, b := DefaultJobOptions(), DefaultJobOptions()
+	spec := testJobInput(nil).Tool
+	a, b := DefaultOptions(), DefaultOptions()
 	b.ToolOTLPEndpoint = testOTLPEndpoint
 	c := b
 	c.ToolOTLPEndpoint = "http://203.0.113.7:4318"
-	da, db, dc := warmTemplateDigest(spec, a), warmTemplateDigest(spec, b), warmTemplateDigest(spec, c)
+	da, db, dc := WarmTemplateDigest(spec, a), WarmTemplateDigest(spec, b), WarmTemplateDigest(spec, c)
 	if da == db || db == dc || da == dc {
 		t.Fatalf("digests none %s, one endpoint %s, another %s: must all differ", da, db, dc)
 	}
-	if db != warmTemplateDigest(spec, b) {
+	if db != WarmTemplateDigest(spec, b) {
 		t.Fatal("the digest of one endpoint must be stable")
 	}
-}
-
-func warmToolOf(in JobInput) *toolgatev1alpha1.Tool {
-	tool := warmTestTool(nil)
-	tool.Spec.ToolSpec = *in.Tool
-	return tool
 }

@@ -1,15 +1,12 @@
-package controllers
+package podspec
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"k8s.io/utils/ptr"
@@ -18,7 +15,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
+func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) Input {
 	spec := &toolgatev1alpha1.ToolSpec{
 		Timeout: &metav1.Duration{Duration: 90 * time.Second},
 		Body: toolgatev1alpha1.ToolBody{
@@ -35,42 +32,11 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) JobInput {
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "agents", UID: "call-uid"},
 		Spec:       toolgatev1alpha1.ToolCallSpec{Tool: "echo", Requester: "alice"},
 	}
-	return JobInput{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
-}
-
-func TestJobNameDeterministicAndBounded(t *testing.T) {
-	long := strings.Repeat("a", 250)
-	cases := []struct {
-		call    string
-		attempt int32
-		want    string
-	}{
-		{"hello", 1, "hello-1"},
-		{"hello", 2, "hello-2"},
-		{strings.Repeat("b", 61), 1, strings.Repeat("b", 61) + "-1"},
-	}
-	for _, tc := range cases {
-		if got := JobName(tc.call, tc.attempt); got != tc.want {
-			t.Errorf("JobName(%q,%d) = %q, want %q", tc.call, tc.attempt, got, tc.want)
-		}
-	}
-	a, b := JobName(long, 3), JobName(long, 3)
-	if a != b || len(a) > 63 {
-		t.Fatalf("long name: %q (len %d) not deterministic or too long", a, len(a))
-	}
-	if JobName(long, 3) == JobName(long+"x", 3) {
-		t.Fatal("distinct long names collide")
-	}
-	if errs := validation.IsDNS1123Label(a); len(errs) > 0 {
-		t.Fatalf("job name %q is not a DNS label: %v", a, errs)
-	}
-	if errs := validation.IsValidLabelValue(CallLabelValue(long)); len(errs) > 0 {
-		t.Fatalf("call label invalid: %v", errs)
-	}
+	return Input{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
 }
 
 func TestBuildJobSandbox(t *testing.T) {
-	job := BuildJob(testJobInput(nil), DefaultJobOptions())
+	job := BuildJob(testJobInput(nil), DefaultOptions())
 	if job.Name != "hello-1" || job.Namespace != "agents" {
 		t.Fatalf("name = %s/%s", job.Namespace, job.Name)
 	}
@@ -103,21 +69,21 @@ func TestBuildJobSandbox(t *testing.T) {
 }
 
 func TestBuildJobRunnerPaths(t *testing.T) {
-	initJob := BuildJob(testJobInput(nil), DefaultJobOptions())
+	initJob := BuildJob(testJobInput(nil), DefaultOptions())
 	pod := initJob.Spec.Template.Spec
-	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Image != DefaultJobOptions().RunnerImage {
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].Image != DefaultOptions().RunnerImage {
 		t.Fatalf("init container: %+v", pod.InitContainers)
 	}
 	if d := diff(toolIn(pod).Command, []string{podcontract.CopiedRunner, podcontract.BodyFlag, "--", "/echo", "-v"}); d != "" {
 		t.Errorf("command (-got +want):\n%s", d)
 	}
-	if s := signerIn(pod); s.Image != DefaultJobOptions().RunnerImage || diff(s.Command, []string{podcontract.ImageRunner, podcontract.SignFlag}) != "" {
+	if s := signerIn(pod); s.Image != DefaultOptions().RunnerImage || diff(s.Command, []string{podcontract.ImageRunner, podcontract.SignFlag}) != "" {
 		t.Errorf("signer %s %v", s.Image, s.Command)
 	}
 	if pod.Containers[0].Name != podcontract.SignerContainerName {
 		t.Error("the signer is not the first container: the kubelet starts it after the body's")
 	}
-	inImage := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }), DefaultJobOptions())
+	inImage := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }), DefaultOptions())
 	pod = inImage.Spec.Template.Spec
 	if len(pod.InitContainers) != 0 {
 		t.Fatal("runnerInImage must not add an init container")
@@ -130,7 +96,7 @@ func TestBuildJobRunnerPaths(t *testing.T) {
 // The body's container gets the Tool's own environment and nothing of toolgate's; the
 // signer gets the frozen arguments, the digest, the bounds and the attempt's key.
 func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
-	pod := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
+	pod := BuildJob(testJobInput(nil), DefaultOptions()).Spec.Template.Spec
 	if d := diff(envMap(toolIn(pod).Env), map[string]string{"MODE": "fast"}); d != "" {
 		t.Errorf("body env (-got +want):\n%s", d)
 	}
@@ -147,7 +113,7 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 // holds the namespace's master: the signer references its attempt's own key Secret, which
 // the kubelet resolves; the body's container references no key at all.
 func TestBuildJobReferencesOnlyTheAttemptKey(t *testing.T) {
-	pod := BuildJob(testJobInput(nil), DefaultJobOptions()).Spec.Template.Spec
+	pod := BuildJob(testJobInput(nil), DefaultOptions()).Spec.Template.Spec
 	want := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: podcontract.AttemptKeySecret("hello-1")},
 		Key: podcontract.FrameKeySecretKey}
 	wantSecretRef(t, signerIn(pod).Env, podcontract.EnvAttemptKey, want)
@@ -212,18 +178,18 @@ func scratchNone(s *toolgatev1alpha1.ToolSpec) {
 
 func TestBuildJobScratch(t *testing.T) {
 	pod := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
-		DefaultJobOptions()).Spec.Template.Spec
+		DefaultOptions()).Spec.Template.Spec
 	if len(scratchVolumes(pod)) != 2 || len(toolIn(pod).VolumeMounts) != 3 {
 		t.Fatalf("default scratch: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
 	}
 	// Scratch None: no volume at all (the halves meet at the abstract socket) ...
-	pod = BuildJob(testJobInput(scratchNone), DefaultJobOptions()).Spec.Template.Spec
+	pod = BuildJob(testJobInput(scratchNone), DefaultOptions()).Spec.Template.Spec
 	if len(pod.Volumes) != 0 || len(toolIn(pod).VolumeMounts) != 0 || len(signerIn(pod).VolumeMounts) != 0 {
 		t.Fatalf("scratch None: volumes %+v mounts %+v", pod.Volumes, toolIn(pod).VolumeMounts)
 	}
 	// ... but under a RuntimeClass, whose containers may not share the network namespace,
 	// the link volume only: both containers, a socket's worth of room.
-	opts := DefaultJobOptions()
+	opts := DefaultOptions()
 	opts.DefaultRuntimeClassName = "gvisor"
 	pod = BuildJob(testJobInput(scratchNone), opts).Spec.Template.Spec
 	for _, c := range pod.Containers {
@@ -244,30 +210,11 @@ func TestBuildJobScratch(t *testing.T) {
 	}
 }
 
-func TestWithDefaults(t *testing.T) {
-	defaults := DefaultJobOptions().DefaultResources
-	set := corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
-	}
-	got := withDefaults(set, defaults)
-	if q := got.Limits[corev1.ResourceMemory]; q.Cmp(resource.MustParse("512Mi")) != 0 {
-		t.Errorf("memory limit = %s, want raised to the request", q.String())
-	}
-	if q := got.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("50m")) != 0 {
-		t.Errorf("cpu request = %s, want default", q.String())
-	}
-	small := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Mi")}}
-	got = withDefaults(small, defaults)
-	if q := got.Requests[corev1.ResourceMemory]; q.Cmp(resource.MustParse("8Mi")) != 0 {
-		t.Errorf("memory request = %s, want lowered to the limit", q.String())
-	}
-}
-
 func TestBuildJobRuntimeClassAndEgress(t *testing.T) {
 	job := BuildJob(testJobInput(func(s *toolgatev1alpha1.ToolSpec) {
 		s.Sandbox.RuntimeClassName = ptr.To("gvisor")
 		s.Sandbox.Network = toolgatev1alpha1.NetworkEgress
-	}), DefaultJobOptions())
+	}), DefaultOptions())
 	if rc := job.Spec.Template.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
 		t.Errorf("runtimeClassName = %v", rc)
 	}
@@ -284,79 +231,19 @@ func TestBuildJobPassesPodSecurityRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	level := api.LevelVersion{Level: api.LevelRestricted, Version: api.LatestVersion()}
-	for name, in := range map[string]JobInput{
+	for name, in := range map[string]Input{
 		"init-container":  testJobInput(nil),
 		"runner-in-image": testJobInput(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
 		"scratch-none":    testJobInput(scratchNone),
 		"credentials":     testJobInput(withCredentials),
 	} {
-		job := BuildJob(in, DefaultJobOptions())
+		job := BuildJob(in, DefaultOptions())
 		results := evaluator.EvaluatePod(level, &job.Spec.Template.ObjectMeta, &job.Spec.Template.Spec)
 		for _, r := range results {
 			if !r.Allowed {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
 			}
 		}
-	}
-}
-
-// TestBuildJobLabelsValidForEveryName builds Jobs for tool and call names that are valid in
-// the API but not as label values, and checks what the API server checks: every label is a
-// valid label, the Job's name a DNS subdomain, and the exact names are in annotations.
-func TestBuildJobLabelsValidForEveryName(t *testing.T) {
-	cases := []struct{ name, tool, call string }{
-		{"plain", "echo", "hello"},
-		{"leading underscore", "_probe", "hello"},
-		{"trailing dash", "probe-", "hello"},
-		{"only punctuation", "_-_", "hello"},
-		{"64 characters", strings.Repeat("t", 64), "hello"},
-		{"64 with underscore ends", "_" + strings.Repeat("t", 62) + "_", "hello"},
-		{"long call name", "echo", strings.Repeat("c", 200)},
-		{"long call cut at a dot", "echo", strings.Repeat("c", 51) + "." + strings.Repeat("d", 100)},
-		{"long call cut at a dash", "echo", strings.Repeat("c", 51) + "-" + strings.Repeat("d", 100)},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			in := testJobInput(nil)
-			in.Call.Spec.Tool, in.Call.Name = tc.tool, tc.call
-			for attempt := int32(1); attempt <= 10; attempt++ {
-				in.Attempt = attempt
-				job := BuildJob(in, DefaultJobOptions())
-				if errs := validation.IsDNS1123Subdomain(job.Name); len(errs) > 0 || len(job.Name) > 63 {
-					t.Fatalf("job name %q: %v", job.Name, errs)
-				}
-				for _, set := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-					for k, v := range set {
-						if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-							t.Errorf("label %s=%q: %v", k, v, errs)
-						}
-					}
-				}
-				if job.Annotations[podcontract.AnnotationTool] != tc.tool || job.Annotations[podcontract.AnnotationCallName] != tc.call {
-					t.Errorf("annotations %v do not carry the exact names", job.Annotations)
-				}
-			}
-		})
-	}
-}
-
-func TestToolLabelValueKeepsValidNamesAndNeverCollides(t *testing.T) {
-	if got := ToolLabelValue("echo_2"); got != "echo_2" {
-		t.Errorf("a valid label value is kept: got %q", got)
-	}
-	seen := map[string]string{}
-	for _, tool := range []string{"_probe", "probe_", "-probe", "probe", "_probe_", strings.Repeat("a", 64), strings.Repeat("a", 63) + "b"} {
-		v := ToolLabelValue(tool)
-		if prev, ok := seen[v]; ok {
-			t.Errorf("%q and %q share the label value %q", prev, tool, v)
-		}
-		seen[v] = tool
-		if v != tool && !strings.Contains(v, ".") {
-			t.Errorf("hashed value %q has no '.', so it could equal a real tool name", v)
-		}
-	}
-	if got := ToolLabelValue("_probe"); !strings.HasPrefix(got, "probe.") {
-		t.Errorf("ToolLabelValue(_probe) = %q, want a readable prefix", got)
 	}
 }
 
@@ -368,7 +255,7 @@ func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
 	})
 	in.Arguments = []byte(`{"cmd":"echo $$ $(HOME) $$(X)"}`)
 	env := map[string]string{}
-	spec := BuildJob(in, DefaultJobOptions()).Spec.Template.Spec
+	spec := BuildJob(in, DefaultOptions()).Spec.Template.Spec
 	for _, e := range append(signerIn(spec).Env, toolIn(spec).Env...) {
 		env[e.Name] = e.Value
 	}
@@ -380,68 +267,9 @@ func TestBuildJobEnvEscapesDollarsInToolgateValues(t *testing.T) {
 	}
 }
 
-func TestBuildJobBoundsNodeDisk(t *testing.T) {
-	q := resource.MustParse
-	cases := []struct {
-		name         string
-		mut          func(*toolgatev1alpha1.ToolSpec)
-		wantSize     string // sizeLimit of every emptyDir; "" means no volumes
-		wantStorage  string // ephemeral-storage limit of the tool container
-		wantRequests string // ephemeral-storage request of the tool container
-	}{
-		{"operator defaults", nil, "256Mi", "1Gi", "64Mi"},
-		{"tool scratch size", func(s *toolgatev1alpha1.ToolSpec) { s.Sandbox.ScratchSizeLimit = ptr.To(q("2Gi")) }, "2Gi", "1Gi", "64Mi"},
-		{"zero scratch size falls back", func(s *toolgatev1alpha1.ToolSpec) { s.Sandbox.ScratchSizeLimit = ptr.To(q("0")) }, "256Mi", "1Gi", "64Mi"},
-		{"tool storage limit", func(s *toolgatev1alpha1.ToolSpec) {
-			s.Body.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: q("4Gi")}
-		}, "256Mi", "4Gi", "64Mi"},
-		{"tool storage request above default limit", func(s *toolgatev1alpha1.ToolSpec) {
-			s.Body.Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: q("3Gi")}
-		}, "256Mi", "3Gi", "3Gi"},
-		{"scratch None", scratchNone, "", "1Gi", "64Mi"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := BuildJob(testJobInput(tc.mut), DefaultJobOptions()).Spec.Template.Spec
-			if tc.wantSize == "" && len(scratchVolumes(pod)) != 0 {
-				t.Fatalf("volumes = %+v, want none", pod.Volumes)
-			}
-			if tc.wantSize != "" && len(scratchVolumes(pod)) != 2 {
-				t.Fatalf("volumes = %+v, want 2", pod.Volumes)
-			}
-			for _, v := range scratchVolumes(pod) {
-				if v.EmptyDir == nil || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Cmp(q(tc.wantSize)) != 0 {
-					t.Errorf("volume %s: emptyDir %+v, want sizeLimit %s", v.Name, v.EmptyDir, tc.wantSize)
-				}
-			}
-			res := toolIn(pod).Resources
-			if got := res.Limits[corev1.ResourceEphemeralStorage]; got.Cmp(q(tc.wantStorage)) != 0 {
-				t.Errorf("ephemeral-storage limit = %s, want %s", got.String(), tc.wantStorage)
-			}
-			if got := res.Requests[corev1.ResourceEphemeralStorage]; got.Cmp(q(tc.wantRequests)) != 0 {
-				t.Errorf("ephemeral-storage request = %s, want %s", got.String(), tc.wantRequests)
-			}
-			for _, c := range pod.InitContainers {
-				if _, ok := c.Resources.Limits[corev1.ResourceEphemeralStorage]; !ok {
-					t.Errorf("init container %s has no ephemeral-storage limit", c.Name)
-				}
-			}
-		})
-	}
-}
-
-func TestBuildJobScratchSizeLimitNotShared(t *testing.T) {
-	opts := DefaultJobOptions()
-	pod := BuildJob(testJobInput(nil), opts).Spec.Template.Spec
-	pod.Volumes[0].EmptyDir.SizeLimit.Set(1)
-	if pod.Volumes[1].EmptyDir.SizeLimit.Cmp(resource.MustParse("256Mi")) != 0 || opts.ScratchSizeLimit.Cmp(resource.MustParse("256Mi")) != 0 {
-		t.Fatal("emptyDirs share one sizeLimit quantity with each other or the options")
-	}
-}
-
 // The operator's default RuntimeClass applies to a Tool that names none, never over one it names.
 func TestBuildJobDefaultRuntimeClass(t *testing.T) {
-	opts := DefaultJobOptions()
+	opts := DefaultOptions()
 	opts.DefaultRuntimeClassName = "gvisor"
 	tests := []struct {
 		name string
@@ -458,7 +286,7 @@ func TestBuildJobDefaultRuntimeClass(t *testing.T) {
 			t.Errorf("%s: runtimeClassName = %v, want %q", tc.name, rc, tc.want)
 		}
 	}
-	if rc := BuildJob(testJobInput(func(*toolgatev1alpha1.ToolSpec) {}), DefaultJobOptions()).Spec.Template.Spec.RuntimeClassName; rc != nil {
+	if rc := BuildJob(testJobInput(func(*toolgatev1alpha1.ToolSpec) {}), DefaultOptions()).Spec.Template.Spec.RuntimeClassName; rc != nil {
 		t.Errorf("no default, no tool's: runtimeClassName = %q, want unset (the node's runtime)", *rc)
 	}
 }

@@ -1,0 +1,91 @@
+package layering
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolgate/toolgate/"
+
+// rule says what a package (and everything it imports, transitively) may not depend on:
+// any import path with a forbidden prefix, and any toolgate package outside allowed.
+type rule struct {
+	pkg       string
+	why       string
+	forbidden []string
+	// allowed are the toolgate packages (and those under them) its dependencies may be.
+	allowed []string
+}
+
+var rules = []rule{
+	{
+		pkg:       "pipeline/...",
+		why:       "the pure core: no client, no cluster",
+		forbidden: []string{"k8s.io/", "sigs.k8s.io/"},
+		allowed:   []string{"pipeline"},
+	},
+	{
+		pkg:       "internal/podspec",
+		why:       "the Pod builder is pure: no client, no cluster, no clock",
+		forbidden: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go", "k8s.io/utils/clock"},
+		allowed:   []string{"internal/podspec", "api/v1alpha1", "pkg/podcontract", "pipeline"},
+	},
+}
+
+// TestLayering: no package of a rule depends on what the rule forbids. A failure names the
+// edge that brings the dependency in.
+func TestLayering(t *testing.T) {
+	for _, r := range rules {
+		for _, pkg := range goList(t, module+r.pkg) {
+			imports := map[string][]string{} // each dependency's own imports
+			for _, line := range goList(t, "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", pkg) {
+				f := strings.Fields(line)
+				imports[f[0]] = f[1:]
+			}
+			for dep := range imports {
+				why := r.forbids(dep)
+				// Only the edges that bring a forbidden package in: what it imports in turn is noise.
+				by := slices.DeleteFunc(importers(imports, dep), func(p string) bool { return r.forbids(p) != "" })
+				if why != "" && len(by) > 0 {
+					t.Errorf("%s (%s) depends on %s, %s (imported by %s)", strings.TrimPrefix(pkg, module), r.why, dep, why, strings.Join(by, ", "))
+				}
+			}
+		}
+	}
+}
+
+func (r rule) forbids(dep string) string {
+	for _, f := range r.forbidden {
+		if strings.HasPrefix(dep, f) {
+			return "which is forbidden"
+		}
+	}
+	if rel, ok := strings.CutPrefix(dep, module); ok && !slices.ContainsFunc(r.allowed, func(a string) bool {
+		return rel == a || strings.HasPrefix(rel, a+"/")
+	}) {
+		return "which is not among " + strings.Join(r.allowed, ", ")
+	}
+	return ""
+}
+
+func importers(imports map[string][]string, dep string) []string {
+	var out []string
+	for pkg, imps := range imports {
+		if slices.Contains(imps, dep) {
+			out = append(out, pkg)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
