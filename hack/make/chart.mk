@@ -74,6 +74,10 @@ chart-test: $(HELM_STAMP) chart-check-sync ## helm lint, helm template (several 
 	  --set gateway.enabled=true,gateway.namespace=agents > $(CHART_OUT)/gateway.yaml
 	@grep -q 'name: toolgate-gateway-impersonate' $(CHART_OUT)/gateway.yaml || { echo "the gateway's default renders no ServiceAccount-only Role"; exit 1; }
 	go run ./hack/impersonation -want narrow $(CHART_OUT)/gateway.yaml
+	@! grep -q -- '- --session-per-client' $(CHART_OUT)/gateway.yaml || { echo "the gateway gives a session per client by default"; exit 1; }
+	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system --show-only templates/gateway.yaml \
+	  --set gateway.enabled=true,gateway.namespace=agents,gateway.scope=coding,gateway.sessionPerClient=true > $(CHART_OUT)/gateway-sessions.yaml
+	@grep -q -- '- --scope=coding' $(CHART_OUT)/gateway-sessions.yaml && grep -q -- '- --session-per-client' $(CHART_OUT)/gateway-sessions.yaml || { echo "gateway.sessionPerClient renders no --session-per-client"; exit 1; }
 	$(HELM) template toolgate $(CHART) --kube-version $(K8S_VERSION) -n toolgate-system \
 	  --set gateway.enabled=true,gateway.namespace=agents,gateway.impersonate.anyUser=true > $(CHART_OUT)/gateway-wide.yaml
 	go run ./hack/impersonation -want wide $(CHART_OUT)/gateway-wide.yaml

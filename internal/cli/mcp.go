@@ -14,13 +14,14 @@ import (
 )
 
 type mcpOptions struct {
-	f         *Factory
-	http      gateway.HTTPOptions
-	remote    bool
-	scope     string
-	session   string
-	wait      time.Duration
-	verbosity int
+	f                *Factory
+	http             gateway.HTTPOptions
+	remote           bool
+	scope            string
+	session          string
+	sessionPerClient bool
+	wait             time.Duration
+	verbosity        int
 }
 
 func newMCPCommand(f *Factory) *cobra.Command {
@@ -65,6 +66,8 @@ func newMCPCommand(f *Factory) *cobra.Command {
 	fl.StringSliceVar(&o.http.ImpersonateExtras, "impersonate-extras", gateway.SAExtras, "user extras passed on when acting as a client")
 	fl.StringVar(&o.scope, "scope", "", "the ToolScope whose tools are served (default: the namespace layer)")
 	fl.StringVar(&o.session, "session", "", "spec.session of every call (orders calls of unsafe tools)")
+	fl.BoolVar(&o.sessionPerClient, "session-per-client", false,
+		"with --http: each MCP session (or _meta toolgate.dev/session key) of a client is its own spec.session, so its own workspace")
 	fl.DurationVar(&o.wait, "wait-timeout", gateway.DefaultWaitBound,
 		"how long a tools/call waits for its result before answering that the call is still running")
 	fl.IntVarP(&o.verbosity, "verbosity", "v", 0, "log verbosity on stderr (1: the MCP SDK's messages too)")
@@ -74,6 +77,9 @@ func newMCPCommand(f *Factory) *cobra.Command {
 func (o *mcpOptions) run(cmd *cobra.Command) error {
 	if o.wait <= 0 {
 		return Usagef("--wait-timeout must be positive, not %s", o.wait)
+	}
+	if o.sessionPerClient && (o.session != "" || o.http.Addr == "") {
+		return Usagef("--session-per-client needs --http and no --session: on stdio the process is the session (--session)")
 	}
 	if (o.http.TLSCertFile == "") != (o.http.TLSKeyFile == "") {
 		return Usagef("--tls-cert-file and --tls-key-file go together")
@@ -85,7 +91,7 @@ func (o *mcpOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	base := gateway.Options{Client: c, Scope: o.scope, Session: o.session, WaitBound: o.wait, Logger: o.logger()}
+	base := gateway.Options{Client: c, Scope: o.scope, Session: o.session, SessionPerClient: o.sessionPerClient, WaitBound: o.wait, Logger: o.logger()}
 	if o.http.Addr == "" {
 		return gateway.Serve(cmd.Context(), base)
 	}

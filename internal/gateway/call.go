@@ -113,7 +113,11 @@ func (g *Gateway) callFor(ctx context.Context, log logr.Logger, c *agentclient.C
 	if args[0] != '{' {
 		return nil, refused(log, ReasonArgumentsNotJSONObject, "the arguments of a tools/call must be a JSON object"), nil
 	}
-	key := callKey{tool: t.Name, scope: g.opts.Scope, session: g.sessionFor(req), digest: argumentsDigest(args)}
+	session, err := g.sessionFor(c.Identity, req)
+	if err != nil {
+		return nil, refused(log, ReasonSessionKeyInvalid, err.Error()), nil
+	}
+	key := callKey{tool: t.Name, scope: g.opts.Scope, session: session, digest: argumentsDigest(args)}
 	if call := findRetry(ctx, c, key); call != nil {
 		log.Info("tools/call retries a call", "toolCall", klog.KObj(call), "phase", call.Status.Phase)
 		return call, nil, nil
@@ -133,9 +137,6 @@ func (g *Gateway) callFor(ctx context.Context, log logr.Logger, c *agentclient.C
 	}
 	return call, nil, nil
 }
-
-// sessionFor is the spec.session of the calls of req.
-func (g *Gateway) sessionFor(*mcp.CallToolRequest) string { return g.opts.Session }
 
 // answerTask puts the call's task into the request's slot and returns the placeholder the
 // SDK's tool handler needs (the middleware answers with the task instead).

@@ -69,6 +69,9 @@ type Options struct {
 	Scope string
 	// Session, when set, is the spec.session of every call.
 	Session string
+	// SessionPerClient gives each client session its own spec.session (sessionFor): an
+	// MCP session, or a key the client sends in _meta. Not with Session.
+	SessionPerClient bool
 	// WaitBound is how long tools/call waits for a result (DefaultWaitBound when 0).
 	WaitBound time.Duration
 	// Logger receives one line per call and one per change of the tool list.
@@ -119,6 +122,9 @@ type Gateway struct {
 func New(ctx context.Context, opts Options) (*Gateway, error) {
 	if opts.Client == nil {
 		return nil, errors.New("gateway: Options.Client is required")
+	}
+	if opts.SessionPerClient && opts.Session != "" {
+		return nil, errors.New("gateway: Options.Session and SessionPerClient exclude each other")
 	}
 	if opts.WaitBound <= 0 {
 		opts.WaitBound = DefaultWaitBound

@@ -35,6 +35,9 @@ const (
 	ReasonStillRunning = "StillRunning"
 	// ReasonCallDeleted: the call was deleted before it finished.
 	ReasonCallDeleted = "CallDeleted"
+	// ReasonSessionKeyInvalid: the request's _meta session key (MetaSession) is not a
+	// non-empty string of at most 253 bytes; no call was created.
+	ReasonSessionKeyInvalid = "SessionKeyInvalid"
 )
 
 // ResultFor turns a finished call (agentclient.Done) into the MCP result of tool (the

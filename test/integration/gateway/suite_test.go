@@ -60,10 +60,12 @@ func create(ctx SpecContext, objs ...client.Object) {
 
 // gatewayOptions are what a spec changes about its gateway.
 type gatewayOptions struct {
-	cfg       *rest.Config // default agentCfg
-	scope     string
-	session   string
-	waitBound time.Duration
+	cfg     *rest.Config // default agentCfg
+	scope   string
+	session string
+	// sessionPerClient is Options.SessionPerClient.
+	sessionPerClient bool
+	waitBound        time.Duration
 	// progress is Options.ProgressInterval (0: the gateway's default).
 	progress time.Duration
 }
@@ -91,7 +93,7 @@ func newGateway(ac *agentclient.Client, o gatewayOptions) (*gateway.Gateway, err
 	gctx, cancel := context.WithCancel(context.Background())
 	DeferCleanup(cancel)
 	return gateway.New(gctx, gateway.Options{
-		Client: ac, Scope: o.scope, Session: o.session, WaitBound: o.waitBound, ProgressInterval: o.progress,
+		Client: ac, Scope: o.scope, Session: o.session, SessionPerClient: o.sessionPerClient, WaitBound: o.waitBound, ProgressInterval: o.progress,
 		Logger: GinkgoLogr.WithName("gateway"),
 	})
 }

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// A workspace per MCP session (issue 33 item 4) on real Pods and volumes: an HTTP gateway
+// with --session-per-client on a workspace scope of the spec's own (workspaceScope), run
+// from this checkout as the admin kubeconfig (which may review tokens and impersonate),
+// and one ServiceAccount's token in two MCP sessions. The chart's deployed gateway serves
+// the namespace layer, which declares no workspace.
+var _ = Describe("the MCP gateway with a workspace per client session", Label("gateway", "mcp", "workspace"), func() {
+	It("gives two MCP sessions of one ServiceAccount two workspaces, and a stateless key its own", func(ctx SpecContext) {
+		const sa = "e2e-session-agent"
+		user := "system:serviceaccount:" + demoNS + ":" + sa
+		scope := workspaceScope(ctx)
+		var s toolgatev1alpha1.ToolScope
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope}, &s)).To(Succeed())
+		s.Spec.Subjects = append(s.Spec.Subjects, user)
+		Expect(admin.Update(ctx, &s)).To(Succeed())
+		labels := map[string]string{e2eLabel: "true"}
+		for _, obj := range []client.Object{
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-agent"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: demoNS}}},
+		} {
+			Expect(client.IgnoreAlreadyExists(admin.Create(ctx, obj))).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
+		}
+		token := mintToken(ctx, sa, "toolgate")
+		url := startSessionGateway(ctx, scope)
+
+		first, second := connectBearer(ctx, url, token, "2025-11-25"), connectBearer(ctx, url, token, "2025-11-25")
+		Expect(first.ID()).NotTo(Equal(second.ID()))
+		Eventually(func(g Gomega) {
+			tools, err := first.ListTools(ctx, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(toolNamesOf(tools)).To(ContainElements("write_file", "read_file"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+
+		s1 := sessionWrite(ctx, first, nil, user, "from the first session")
+		Expect(sessionRead(ctx, second, nil)).To(ContainSubstring("no such file"), "the second session sees none of the first's files")
+		s2 := sessionWrite(ctx, second, nil, user, "from the second session")
+		Expect(s2).NotTo(Equal(s1))
+		Expect(sessionRead(ctx, first, nil)).To(Equal("from the first session"))
+		Expect(sessionRead(ctx, second, nil)).To(Equal("from the second session"))
+
+		By("stateless (2026-07-28) clients: one _meta key, one workspace, across connections")
+		key := mcp.Meta{"toolgate.dev/session": "e2e-task"}
+		s3 := sessionWrite(ctx, connectBearer(ctx, url, token, ""), key, user, "from a stateless client")
+		Expect(s3).NotTo(BeElementOf(s1, s2))
+		Expect(sessionRead(ctx, connectBearer(ctx, url, token, ""), key)).To(Equal("from a stateless client"))
+	}, SpecTimeout(5*time.Minute))
+})
+
+// startSessionGateway builds toolgate from this checkout and runs its HTTP gateway on a
+// loopback port for scope, with a spec.session per client session, until the spec ends.
+func startSessionGateway(ctx SpecContext, scope string) string {
+	GinkgoHelper()
+	bin := filepath.Join(GinkgoT().TempDir(), "toolgate")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolgate")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/toolgate: %s", out)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	addr := l.Addr().String()
+	Expect(l.Close()).To(Succeed())
+	gw := exec.CommandContext(context.WithoutCancel(ctx), bin, "--kubeconfig", adminCfg, "-n", demoNS,
+		"mcp", "--scope", scope, "--session-per-client", "--http", addr)
+	gw.Stdout, gw.Stderr = GinkgoWriter, GinkgoWriter
+	Expect(gw.Start()).To(Succeed())
+	DeferCleanup(func() {
+		_ = gw.Process.Kill()
+		_ = gw.Wait()
+	})
+	url := fmt.Sprintf("http://%s/", addr)
+	Eventually(func() (int, error) {
+		resp, err := http.Get(url + ".well-known/oauth-protected-resource")
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Equal(http.StatusOK))
+	return url
+}
+
+// sessionWrite writes notes.txt in the workspace of cs (and meta) and returns the call's
+// spec.session, after checking its requester.
+func sessionWrite(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, user, content string) string {
+	GinkgoHelper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: "write_file",
+		Arguments: map[string]any{"path": "notes.txt", "content": content}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res.IsError).To(BeFalse(), "result: %+v", res.Content)
+	var call toolgatev1alpha1.ToolCall
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: res.Meta["toolgate.dev/call"].(string)}, &call)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, &call))).To(Succeed()) })
+	Expect(call.Spec.Requester).To(Equal(user))
+	Expect(call.Spec.Session).To(HavePrefix("mcp-"))
+	return call.Spec.Session
+}
+
+// sessionRead is notes.txt as the workspace of cs (and meta) holds it, or the error text.
+func sessionRead(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta) string {
+	GinkgoHelper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(res.Content).To(HaveLen(1))
+	if res.IsError {
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	structured, ok := res.StructuredContent.(map[string]any)
+	Expect(ok).To(BeTrue(), "result: %+v", res.Content)
+	return fmt.Sprint(structured["content"])
+}
