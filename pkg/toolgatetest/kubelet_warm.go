@@ -23,7 +23,7 @@ import (
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
 // its tool container started, Ready) — a Tool's and a ClusterTool's, in whatever namespace
 // it keeps it (any toolgate Pod no Job owns) — and it is the operator's WarmExecutor
-// (controllers.WarmExecutor, in place of pods/attach): a Handover is checked as the runner
+// (warmExecutor, in place of pods/attach): a Handover is checked as the runner
 // checks it — its auth must verify with a master of the namespace's frame key Secret for
 // this Pod (frame.VerifyHandover), else the body does not run and the Pod ends with an
 // unsigned HandoverRefused frame — then plays the Pod's script as a cold Pod's — the digest
@@ -95,19 +95,28 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, client.IgnoreNotFound(k.Status().Update(ctx, pod))
 }
 
-// Handover implements controllers.WarmExecutor for the Kubelet's pool Pods.
-func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line []byte) (controllers.WarmStream, error) {
+// WarmStream is what the Kubelet's Handover saw of one warm attempt.
+type WarmStream struct {
+	// HandedOver is when the Handover line was written (zero: it was not).
+	HandedOver time.Time
+	// StdoutTail is the end of the runner's stdout: its frame.ResultLine.
+	StdoutTail []byte
+}
+
+// Handover plays a claimed pool Pod's runner taking the Handover line on stdin and running
+// the body as scripted; it returns once the tool container ended.
+func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line []byte) (WarmStream, error) {
 	pod := &corev1.Pod{}
 	if err := k.reader().Get(ctx, key, pod); err != nil { // whole: the env is in the spec
-		return controllers.WarmStream{}, err
+		return WarmStream{}, err
 	}
 	h, err := frame.ReadHandover(bytes.NewReader(line))
 	if err != nil {
-		return controllers.WarmStream{}, err
+		return WarmStream{}, err
 	}
 	env, err := k.containerEnv(ctx, pod)
 	if err != nil {
-		return controllers.WarmStream{}, err
+		return WarmStream{}, err
 	}
 	keys, _ := frame.ParsePublicKeys(env[podcontract.EnvHandoverKeys])
 	verified := frame.VerifyHandover(keys, env[podcontract.EnvPodUID], h)
@@ -120,22 +129,30 @@ func (k *Kubelet) Handover(ctx context.Context, key types.NamespacedName, line [
 	k.mu.Unlock()
 	if !verified {
 		term, err := k.refuseHandover(ctx, pod)
-		return controllers.WarmStream{HandedOver: at, StdoutTail: frame.ResultLine([]byte(term.Message))}, err
+		return WarmStream{HandedOver: at, StdoutTail: frame.ResultLine([]byte(term.Message))}, err
 	}
 	o := k.scriptForPod(pod)
 	if o.After > 0 {
 		select {
 		case <-time.After(o.After):
 		case <-ctx.Done():
-			return controllers.WarmStream{HandedOver: at}, ctx.Err()
+			return WarmStream{HandedOver: at}, ctx.Err()
 		}
 	}
 	term, err := k.playWarm(ctx, pod, o, h, h.AttemptKey)
-	stream := controllers.WarmStream{HandedOver: at}
+	stream := WarmStream{HandedOver: at}
 	if term != nil && term.Message != "" {
 		stream.StdoutTail = frame.ResultLine([]byte(term.Message))
 	}
 	return stream, err
+}
+
+// warmExecutor is the Kubelet as the operator's controllers.WarmExecutor.
+type warmExecutor struct{ k *Kubelet }
+
+func (w warmExecutor) Handover(ctx context.Context, key types.NamespacedName, line []byte) (controllers.WarmStream, error) {
+	s, err := w.k.Handover(ctx, key, line)
+	return controllers.WarmStream{HandedOver: s.HandedOver, StdoutTail: s.StdoutTail}, err
 }
 
 // scriptForPod is the script of a Pod's tool and attempt (a warm Pod's, or a Job's Pod's).

@@ -27,8 +27,8 @@ type ManagerOptions struct {
 	// the spec runs: audit records then show createdAt after admittedAt and negative
 	// durations, and approval windows shrink by the lag (docs/testkit.md, "Two clocks").
 	Clock clock.PassiveClock
-	// Call overrides the pipeline settings; zero means controllers.DefaultCallOptions.
-	Call controllers.CallOptions
+	// Call changes the operator's ToolCall settings; zero: as cmd/manager ships them.
+	Call CallOptions
 	// Kubelet is reused across restarts (its scripts survive); nil creates one.
 	Kubelet *Kubelet
 	// NoKubelet runs no simulated Kubelet (Jobs then never run).
@@ -74,7 +74,11 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	if m.Kubelet == nil && !opts.NoKubelet {
 		m.Kubelet = NewKubelet(mgr.GetClient())
 	}
-	setup := controllers.Options{Call: opts.Call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
+	call, err := opts.Call.operator()
+	if err != nil {
+		return nil, err
+	}
+	setup := controllers.Options{Call: call, Clock: opts.Clock, AuditLogger: opts.AuditLogger, Notify: opts.Notify}
 	if opts.TraceExporter != nil {
 		setup.Tracer = controllers.TraceTo(opts.TraceExporter)
 	}
@@ -84,7 +88,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 		}
 	}
 	if m.Kubelet != nil {
-		setup.Logs, setup.Warm = m.Kubelet, m.Kubelet
+		setup.Logs, setup.Warm = m.Kubelet, warmExecutor{m.Kubelet}
 		if !opts.KubeletRunsApart {
 			m.Kubelet.Client = mgr.GetClient()
 			if err := m.Kubelet.SetupWithManager(mgr); err != nil {

@@ -29,8 +29,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/toolgate/toolgate/controllers"
 )
 
 // An operator run as a process of its own (the chaos harness, bench-controller's
@@ -48,10 +46,17 @@ func WriteKubeconfig(cfg *rest.Config, path string) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
+// LogReader reads the end of a container's log, bounded, as the operator does for a result
+// too large for the termination message. The Kubelet and LogsClient are LogReaders, and
+// the operator takes either as its log reader.
+type LogReader interface {
+	TailLog(ctx context.Context, namespace, pod, container string, tailLines, limitBytes int64) ([]byte, error)
+}
+
 // ServeLogs serves r's Pod logs on a loopback port (GET /log, the bounds of
-// controllers.LogReader as query parameters) and returns its base URL for LogsClient and a
+// LogReader.TailLog as query parameters) and returns its base URL for LogsClient and a
 // function that stops it.
-func ServeLogs(r controllers.LogReader) (base string, stop func() error, err error) {
+func ServeLogs(r LogReader) (base string, stop func() error, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -77,7 +82,8 @@ func ServeLogs(r controllers.LogReader) (base string, stop func() error, err err
 	return "http://" + ln.Addr().String(), srv.Close, nil
 }
 
-// LogsClient is a controllers.LogReader that reads from a ServeLogs server at Base.
+// LogsClient is a LogReader that reads from a ServeLogs server at Base: an operator run as a
+// process of its own reads the simulated Pod logs with it.
 type LogsClient struct{ Base string }
 
 // TailLog asks the server for the log with the same bounds and never returns more than

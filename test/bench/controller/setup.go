@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,13 +80,22 @@ func startManagers(env *toolgatetest.Env, operator, cluster *Counter, o options)
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, kl.stop())
 	}
-	if err := controllers.Setup(opMgr, controllers.Options{Call: callOptions(o), Logs: kubelet, Warm: kubelet}); err != nil {
+	if err := controllers.Setup(opMgr, controllers.Options{Call: callOptions(o), Logs: kubelet, Warm: warmKubelet{kubelet}}); err != nil {
 		return nil, nil, nil, errors.Join(err, kl.stop())
 	}
 	if op, err = start(opMgr); err != nil {
 		return nil, nil, nil, errors.Join(fmt.Errorf("operator: %w", err), kl.stop())
 	}
 	return op, kl, kubelet, nil
+}
+
+// warmKubelet is the simulated Kubelet as the operator's WarmExecutor, as the kit's
+// StartManager wires it (the kit's API names no controllers type).
+type warmKubelet struct{ k *toolgatetest.Kubelet }
+
+func (w warmKubelet) Handover(ctx context.Context, pod types.NamespacedName, line []byte) (controllers.WarmStream, error) {
+	s, err := w.k.Handover(ctx, pod, line)
+	return controllers.WarmStream{HandedOver: s.HandedOver, StdoutTail: s.StdoutTail}, err
 }
 
 // startKubelet starts the simulated Kubelet (Job controller, TTL controller, garbage

@@ -126,9 +126,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 	BeforeEach(func() {
 		audit = &auditLog{}
 		Expect(mgr.Stop()).To(Succeed())
-		opts := controllers.DefaultCallOptions()
-		opts.Retention.AuditIncludeContent = true
-		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: opts,
+		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: CallOptions{AuditIncludeContent: true},
 			AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -58,9 +57,8 @@ var _ = Describe("Egress proxy: credentials injected at the proxy, grants bound 
 			_ = json.NewEncoder(w).Encode(egress.Record{})
 		}))
 		DeferCleanup(records.Close)
-		call := controllers.DefaultCallOptions()
-		call.EgressProxy = controllers.EgressProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: records.URL, Key: key,
-			CA: []byte(testEgressCA), Namespace: "toolgate-system", PodLabels: map[string]string{"app.kubernetes.io/component": "egress-proxy"}}
+		call := CallOptions{EgressProxy: EgressProxy{URL: "http://10.0.0.12:3128", RecordsURL: records.URL, Key: key,
+			CA: []byte(testEgressCA), Namespace: "toolgate-system", PodLabels: map[string]string{"app.kubernetes.io/component": "egress-proxy"}}}
 		Expect(mgr.Stop()).To(Succeed())
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: call})
 		DeferCleanup(func() {

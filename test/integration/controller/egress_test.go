@@ -57,8 +57,8 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		DeferCleanup(records.Close)
 		opts = controllers.EgressProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: records.URL, Key: key,
 			Namespace: "toolgate-system", PodLabels: map[string]string{"app.kubernetes.io/component": "egress-proxy"}}
-		call := controllers.DefaultCallOptions()
-		call.EgressProxy = opts
+		call := CallOptions{EgressProxy: EgressProxy{URL: opts.URL, RecordsURL: opts.RecordsURL, Key: opts.Key,
+			Namespace: opts.Namespace, PodLabels: opts.PodLabels}}
 		Expect(mgr.Stop()).To(Succeed())
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: call})
 		DeferCleanup(func() {

@@ -97,10 +97,9 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=ensure, the default
 
 var _ = Describe("Tool Pod NetworkPolicies (--network-policy=require)", Label("networkpolicy", "restart"), Serial, func() {
 	BeforeEach(func() {
-		opts := controllers.DefaultCallOptions()
-		opts.NetworkPolicy.Mode = controllers.NetworkPolicyRequire
 		Expect(mgr.Stop()).To(Succeed())
-		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: opts})
+		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet,
+			Call: CallOptions{NetworkPolicy: string(controllers.NetworkPolicyRequire)}})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			startManager()

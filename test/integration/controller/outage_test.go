@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
@@ -29,9 +28,7 @@ var _ = Describe("An operator outage longer than the old Job TTL", Label("restar
 		DeferCleanup(sim.Stop)
 		// A short retention, so that the operator's requeue for it comes soon; whether the
 		// Job is due is decided on the fake clock.
-		call := controllers.DefaultCallOptions()
-		call.JobRetention = 2 * time.Second
-		opts := ManagerOptions{Clock: fakeClock, Kubelet: k, KubeletRunsApart: true, Call: call}
+		opts := ManagerOptions{Clock: fakeClock, Kubelet: k, KubeletRunsApart: true, Call: CallOptions{JobRetention: 2 * time.Second}}
 		op := suite.StartManager(env, opts)
 		DeferCleanup(func() error { return op.Stop() })
 

@@ -66,22 +66,20 @@ func (a *auditLog) text() string {
 }
 
 // historyOptions are the shipped settings with history limits: 2 Succeeded, 1 Failed.
-func historyOptions() controllers.CallOptions {
-	opts := controllers.DefaultCallOptions()
-	opts.Retention.HistorySucceeded, opts.Retention.HistoryFailed = 2, 1
-	return opts
+func historyOptions() CallOptions {
+	return CallOptions{HistorySucceeded: 2, HistoryFailed: 1}
 }
 
 var _ = Describe("Retention of finished calls", Label("retention", "restart"), Serial, func() {
 	var audit *auditLog
-	startRetention := func(opts controllers.CallOptions) {
+	startRetention := func(opts CallOptions) {
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: opts,
 			CollectGarbage: true, AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
 	}
 	BeforeEach(func() {
 		audit = &auditLog{}
 		Expect(mgr.Stop()).To(Succeed())
-		startRetention(controllers.DefaultCallOptions())
+		startRetention(CallOptions{})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			startManager()
@@ -167,7 +165,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		Eventually(func() []map[string]any { return audit.records(string(done.UID)) }).WithContext(ctx).Should(HaveLen(1))
 		Expect(mgr.Stop()).To(Succeed())
 		fakeClock.Step(601 * time.Second)
-		startRetention(controllers.DefaultCallOptions()) // nothing touches the call: the initial list finds it due
+		startRetention(CallOptions{}) // nothing touches the call: the initial list finds it due
 		Eventually(func() error {
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
@@ -321,7 +319,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 
 		// A restart does not audit it again.
 		Expect(mgr.Stop()).To(Succeed())
-		startRetention(controllers.DefaultCallOptions())
+		startRetention(CallOptions{})
 		create(ctx, MakeToolCall("d", ns).Tool("secretive").Requester(AdminUser).Args(map[string]any{"text": "x"}).Obj())
 		next := waitTerminal(ctx, ns, "d")
 		Eventually(func() []map[string]any { return audit.records(string(next.UID)) }).WithContext(ctx).Should(HaveLen(1))
