@@ -30,6 +30,8 @@ var common = map[string]bool{
 var sameSpelling = map[string]string{
 	// an MCP result's _meta key naming the call, not a Pod label
 	"internal/gateway/convert.go": "toolgate.dev/call",
+	// a label the gateway sets on the calls it makes (an index to find a retry by), no Pod's
+	"internal/gateway/dedupe.go": "toolgate.dev/arguments-digest",
 	// the runner's log prefix, its program's name, not the init container's
 	"cmd/runner/main.go": "toolgate-runner",
 }

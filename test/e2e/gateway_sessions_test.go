@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/gateway"
 )
 
 // A workspace per MCP session (issue 33 item 4) on real Pods and volumes: an HTTP gateway
@@ -112,7 +113,7 @@ func sessionWrite(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta, use
 	Expect(err).NotTo(HaveOccurred())
 	Expect(res.IsError).To(BeFalse(), "result: %+v", res.Content)
 	var call toolgatev1alpha1.ToolCall
-	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: res.Meta["toolgate.dev/call"].(string)}, &call)).To(Succeed())
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: res.Meta[gateway.MetaCall].(string)}, &call)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, &call))).To(Succeed()) })
 	Expect(call.Spec.Requester).To(Equal(user))
 	Expect(call.Spec.Session).To(HavePrefix("mcp-"))

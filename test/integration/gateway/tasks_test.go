@@ -284,20 +284,20 @@ var _ = Describe("a retried tools/call", Label("tasks"), func() {
 		Expect(parked).To(HavePhase(v1alpha1.PhaseAwaitingApproval))
 		// The same arguments in another key order are the same canonical arguments.
 		retry := callTool(ctx, cs, "echo", json.RawMessage(` { "text" : "deploy" } `))
-		Expect(retry.Meta).To(HaveKeyWithValue("toolgate.dev/call", parked.Name))
+		Expect(retry.Meta).To(HaveKeyWithValue(gateway.MetaCall, parked.Name))
 		Expect(toolCalls(ctx, ns)).To(HaveLen(1))
 
 		other := callTool(ctx, cs, "echo", map[string]any{"text": "something else"})
-		Expect(other.Meta["toolgate.dev/call"]).NotTo(Equal(parked.Name), "other arguments are another call")
+		Expect(other.Meta[gateway.MetaCall]).NotTo(Equal(parked.Name), "other arguments are another call")
 
 		// Calls of a session run in order (creation time, then name): the other call is
 		// answered first, so that it cannot hold the approved one back.
-		otherName, _ := other.Meta["toolgate.dev/call"].(string)
+		otherName, _ := other.Meta[gateway.MetaCall].(string)
 		create(ctx, MakeToolCallApproval(otherName, ns).For(callNamed(ctx, ns, otherName)).Deny().Obj())
 		create(ctx, MakeToolCallApproval(parked.Name, ns).For(callNamed(ctx, ns, parked.Name)).Obj())
 		Eventually(func() *v1alpha1.ToolCall { return callNamed(ctx, ns, parked.Name) }).WithContext(ctx).
 			Should(HavePhase(v1alpha1.PhaseSucceeded))
 		after := callTool(ctx, cs, "echo", map[string]any{"text": "deploy"})
-		Expect(after.Meta["toolgate.dev/call"]).NotTo(Equal(parked.Name), "a finished call is history: a retry is a new call")
+		Expect(after.Meta[gateway.MetaCall]).NotTo(Equal(parked.Name), "a finished call is history: a retry is a new call")
 	})
 })
