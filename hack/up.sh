@@ -320,7 +320,7 @@ session_demo() {
 # never fails make up (not even with DEMO_STRICT=1): a call that does not end in time is
 # shown where it is.
 isolation_demo() {
-  local f name files=() names start deadline json bad
+  local f files=() names start deadline json bad
   CALL_NAMES=()
   log "credential, egress allow-list and gVisor examples (config/examples/isolation.yaml)"
   ensure_demo_secret || { log "WARNING: cannot create the Secret demo-api-token; skipping these calls"; return 0; }
