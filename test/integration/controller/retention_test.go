@@ -307,9 +307,12 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		Expect(audit.text()).NotTo(ContainSubstring("content-marker"), "no content in the audit log without --audit-include-content")
 
 		// The operator's cache holds the finished call without its content; a live GET has it.
+		// The cache catches up with the terminal write asynchronously (its watch event).
 		cached := &v1alpha1.ToolCall{}
-		Expect(mgr.Client.Get(ctx, client.ObjectKeyFromObject(call), cached)).To(Succeed())
-		Expect(cached.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		Eventually(func(g Gomega) {
+			g.Expect(mgr.Client.Get(ctx, client.ObjectKeyFromObject(call), cached)).To(Succeed())
+			g.Expect(cached.Status.Phase).To(Equal(v1alpha1.PhaseSucceeded))
+		}).WithContext(ctx).Should(Succeed())
 		Expect(cached.Status.ResultDigest).To(Equal(call.Status.ResultDigest))
 		Expect(cached.Status.Result.Content).To(BeNil())
 		Expect(cached.Spec.Arguments.Raw).To(BeNil())
