@@ -280,11 +280,26 @@ func TestInjectRefusals(t *testing.T) {
 	if n := len(f.good.seen()) + len(f.untrusted.seen()); n != 0 {
 		t.Errorf("upstreams saw %d requests, want none", n)
 	}
-	rec, _ := f.rec.Get(g.Key())
+	// The client sees the handshake fail as the proxy closes the tunnel; the proxy notes
+	// the refusal right after, on its own goroutine: wait for it (bounded).
 	want := []Destination{{Host: "api.test", Port: f.goodPort, Allowed: 3, Refused: 4, Reason: RefusedSNIMismatch},
 		{Host: "untrusted.test", Port: f.untrustPort, Allowed: 1, Refused: 1, Reason: RefusedUpstreamUntrusted}}
-	if diff := cmp.Diff(want, rec.Destinations); diff != "" {
+	if diff := awaitRecord(f.rec, g.Key(), want); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
+	}
+}
+
+// awaitRecord waits up to 5 s for key's destinations to equal want; it returns the last
+// difference ("" once equal).
+func awaitRecord(rec *Recorder, key string, want []Destination) string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := rec.Get(key)
+		diff := cmp.Diff(want, got.Destinations)
+		if diff == "" || time.Now().After(deadline) {
+			return diff
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

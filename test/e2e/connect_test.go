@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/gateway"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -90,8 +91,8 @@ var _ = Describe("connect your agent: the page's HTTP recipe", Ordered, Label("g
 		Expect(res.Content).To(HaveLen(1))
 		text := res.Content[0].(*mcp.TextContent).Text
 		Expect(res.IsError).To(BeFalse(), "%s: %s (meta %v)", tool, text, res.Meta)
-		Expect(res.Meta).To(HaveKeyWithValue("toolgate.dev/phase", "Succeeded"))
-		name, _ := res.Meta["toolgate.dev/call"].(string)
+		Expect(res.Meta).To(HaveKeyWithValue(gateway.MetaPhase, "Succeeded"))
+		name, _ := res.Meta[gateway.MetaCall].(string)
 		Expect(name).NotTo(BeEmpty())
 		call := &toolgatev1alpha1.ToolCall{}
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, call)).To(Succeed())
