@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/onsi/gomega"
 )
 
 // testCA is a CA made for one test: its certificate, key and PEM forms.
@@ -284,23 +285,10 @@ func TestInjectRefusals(t *testing.T) {
 	// the refusal right after, on its own goroutine: wait for it (bounded).
 	want := []Destination{{Host: "api.test", Port: f.goodPort, Allowed: 3, Refused: 4, Reason: RefusedSNIMismatch},
 		{Host: "untrusted.test", Port: f.untrustPort, Allowed: 1, Refused: 1, Reason: RefusedUpstreamUntrusted}}
-	if diff := awaitRecord(f.rec, g.Key(), want); diff != "" {
-		t.Errorf("record (-want +got):\n%s", diff)
-	}
-}
-
-// awaitRecord waits up to 5 s for key's destinations to equal want; it returns the last
-// difference ("" once equal).
-func awaitRecord(rec *Recorder, key string, want []Destination) string {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, _ := rec.Get(key)
-		diff := cmp.Diff(want, got.Destinations)
-		if diff == "" || time.Now().After(deadline) {
-			return diff
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(func() string {
+		got, _ := f.rec.Get(g.Key())
+		return cmp.Diff(want, got.Destinations)
+	}).WithTimeout(5*time.Second).WithPolling(10*time.Millisecond).Should(gomega.BeEmpty(), "record (-want +got)")
 }
 
 // A proxy without a CA refuses a tunnel to a destination with an injection.
