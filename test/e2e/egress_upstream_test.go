@@ -18,18 +18,13 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,14 +116,7 @@ func upstreamTLSListener(nodeIP string) (int32, func(host string) int, func(host
 // $TOOLGATE_EGRESS_UPSTREAM_CA and $TOOLGATE_EGRESS_UPSTREAM_CA_KEY, or
 // .cluster/pki/egress-upstream-ca.{crt,key}.
 func upstreamCAFiles() (crt, key string) {
-	crt, key = os.Getenv("TOOLGATE_EGRESS_UPSTREAM_CA"), os.Getenv("TOOLGATE_EGRESS_UPSTREAM_CA_KEY")
-	if crt == "" {
-		crt = filepath.Join(root, ".cluster", "pki", "egress-upstream-ca.crt")
-	}
-	if key == "" {
-		key = strings.TrimSuffix(crt, ".crt") + ".key"
-	}
-	return crt, key
+	return localCAFiles("TOOLGATE_EGRESS_UPSTREAM_CA", "egress-upstream-ca")
 }
 
 // upstreamServingCert mints a short-lived serving certificate for dnsNames, signed by the
@@ -136,23 +124,6 @@ func upstreamCAFiles() (crt, key string) {
 func upstreamServingCert(dnsNames ...string) tls.Certificate {
 	GinkgoHelper()
 	crtFile, keyFile := upstreamCAFiles()
-	caCert, caKey, err := loadCA(crtFile, keyFile)
-	Expect(err).NotTo(HaveOccurred(), "the local e2e upstream CA (make up creates it, hack/up.sh ensure_egress_upstream_ca)")
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	Expect(err).NotTo(HaveOccurred())
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	Expect(err).NotTo(HaveOccurred())
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: dnsNames[0]},
-		DNSNames:     dnsNames,
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(30 * time.Minute),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	Expect(err).NotTo(HaveOccurred())
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return servingCertFrom(crtFile, keyFile, "the local e2e upstream CA (make up creates it, hack/up.sh ensure_egress_upstream_ca)",
+		&x509.Certificate{Subject: pkix.Name{CommonName: dnsNames[0]}, DNSNames: dnsNames})
 }

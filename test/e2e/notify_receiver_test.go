@@ -132,10 +132,24 @@ func (r *sinkReceiver) eventsFor(g Gomega, subject, eventType string) []sinkRequ
 
 // sinkCAFiles are the local sink CA's certificate and key: $TOOLGATE_SINK_CA and
 // $TOOLGATE_SINK_CA_KEY, or .cluster/pki/sink-ca.{crt,key} (hack/cluster/pki.sh).
-func sinkCAFiles() (crt, key string) {
-	crt, key = os.Getenv("TOOLGATE_SINK_CA"), os.Getenv("TOOLGATE_SINK_CA_KEY")
+func sinkCAFiles() (crt, key string) { return localCAFiles("TOOLGATE_SINK_CA", "sink-ca") }
+
+// sinkServingCert mints a short-lived serving certificate for ip (and dnsNames), signed by
+// the sink CA.
+func sinkServingCert(ip string, dnsNames ...string) tls.Certificate {
+	GinkgoHelper()
+	crtFile, keyFile := sinkCAFiles()
+	return servingCertFrom(crtFile, keyFile, "the local sink CA (make up creates it, hack/cluster/pki.sh)",
+		&x509.Certificate{Subject: pkix.Name{CommonName: "toolgate e2e approval sink"},
+			IPAddresses: []net.IP{net.ParseIP(ip)}, DNSNames: dnsNames})
+}
+
+// localCAFiles are a local CA's certificate and key: $<env> and $<env>_KEY, or
+// .cluster/pki/<name>.{crt,key}.
+func localCAFiles(env, name string) (crt, key string) {
+	crt, key = os.Getenv(env), os.Getenv(env+"_KEY")
 	if crt == "" {
-		crt = filepath.Join(root, ".cluster", "pki", "sink-ca.crt")
+		crt = filepath.Join(root, ".cluster", "pki", name+".crt")
 	}
 	if key == "" {
 		key = strings.TrimSuffix(crt, ".crt") + ".key"
@@ -143,28 +157,20 @@ func sinkCAFiles() (crt, key string) {
 	return crt, key
 }
 
-// sinkServingCert mints a short-lived serving certificate for ip (and dnsNames), signed by
-// the sink CA.
-func sinkServingCert(ip string, dnsNames ...string) tls.Certificate {
+// servingCertFrom mints a short-lived (30 minutes) serving certificate with tmpl's subject,
+// names and addresses, signed by the CA in crtFile and keyFile (what names that CA, for the
+// failure message).
+func servingCertFrom(crtFile, keyFile, what string, tmpl *x509.Certificate) tls.Certificate {
 	GinkgoHelper()
-	crtFile, keyFile := sinkCAFiles()
 	caCert, caKey, err := loadCA(crtFile, keyFile)
-	Expect(err).NotTo(HaveOccurred(), "the local sink CA (make up creates it, hack/cluster/pki.sh)")
+	Expect(err).NotTo(HaveOccurred(), what)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	Expect(err).NotTo(HaveOccurred())
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	Expect(err).NotTo(HaveOccurred())
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: "toolgate e2e approval sink"},
-		IPAddresses:  []net.IP{net.ParseIP(ip)},
-		DNSNames:     dnsNames,
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(30 * time.Minute),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Minute), now.Add(30*time.Minute)
+	tmpl.KeyUsage, tmpl.ExtKeyUsage = x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	Expect(err).NotTo(HaveOccurred())
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
