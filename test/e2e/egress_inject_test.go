@@ -84,7 +84,8 @@ var _ = Describe("egress: a credential injected at the proxy, which the body nev
 		// through the bundle the runner wrote (SSL_CERT_FILE: the fetch tool's pool is the
 		// system pool, which reads it, plus "ca"); other.test is a plain tunnel to the
 		// listener, whose CA the tools image (no system roots) is given as "ca".
-		upstreamCA, err := os.ReadFile(firstOf(upstreamCAFiles()))
+		caFile, _ := upstreamCAFiles()
+		upstreamCA, err := os.ReadFile(caFile)
 		Expect(err).NotTo(HaveOccurred())
 		got := waitTerminal(ctx, createCall(ctx, injectTool, "", map[string]any{"env": true, "ca": string(upstreamCA),
 			"urls": []string{url("allowed.test"), url("other.test")}}), 2*time.Minute)
@@ -221,5 +222,3 @@ func replayFromNode(proxyURL, target string) (*http.Response, error) {
 	return resp, err
 }
 
-// firstOf returns the first of two values (a certificate's path, of upstreamCAFiles).
-func firstOf(first, _ string) string { return first }
