@@ -221,4 +221,3 @@ func replayFromNode(proxyURL, target string) (*http.Response, error) {
 	}
 	return resp, err
 }
-
