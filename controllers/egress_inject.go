@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -139,29 +140,29 @@ type attemptProxy struct {
 // inject (read now, from the call's namespace), the signed proxy URL, the proxy's host alias
 // and the CA the body must trust. Not ok: the attempt ends or is refused with st, or err is
 // retried.
-func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, attempt int32) (attemptProxy, step, bool, error) {
+func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, attempt int32) (attemptProxy, executor.Step, bool, error) {
 	o := j.Options.EgressProxy
 	sandbox := call.Status.Tool.Spec.Sandbox
 	if why := o.egressUnavailable(sandbox); why != "" {
-		return attemptProxy{}, step{refused: &startRefusal{reason: toolgatev1alpha1.ReasonNetworkIsolationMissing, detail: why}}, false, nil
+		return attemptProxy{}, unisolated(why), false, nil
 	}
 	if !podspec.HasEgressAllow(sandbox) {
-		return attemptProxy{}, step{}, true, nil
+		return attemptProxy{}, executor.Step{}, true, nil
 	}
 	inject, ended, err := egressInjections(ctx, j.APIReader, call, attempt)
 	if ended != nil || err != nil {
-		return attemptProxy{}, step{outcome: ended}, false, err
+		return attemptProxy{}, executor.Step{Outcome: ended}, false, err
 	}
 	var px attemptProxy
 	var why string
 	if px.url, why = o.egressProxyURL(call, attempt, j.attemptDeadline(call), inject); why != "" {
-		return attemptProxy{}, step{refused: &startRefusal{reason: toolgatev1alpha1.ReasonNetworkIsolationMissing, detail: why}}, false, nil
+		return attemptProxy{}, unisolated(why), false, nil
 	}
 	if px.alias, err = o.proxyHostAlias(ctx); err != nil {
-		return attemptProxy{}, step{}, false, err // retried: cluster DNS may be starting
+		return attemptProxy{}, executor.Step{}, false, err // retried: cluster DNS may be starting
 	}
 	if len(inject) > 0 {
 		px.ca = string(o.CA)
 	}
-	return px, step{}, true, nil
+	return px, executor.Step{}, true, nil
 }

@@ -166,15 +166,15 @@ func TestAttemptEgress(t *testing.T) {
 	call := injectCall(withInjection)
 	noCA := egressTestOptions()
 	_, st, ok, err := newExec(noCA).attemptEgress(context.Background(), call, 1)
-	if ok || err != nil || st.refused == nil || st.refused.reason != toolgatev1alpha1.ReasonNetworkIsolationMissing ||
-		!strings.Contains(st.refused.detail, "--egress-proxy-ca-file") {
-		t.Errorf("no CA: ok %v, err %v, step %+v: want refused naming --egress-proxy-ca-file", ok, err, st.refused)
+	if ok || err != nil || st.Refused == nil || st.Refused.Reason != toolgatev1alpha1.ReasonNetworkIsolationMissing ||
+		!strings.Contains(st.Refused.Detail, "--egress-proxy-ca-file") {
+		t.Errorf("no CA: ok %v, err %v, step %+v: want refused naming --egress-proxy-ca-file", ok, err, st.Refused)
 	}
 	withCA := egressTestOptions()
 	withCA.CA = []byte("CA PEM")
 	_, st, ok, err = newExec(withCA).attemptEgress(context.Background(), call, 1)
-	if ok || err != nil || st.outcome == nil || st.outcome.TerminationReason != pipeline.TerminationCredentialMissing {
-		t.Errorf("no Secret: ok %v, err %v, outcome %+v: want CredentialMissing", ok, err, st.outcome)
+	if ok || err != nil || st.Outcome == nil || st.Outcome.TerminationReason != pipeline.TerminationCredentialMissing {
+		t.Errorf("no Secret: ok %v, err %v, outcome %+v: want CredentialMissing", ok, err, st.Outcome)
 	}
 	px, _, ok, err := newExec(withCA, apiSecret(map[string]string{"token": injectToken, "key": "k-0123456789"})).attemptEgress(context.Background(), call, 1)
 	if !ok || err != nil || px.ca != "CA PEM" || !strings.HasPrefix(px.url, "http://call:") {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -122,18 +123,18 @@ func (w *execWorld) env(t *testing.T) execEnv {
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).
-func endedAs(t *testing.T, st step, err error) pipeline.Reason {
+func endedAs(t *testing.T, st executor.Step, err error) pipeline.Reason {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("observe: %v", err)
 	}
-	if st.refused != nil {
-		t.Fatalf("observe refused the attempt: %+v", *st.refused)
+	if st.Refused != nil {
+		t.Fatalf("observe refused the attempt: %+v", *st.Refused)
 	}
-	if st.outcome == nil {
+	if st.Outcome == nil {
 		return ""
 	}
-	return pipeline.Normalize(*st.outcome, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}).Reason
+	return pipeline.Normalize(*st.Outcome, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}).Reason
 }
 
 // The Job executor reads every ending from the attempt's Job and Pod.
@@ -152,11 +153,11 @@ func TestJobExecutorEndings(t *testing.T) {
 				UID: job.UID, Controller: new(true)}}
 			w.objs = append(w.objs, job, pod)
 			j := newJobExecutor(w.env(t))
-			where, ok := j.claim(context.Background(), w.call, &w.call.Status.Attempts[0])
+			where, ok := j.Claim(context.Background(), w.call, &w.call.Status.Attempts[0])
 			if !ok || where != "Job "+job.Name {
 				t.Fatalf("claim = %q, %v; want the attempt's Job", where, ok)
 			}
-			st, err := j.observe(context.Background(), w.call)
+			st, err := j.Observe(context.Background(), w.call)
 			if got := endedAs(t, st, err); got != e.want {
 				t.Errorf("ended %q, want %q", got, e.want)
 			}
@@ -178,7 +179,7 @@ func TestWarmExecutorEndings(t *testing.T) {
 			x := newWarmExecutor(w.env(t), stubAttach{})
 			// The stream of this process ended without a result line (the body was killed).
 			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true, stream: WarmStream{HandedOver: w.clock.Now()}}}
-			st, err := x.observe(context.Background(), w.call)
+			st, err := x.Observe(context.Background(), w.call)
 			if got := endedAs(t, st, err); got != e.want {
 				t.Errorf("ended %q, want %q", got, e.want)
 			}
@@ -221,7 +222,7 @@ func TestWarmExecutorStream(t *testing.T) {
 			}
 			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true,
 				stream: WarmStream{HandedOver: w.clock.Now(), StdoutTail: tail}}}
-			st, err := x.observe(context.Background(), w.call)
+			st, err := x.Observe(context.Background(), w.call)
 			if got := endedAs(t, st, err); got != tc.want {
 				t.Errorf("ended %q, want %q", got, tc.want)
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -32,10 +33,10 @@ type jobExecutor struct {
 
 func newJobExecutor(env execEnv) *jobExecutor { return &jobExecutor{execEnv: env} }
 
-func (j *jobExecutor) path() v1alpha1.ExecutionPath { return "" }
+func (j *jobExecutor) Path() v1alpha1.ExecutionPath { return "" }
 
 // claim takes the attempt: its Job is named after the call and the attempt.
-func (j *jobExecutor) claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+func (j *jobExecutor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	a.JobName = podspec.JobName(call.Name, a.Attempt)
 	call.Status.Job = &v1alpha1.JobReference{Name: a.JobName}
 	return "Job " + a.JobName, true
@@ -43,11 +44,11 @@ func (j *jobExecutor) claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alp
 
 // start creates the current attempt's Job, or adopts it when it already exists (a restart
 // between the status write and the create): one Job per attempt, whatever happens.
-func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	attempt := currentAttempt(call)
 	frozen, err := j.frozenArguments(call)
 	if err != nil {
-		return refuseInternal("the frozen arguments could not be reproduced"), nil
+		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
 	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
 		return j.tooLate(ctx, call, attempt), nil
@@ -60,10 +61,10 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.url, EgressProxyAlias: px.alias, EgressCA: px.ca,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
-		return step{}, err
+		return executor.Step{}, err
 	}
 	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
-		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
+		return unisolated(why), err
 	}
 	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
 	// namespace's master: both must exist first.
@@ -72,7 +73,7 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 		return st, err
 	}
 	if err := j.ensureAttemptKey(ctx, call, job.Name, attempt, masters[0]); err != nil {
-		return step{}, err
+		return executor.Step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
 	ws, st, ok, err := j.workspaceFor(ctx, call)
@@ -91,16 +92,16 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
 		if err := j.APIReader.Get(ctx, client.ObjectKeyFromObject(job), existing); err != nil {
-			return step{}, err
+			return executor.Step{}, err
 		}
 		j.refusals.forget(client.ObjectKeyFromObject(call))
 		if !metav1.IsControlledBy(existing, call) {
-			return refuseInternal("a Job named " + job.Name + " exists and belongs to something else"), nil
+			return executor.Internal("a Job named " + job.Name + " exists and belongs to something else"), nil
 		}
 	default:
 		return j.createRefused(ctx, call, job.Name, err)
 	}
-	return step{requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+	return executor.Step{Requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
 }
 
 // createRefused decides what a refused Job create means. An object the API server will
@@ -108,11 +109,11 @@ func (j *jobExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step,
 // webhook, a timeout, an unavailable API server) is retried through the rate limiter until
 // maxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
 // ends Failed ExecutionRejected with the API server's message: it never stays Running.
-func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (step, error) {
+func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (executor.Step, error) {
 	n := j.refusals.add(call, currentAttempt(call), err)
 	if !persistentCreateError(err) && n < maxCreateRefusals && j.Clock.Now().Before(j.attemptDeadline(call)) {
 		ctrl.LoggerFrom(ctx).Info("Job create refused; retrying", "job", jobName, "refusals", n, "error", err.Error())
-		return step{}, err
+		return executor.Step{}, err
 	}
 	return j.rejected(call, jobName, err), nil
 }
@@ -126,7 +127,7 @@ const noJobDetail = "operator: no Job was created for this attempt before its de
 // started (the operator was down between recording the attempt and creating its Job).
 // Either way the Job is not created: a body never starts after its deadline. An attempt
 // that waited for its session claim to bind, in vain, ends WorkspaceUnbound.
-func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) step {
+func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) executor.Step {
 	if err := j.refusals.last(call, attempt); err != nil {
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
@@ -134,45 +135,45 @@ func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, atte
 	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
 		return st
 	}
-	return step{outcome: &o}
+	return executor.Step{Outcome: &o}
 }
 
-func (j *jobExecutor) rejected(call *v1alpha1.ToolCall, jobName string, err error) step {
+func (j *jobExecutor) rejected(call *v1alpha1.ToolCall, jobName string, err error) executor.Step {
 	j.refusals.forget(types.NamespacedName{Namespace: call.Namespace, Name: call.Name})
-	return step{refused: &startRefusal{reason: string(pipeline.ReasonExecutionRejected), detail: jobName, err: err}}
+	return executor.Refuse(rejectedRefusal(call, jobName, err))
 }
 
 // observe reads the running attempt's outcome: from the Pod's terminated container as soon
 // as the kubelet reports it (not the Job's later condition), and from the Job for what only
 // the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
-func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	if call.Status.Job == nil {
-		return refuseInternal("the call is running without a Job"), nil
+		return executor.Internal("the call is running without a Job"), nil
 	}
 	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Status.Job.Name}
 	job := &batchv1.Job{}
 	if err := j.Get(ctx, key, job); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return step{}, err
+			return executor.Step{}, err
 		}
 		// The cache may not hold our own create yet: ask the API server. A Job that was
 		// deleted is held by podspec.JobFinalizer until its end is recorded, so a Job that is truly
 		// absent was never created (a restart between the status write and the create).
 		if err := j.APIReader.Get(ctx, key, job); apierrors.IsNotFound(err) {
-			return j.start(ctx, call)
+			return j.Start(ctx, call)
 		} else if err != nil {
-			return step{}, err
+			return executor.Step{}, err
 		}
 	}
 	pod, err := j.attemptPod(ctx, false, call, job)
 	if err != nil {
-		return step{}, err
+		return executor.Step{}, err
 	}
 	if !podEnded(pod) && jobEnded(job) {
 		// The Job's informer can deliver its end before the Pod's informer delivers the
 		// status it was computed from: read the Pod from the API server before concluding.
 		if pod, err = j.attemptPod(ctx, true, call, job); err != nil {
-			return step{}, err
+			return executor.Step{}, err
 		}
 	}
 	now := j.Clock.Now()
@@ -183,7 +184,7 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
 			return st, nil
 		}
-		return step{outcome: &o, containerStart: containerStartTime(pod)}, nil
+		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil
 	}
 	wait := j.attemptDeadline(call).Sub(now)
 	if pending := signerPending(pod, now); pending > 0 {
@@ -192,7 +193,7 @@ func (j *jobExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (ste
 	if j.bindEgress(ctx, call, pod) {
 		wait = min(wait, egressBindRetry)
 	}
-	return step{requeue: wait}, nil
+	return executor.Step{Requeue: wait}, nil
 }
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
@@ -228,7 +229,7 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 // already being deleted needs nothing. The cache may not hold a Job created a moment ago
 // (a call cancelled right after it started): absent there, it is read from the API server.
 // Its podspec.JobFinalizer is released by tidy once the call is terminal.
-func (j *jobExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+func (j *jobExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	if call.Status.Job == nil {
 		return "", nil
 	}
@@ -254,7 +255,7 @@ func (j *jobExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string
 
 // release deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are kept for the retention (tidy).
-func (j *jobExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
+func (j *jobExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
 	if ended.JobName == "" {
 		return
 	}

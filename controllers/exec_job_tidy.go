@@ -31,7 +31,7 @@ import (
 //
 // call is nil when the call is gone (its Jobs then go with it, by owner reference). It
 // returns how long until the next retained Job is due (0: none).
-func (j *jobExecutor) tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+func (j *jobExecutor) Tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
 	namespace, name := key.Namespace, key.Name
 	if call == nil {
 		j.refusals.forget(key)

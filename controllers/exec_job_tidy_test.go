@@ -88,7 +88,7 @@ func TestJobExecutorTidy(t *testing.T) {
 			var propagation *metav1.DeletionPropagation
 			r, c := tidyFixture(t, ended.Add(tc.now), retention, job, &propagation)
 
-			wait, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call)
+			wait, err := r.Tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 		if err := c.Delete(context.Background(), job); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
+		if _, err := r.Tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
@@ -219,7 +219,7 @@ func TestTidyDeletesAtOnceAPodShowingTheBodysMessage(t *testing.T) {
 		if err := c.Create(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
+		if _, err := r.Tidy(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c"}, call); err != nil {
 			t.Fatal(err)
 		}
 		err := c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "c-1"}, &batchv1.Job{})

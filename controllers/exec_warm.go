@@ -10,6 +10,7 @@ import (
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -135,28 +136,28 @@ func newWarmExecutor(env execEnv, attach WarmExecutor) *warmExecutor {
 		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
 }
 
-func (w *warmExecutor) path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
+func (w *warmExecutor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 
 func (w *warmExecutor) wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
 
 // start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
 // waits for its end or its deadline.
-func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	a := current(call)
 	frozen, err := w.frozenArguments(call)
 	if err != nil {
-		return refuseInternal("the frozen arguments could not be reproduced"), nil
+		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
 	pod := &corev1.Pod{}
 	if err := w.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod); err != nil {
-		return w.observe(ctx, call) // gone or not cached yet: observing decides
+		return w.Observe(ctx, call) // gone or not cached yet: observing decides
 	}
 	isolating := time.Now()
 	why, err := w.isolate(ctx, call, pod.Labels)
 	observeIsolation(isolating)
 	if err != nil || why != "" {
-		return step{refused: &startRefusal{reason: v1alpha1.ReasonNetworkIsolationMissing, detail: why}}, err
+		return unisolated(why), err
 	}
 	masters, st, ok, err := w.frameKeyReady(ctx, call)
 	if !ok {
@@ -165,7 +166,7 @@ func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step
 	line, err := frame.EncodeHandover(handoverFor(call, int(a.Attempt), pod.UID, masters, frozen.Canonical(), frozen.Digest(),
 		tracing.ExecutionTraceparent(ctx, int(a.Attempt))))
 	if err != nil {
-		return refuseInternal("the frozen arguments could not be handed over"), nil
+		return executor.Internal("the frozen arguments could not be handed over"), nil
 	}
 	deadline := w.attemptDeadline(call)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
@@ -174,7 +175,7 @@ func (w *warmExecutor) start(ctx context.Context, call *v1alpha1.ToolCall) (step
 		defer cancel()
 		return w.attach.Handover(hctx, key, line)
 	})
-	return step{requeue: deadline.Sub(w.Clock.Now())}, nil
+	return executor.Step{Requeue: deadline.Sub(w.Clock.Now())}, nil
 }
 
 // handoverFor is the Handover of the call's attempt for the claimed Pod podUID: it brings

@@ -34,7 +34,7 @@ const claimTries = 5
 // executor at once: a call never waits for a pool. In memory but for the claim itself (a
 // Pod patch with the Pod's resourceVersion as precondition): the caller writes the status,
 // and a restart before that write finds the claimed Pod again (adoptable).
-func (w *warmExecutor) claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	snap := call.Status.Tool
 	if w.attach == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
 		return "", false

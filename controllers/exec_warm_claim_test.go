@@ -92,7 +92,7 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w, _, pod := pooledWorld(t, tc.mutate)
 			x := newWarmExecutor(w.env(t), stubAttach{})
-			where, ok := x.claim(context.Background(), w.call, &w.call.Status.Attempts[0])
+			where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0])
 			if ok != tc.claimed {
 				t.Fatalf("claim = %q, %v; want claimed %v", where, ok, tc.claimed)
 			}
@@ -151,11 +151,11 @@ func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 	attach := recordingAttach{lines: make(chan []byte, 1)}
 	x := newWarmExecutor(w.env(t), attach)
 	a := &w.call.Status.Attempts[0]
-	if _, ok := x.claim(context.Background(), w.call, a); !ok {
+	if _, ok := x.Claim(context.Background(), w.call, a); !ok {
 		t.Fatal("no claim")
 	}
 	a.StartTime = &metav1.Time{Time: w.clock.Now()}
-	if st, err := x.start(context.Background(), w.call); err != nil || st.refused != nil {
+	if st, err := x.Start(context.Background(), w.call); err != nil || st.Refused != nil {
 		t.Fatalf("start: %+v %v", st, err)
 	}
 	var line []byte

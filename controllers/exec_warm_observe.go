@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -26,11 +27,11 @@ import (
 // ends it PodDeleted; the operator's own deadline stays the backstop. After a restart (no
 // stream in this process) the Pod is attached again: the runner takes one Handover only,
 // so the body never runs twice.
-func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (step, error) {
+func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	a := current(call)
 	pod, err := w.warmPod(ctx, call, a.PodName)
 	if err != nil {
-		return step{}, err
+		return executor.Step{}, err
 	}
 	run, inFlight := w.runs.get(call.UID)
 	if inFlight && run.done && pod != nil {
@@ -42,7 +43,7 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		// The attach failed before the whole Handover was written: try again, through the
 		// controller's rate limiter (the runner takes one whole line only, never two).
 		w.runs.forget(call.UID)
-		return step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
+		return executor.Step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
 	}
 	now := w.Clock.Now()
 	past := !now.Before(w.attemptDeadline(call))
@@ -50,7 +51,7 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		// The container ended, so its attach stream is ending too, and its end wakes the call
 		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
 		// line, handover time and figures, whichever event came first.
-		return step{requeue: time.Second}, nil
+		return executor.Step{Requeue: time.Second}, nil
 	}
 	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
 	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)) {
@@ -65,18 +66,18 @@ func (w *warmExecutor) observe(ctx context.Context, call *v1alpha1.ToolCall) (st
 		return w.ended(call, o, sourcePod), nil
 	}
 	if !inFlight {
-		return w.start(ctx, call)
+		return w.Start(ctx, call)
 	}
 	if wait := signerPending(pod, now); wait > 0 {
-		return step{requeue: wait}, nil
+		return executor.Step{Requeue: wait}, nil
 	}
-	return step{requeue: w.attemptDeadline(call).Sub(w.Clock.Now())}, nil
+	return executor.Step{Requeue: w.attemptDeadline(call).Sub(w.Clock.Now())}, nil
 }
 
 // ended is the step of an attempt whose outcome o was read from source: the handover time
 // goes into the attempt (in memory: finishing it writes it), the source into the run for
 // release's figures.
-func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) step {
+func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) executor.Step {
 	// Read the run again: its stream may have ended since observe looked (the Pod's end can
 	// reach the informer before the attach goroutine records the stream's).
 	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && current(call).HandoverTime == nil {
@@ -84,7 +85,7 @@ func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source
 		a.HandoverTime = ptrTime(run.stream.HandedOver)
 	}
 	w.runs.decided(call.UID, source)
-	return step{outcome: &o}
+	return executor.Step{Outcome: &o}
 }
 
 // warmPod is the attempt's claimed Pod: from the cache, else (a claim the cache has not
@@ -137,7 +138,7 @@ func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) fra
 
 // release deletes the attempt's Pod once its outcome is written (one call per Pod, never
 // reused) and reports how the attempt spent its time.
-func (w *warmExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
+func (w *warmExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
 	run, _ := w.runs.get(call.UID)
 	recordWarmRun(ctx, run, run.source)
 	w.runs.forget(call.UID)
@@ -153,7 +154,7 @@ func (w *warmExecutor) release(ctx context.Context, call *v1alpha1.ToolCall, end
 // stop deletes the warm Pod a cancelled call's running attempt claimed (the body stops now;
 // the Pod is never used again) and forgets its handover. A Pod already gone needs nothing;
 // one the cache has not seen yet is read from the API server.
-func (w *warmExecutor) stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+func (w *warmExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	name := current(call).PodName
 	w.runs.forget(call.UID)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
@@ -181,7 +182,7 @@ func (w *warmExecutor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
 
 // tidy deletes the call's claimed Pods whose attempt's outcome is recorded (a restart
 // between the outcome's write and release's delete): no Pod serves twice.
-func (w *warmExecutor) tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+func (w *warmExecutor) Tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
 	if call == nil || !ranWarm(call) {
 		return 0, nil // a cold call costs this nothing; a gone call's Pods go with it (owner)
 	}

@@ -7,12 +7,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -132,18 +130,4 @@ func indexOfPolicy(items []networkingv1.NetworkPolicy, name string) int {
 		}
 	}
 	return -1
-}
-
-// refuseUnisolated ends a call whose Pod could not be isolated, before any Job exists.
-func (r *ToolCallReconciler) refuseUnisolated(ctx context.Context, call *v1alpha1.ToolCall, why string) (ctrl.Result, error) {
-	ctrl.LoggerFrom(ctx).Info("refusing a call: network isolation missing", "why", why)
-	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, v1alpha1.ReasonNetworkIsolationMissing, why)
-	if n := len(call.Status.Attempts) - 1; n >= 0 {
-		call.Status.Attempts[n].CompletionTime = ptrTime(r.Clock.Now())
-		call.Status.Attempts[n].Reason = v1alpha1.ReasonNetworkIsolationMissing
-	}
-	msg := "the call was not run: the network isolation its tool requires is missing in this namespace"
-	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true,
-		Reason: v1alpha1.ReasonNetworkIsolationMissing, Error: msg, Content: msg}, r.Clock.Now())
-	return ctrl.Result{}, r.writeTerminal(ctx, call)
 }

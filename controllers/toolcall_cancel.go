@@ -47,7 +47,7 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 	stage, msg := pipeline.CancelledBeforeRunning, e.cause+" before the body ran"
 	var overdue []*corev1.Pod
 	if a := current(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil {
-		stopped, err := r.executorFor(a).stop(ctx, call)
+		stopped, err := r.executorFor(a).Stop(ctx, call)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -98,7 +99,7 @@ type ToolCallReconciler struct {
 	isolation  coalescer[isolationRead]
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
-	execs    []executor
+	execs    []executor.Executor
 	// keys are the namespaces' frame masters (framekey.go), shared with the pool reconciler
 	// by Setup; made with the executors otherwise.
 	keys *frameKeys

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -72,7 +73,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 			return ctrl.Result{}, err
 		}
 		r.forceDelete(ctx, overdue)
-		exec.release(ctx, call, ended, o)
+		exec.Release(ctx, call, ended, o)
 		return r.execute(ctx, call)
 	}
 	executed := metav1.ConditionTrue
@@ -99,7 +100,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		return ctrl.Result{}, err
 	}
 	r.forceDelete(ctx, overdue)
-	exec.release(ctx, call, ended, o)
+	exec.Release(ctx, call, ended, o)
 	return ctrl.Result{}, nil
 }
 
@@ -220,10 +221,7 @@ func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.T
 
 // finishInternal ends a call that cannot continue; it never stays without a result.
 func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.ToolCall, msg string) (ctrl.Result, error) {
-	ctrl.LoggerFrom(ctx).Info("ending call on an internal error", "reason", msg)
-	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: ReasonOperatorError,
-		Error: "the call could not be run", Content: "the call could not be run"}, r.Clock.Now())
-	return ctrl.Result{}, r.writeTerminal(ctx, call)
+	return r.endRefused(ctx, call, *executor.Internal(msg).Refused)
 }
 
 // refusal is the model-facing result of a call refused before running. Policy internals

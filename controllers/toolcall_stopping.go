@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -227,15 +228,15 @@ func (d *decidedEnds) keep(ctx context.Context, call *v1alpha1.ToolCall, o pipel
 }
 
 // get is the kept outcome of the call's current attempt, if any.
-func (d *decidedEnds) get(call *v1alpha1.ToolCall) (step, bool) {
+func (d *decidedEnds) get(call *v1alpha1.ToolCall) (executor.Step, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.m[client.ObjectKeyFromObject(call)]
 	if !ok || e.uid != call.UID || e.attempt != currentAttempt(call) {
-		return step{}, false
+		return executor.Step{}, false
 	}
 	o := e.outcome
-	return step{outcome: &o, containerStart: e.containerStart}, true
+	return executor.Step{Outcome: &o, ContainerStart: e.containerStart}, true
 }
 
 func (d *decidedEnds) forget(key types.NamespacedName) {

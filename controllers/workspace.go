@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -108,8 +109,8 @@ func WorkspaceSessionLabelValue(session string) string {
 }
 
 // workspaceRefusal ends a call whose tool asks for a workspace the call cannot have.
-func workspaceRefusal(reason, detail, message string) step {
-	return step{refused: &startRefusal{reason: reason, detail: detail, message: message}}
+func workspaceRefusal(reason, detail, message string) executor.Step {
+	return executor.Refuse(executor.Refusal{Reason: reason, Message: message, Detail: detail})
 }
 
 // workspaceFor makes ready the session workspace the call's attempt mounts: nil when its
@@ -118,10 +119,10 @@ func workspaceRefusal(reason, detail, message string) step {
 // exists): the Pod waits for it, and an attempt that never started because its claim did
 // not bind ends WorkspaceUnbound (workspaceUnbound). Not ok: st or err is what this pass
 // comes to (a refusal, or a wait for a claim being deleted to go).
-func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st step, ok bool, err error) {
+func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st executor.Step, ok bool, err error) {
 	access := workspaceAccess(call.Status.Tool.Spec)
 	if access == "" {
-		return nil, step{}, true, nil
+		return nil, executor.Step{}, true, nil
 	}
 	if call.Spec.Session == "" {
 		msg := "the call was not run: its tool works in a session workspace, and the call names no session"
@@ -129,7 +130,7 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 	}
 	scope, decl, err := e.workspaceDeclaration(ctx, call)
 	if err != nil {
-		return nil, step{}, false, err
+		return nil, executor.Step{}, false, err
 	}
 	if decl == nil {
 		msg := "the call was not run: its tool works in a session workspace, and no workspace is declared for the call's scope"
@@ -143,21 +144,21 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		msg := "the call was not run: its session workspace could not be provisioned"
 		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceUnbound, "the session's PersistentVolumeClaim could not be created: "+err.Error(), msg), false, nil
 	case err != nil:
-		return nil, step{}, false, err
+		return nil, executor.Step{}, false, err
 	}
 	if !pvc.DeletionTimestamp.IsZero() {
 		// The session was idle past its retention a moment ago: the next claim is a new one.
-		return nil, step{requeue: workspaceWait}, false, nil
+		return nil, executor.Step{Requeue: workspaceWait}, false, nil
 	}
 	if e.awaitsBinding(ctx, pvc) {
 		// Until the deadline: then start's tooLate ends the attempt WorkspaceUnbound.
-		return nil, step{requeue: min(workspaceBindPoll, max(e.attemptDeadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
+		return nil, executor.Step{Requeue: min(workspaceBindPoll, max(e.attemptDeadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
 	}
 	creds, st, ok, err := e.claimCredentials(ctx, call, pvc)
 	if !ok {
 		return nil, st, false, err
 	}
-	return &podspec.WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly, Credentials: creds}, step{}, true, nil
+	return &podspec.WorkspaceMount{ClaimName: pvc.Name, ReadOnly: access == v1alpha1.WorkspaceReadOnly, Credentials: creds}, executor.Step{}, true, nil
 }
 
 // awaitsBinding is true while a claim of a storage class that binds at once
@@ -302,21 +303,21 @@ func workspaceRetention(decl *v1alpha1.Workspace) time.Duration {
 // would send whoever reads it to the wrong place. A claim that was ever bound stays Bound
 // (or Lost): then the outcome stands, as it does when the runner vouched for a run or the
 // claim cannot be read.
-func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (step, bool) {
+func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (executor.Step, bool) {
 	if o.Report != nil || workspaceAccess(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
-		return step{}, false
+		return executor.Step{}, false
 	}
 	scope, decl, err := e.workspaceDeclaration(ctx, call)
 	if err != nil || decl == nil {
-		return step{}, false
+		return executor.Step{}, false
 	}
 	name := WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
-		return step{}, false
+		return executor.Step{}, false
 	}
 	if pvc.Status.Phase == corev1.ClaimBound || pvc.Status.Phase == corev1.ClaimLost {
-		return step{}, false
+		return executor.Step{}, false
 	}
 	class := "the cluster's default"
 	if pvc.Spec.StorageClassName != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -93,7 +94,7 @@ func recordedCredentials(pvc *corev1.PersistentVolumeClaim) ([]podcontract.Works
 
 // credentialsRefusal ends a call whose session cannot record, or no longer reads, what its
 // Pods must redact.
-func credentialsRefusal(detail string) step {
+func credentialsRefusal(detail string) executor.Step {
 	msg := "the call was not run: its session workspace cannot record the credentials its tools were given"
 	return workspaceRefusal(v1alpha1.ReasonWorkspaceCredentialsUnrecorded, detail, msg)
 }
@@ -104,7 +105,7 @@ func credentialsRefusal(detail string) step {
 // MaxWorkspaceCredentials refuses the call rather than run a body whose values later calls
 // could not redact; so does a record the operator did not write. Not ok: st or err is what
 // this pass comes to (a conflict is retried through the queue).
-func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall, pvc *corev1.PersistentVolumeClaim) ([]podcontract.WorkspaceCredential, step, bool, error) {
+func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall, pvc *corev1.PersistentVolumeClaim) ([]podcontract.WorkspaceCredential, executor.Step, bool, error) {
 	recorded, err := recordedCredentials(pvc)
 	if err != nil {
 		detail := "the " + podcontract.AnnotationWorkspaceCredentials + " annotation of the PersistentVolumeClaim " + pvc.Name + " is not the operator's record: " + err.Error()
@@ -112,7 +113,7 @@ func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall,
 	}
 	all := mergeCredentials(recorded, workspaceCredentials(snapshotSpec(call)))
 	if len(all) == len(recorded) {
-		return recorded, step{}, true, nil
+		return recorded, executor.Step{}, true, nil
 	}
 	if len(all) > podcontract.MaxWorkspaceCredentials {
 		detail := "the session's PersistentVolumeClaim " + pvc.Name + " would record " + strconv.Itoa(len(all)) +
@@ -122,8 +123,8 @@ func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall,
 	patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, podcontract.AnnotationWorkspaceCredentials, encodeCredentials(all))
 	if err := e.Patch(ctx, pvc, patch); err != nil {
-		return nil, step{}, false, err
+		return nil, executor.Step{}, false, err
 	}
 	ctrl.LoggerFrom(ctx).Info("recorded credentials on the session workspace", "claim", pvc.Name, "credentials", len(all))
-	return all, step{}, true, nil
+	return all, executor.Step{}, true, nil
 }

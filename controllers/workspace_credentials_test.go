@@ -114,7 +114,7 @@ func TestClaimCredentialsPatchesOnlyWhenTheSetGrows(t *testing.T) {
 			e, patches := credClaimWorld(t, tc.record)
 			got, st, ok, err := e.claimCredentials(context.Background(), tc.call, liveClaim(t, e))
 			if !ok || err != nil {
-				t.Fatalf("refused: %+v, %v", st.refused, err)
+				t.Fatalf("refused: %+v, %v", st.Refused, err)
 			}
 			if d := diff(got, tc.want); d != "" {
 				t.Errorf("record for the Pod (-got +want):\n%s", d)
@@ -173,15 +173,15 @@ func TestClaimCredentialsBoundAndAlteredRecord(t *testing.T) {
 			}
 			if !tc.refused {
 				if !ok {
-					t.Fatalf("refused: %+v", st.refused)
+					t.Fatalf("refused: %+v", st.Refused)
 				}
 				return
 			}
-			if ok || st.refused == nil || st.refused.reason != toolgatev1alpha1.ReasonWorkspaceCredentialsUnrecorded {
-				t.Fatalf("not refused WorkspaceCredentialsUnrecorded: ok %v, %+v", ok, st.refused)
+			if ok || st.Refused == nil || st.Refused.Reason != toolgatev1alpha1.ReasonWorkspaceCredentialsUnrecorded {
+				t.Fatalf("not refused WorkspaceCredentialsUnrecorded: ok %v, %+v", ok, st.Refused)
 			}
-			if st.refused.message == "" || *patches != 0 {
-				t.Errorf("message %q, %d patches", st.refused.message, *patches)
+			if st.Refused.Message == "" || *patches != 0 {
+				t.Errorf("message %q, %d patches", st.Refused.Message, *patches)
 			}
 		})
 	}

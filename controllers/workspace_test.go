@@ -117,7 +117,7 @@ func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
 			}
 		}
 		x := newWarmExecutor(w.env(t), stubAttach{})
-		if where, ok := x.claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
+		if where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
 			t.Fatalf("%s: the warm executor claimed %q", access, where)
 		}
 		got := &corev1.Pod{}
