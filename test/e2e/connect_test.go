@@ -177,10 +177,12 @@ var _ = Describe("connect your agent: the page's HTTP recipes", Ordered, Label("
 		Expect(added).To(Equal([]string{"mcp", "add", "--transport", srv.Type, name, endpoint, "--header", "Authorization: " + header}))
 
 		cs := connectBearer(ctx, endpoint, strings.TrimPrefix(header, "Bearer "), "")
+		var demo toolgatev1alpha1.ToolScope // the page: the namespace layer serves the same eleven
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: demoScope}, &demo)).To(Succeed())
 		Eventually(func(g Gomega) {
 			tools, err := cs.ListTools(ctx, nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toolNamesOf(tools)).To(ContainElements("echo", "sh", "api-token", "fetch", "fetch-with-token", "gvisor-kernel"))
+			g.Expect(toolNamesOf(tools)).To(ContainElements(demo.Spec.Allow))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 
 		By("gvisor-kernel: the body sees gVisor's kernel")
