@@ -376,7 +376,7 @@ toolgate is up. Try:
   kubectl -n $SYSTEM_NS logs -l app.kubernetes.io/name=$RELEASE,app.kubernetes.io/component=manager --prefix   (both replicas; the leader holds Lease $SYSTEM_NS/toolgate.dev)
   the MCP gateway over HTTP: http://\$(kubectl -n $SYSTEM_NS get svc $RELEASE-gateway -o jsonpath='{.spec.clusterIP}'):8090/ with a token,
     kubectl -n $DEMO_NS create sa my-agent; kubectl -n $DEMO_NS create rolebinding my-agent --clusterrole=toolgate-agent --serviceaccount=$DEMO_NS:my-agent
-    kubectl -n $DEMO_NS create token my-agent --audience toolgate   ("The MCP gateway in the local cluster" in docs/mcp-gateway.md)
+    kubectl -n $DEMO_NS create token my-agent --audience toolgate   (the recipes: docs/connect-your-agent.md)
   toolgate --kubeconfig \$TOOLGATE_KUBECONFIG_AGENT -n $DEMO_NS cancel CALL   (stops a call; it stays, Failed/Cancelled)
   metrics (HTTPS, a token allowed to GET /metrics): see "Metrics" in docs/observability.md
   make up (again: new demo calls)   make down (stop and clean up everything)

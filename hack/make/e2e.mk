@@ -6,6 +6,8 @@
 # cluster that was already up stays up; with TRACING=1 (make test sets it) on a cluster that
 # `make up` brought up without it, it runs `make up` again, which starts Jaeger and
 # redeploys toolgate exporting to it, so that the trace specs can run.
+# It builds bin/toolgate (make cli) and installs test/ts's TypeScript SDK (make ts-sdk)
+# first: the specs of docs/connect-your-agent.md (label connect) run its recipes with them.
 
 E2E_TIMEOUT ?= 20m
 E2E_FLAGS ?=
@@ -14,7 +16,7 @@ E2E_KEEP_CLUSTER ?=
 ##@ E2E
 
 .PHONY: test-e2e
-test-e2e: chromium $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
+test-e2e: chromium cli ts-sdk $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
 	@started=; traced=; \
 	if $(ROOT)/hack/cluster.sh status >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-system \

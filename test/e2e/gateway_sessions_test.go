@@ -46,28 +46,7 @@ var _ = Describe("the MCP gateway with a workspace per client session", Label("g
 			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
 		}
 		token := mintToken(ctx, sa, "toolgate")
-		url := startSessionGateway(ctx, scope)
-
-		first, second := connectBearer(ctx, url, token, "2025-11-25"), connectBearer(ctx, url, token, "2025-11-25")
-		Expect(first.ID()).NotTo(Equal(second.ID()))
-		Eventually(func(g Gomega) {
-			tools, err := first.ListTools(ctx, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toolNamesOf(tools)).To(ContainElements("write_file", "read_file"))
-		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
-
-		s1 := sessionWrite(ctx, first, nil, user, "from the first session")
-		Expect(sessionRead(ctx, second, nil)).To(ContainSubstring("no such file"), "the second session sees none of the first's files")
-		s2 := sessionWrite(ctx, second, nil, user, "from the second session")
-		Expect(s2).NotTo(Equal(s1))
-		Expect(sessionRead(ctx, first, nil)).To(Equal("from the first session"))
-		Expect(sessionRead(ctx, second, nil)).To(Equal("from the second session"))
-
-		By("stateless (2026-07-28) clients: one _meta key, one workspace, across connections")
-		key := mcp.Meta{"toolgate.dev/session": "e2e-task"}
-		s3 := sessionWrite(ctx, connectBearer(ctx, url, token, ""), key, user, "from a stateless client")
-		Expect(s3).NotTo(BeElementOf(s1, s2))
-		Expect(sessionRead(ctx, connectBearer(ctx, url, token, ""), key)).To(Equal("from a stateless client"))
+		twoSessionsTwoWorkspaces(ctx, startSessionGateway(ctx, scope), token, user, "e2e-task")
 	}, SpecTimeout(5*time.Minute))
 })
 
@@ -93,6 +72,13 @@ func startSessionGateway(ctx SpecContext, scope string) string {
 		_ = gw.Wait()
 	})
 	url := fmt.Sprintf("http://%s/", addr)
+	waitServing(ctx, url)
+	return url
+}
+
+// waitServing waits until an HTTP gateway at url answers (its OAuth metadata needs no token).
+func waitServing(ctx context.Context, url string) {
+	GinkgoHelper()
 	Eventually(func() (int, error) {
 		resp, err := http.Get(url + ".well-known/oauth-protected-resource")
 		if err != nil {
@@ -101,7 +87,34 @@ func startSessionGateway(ctx SpecContext, scope string) string {
 		_ = resp.Body.Close()
 		return resp.StatusCode, nil
 	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Equal(http.StatusOK))
-	return url
+}
+
+// twoSessionsTwoWorkspaces checks a gateway with --session-per-client on a workspace scope
+// at url, as user with token: two MCP sessions (2025-11-25) write and read notes.txt in two
+// workspaces, and stateless (2026-07-28) clients sending the _meta session key share a
+// third across connections.
+func twoSessionsTwoWorkspaces(ctx context.Context, url, token, user, key string) {
+	GinkgoHelper()
+	first, second := connectBearer(ctx, url, token, "2025-11-25"), connectBearer(ctx, url, token, "2025-11-25")
+	Expect(first.ID()).NotTo(Equal(second.ID()))
+	Eventually(func(g Gomega) {
+		tools, err := first.ListTools(ctx, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(toolNamesOf(tools)).To(ContainElements("write_file", "read_file"))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+
+	s1 := sessionWrite(ctx, first, nil, user, "from the first session")
+	Expect(sessionRead(ctx, second, nil)).To(ContainSubstring("no such file"), "the second session sees none of the first's files")
+	s2 := sessionWrite(ctx, second, nil, user, "from the second session")
+	Expect(s2).NotTo(Equal(s1))
+	Expect(sessionRead(ctx, first, nil)).To(Equal("from the first session"))
+	Expect(sessionRead(ctx, second, nil)).To(Equal("from the second session"))
+
+	By("stateless (2026-07-28) clients: one _meta key, one workspace, across connections")
+	meta := mcp.Meta{gateway.MetaSession: key}
+	s3 := sessionWrite(ctx, connectBearer(ctx, url, token, ""), meta, user, "from a stateless client")
+	Expect(s3).NotTo(BeElementOf(s1, s2))
+	Expect(sessionRead(ctx, connectBearer(ctx, url, token, ""), meta)).To(Equal("from a stateless client"))
 }
 
 // sessionWrite writes notes.txt in the workspace of cs (and meta) and returns the call's
