@@ -63,10 +63,14 @@ var _ = Describe("the MCP gateway with a workspace per client session", Label("g
 func scopeServiceAccount(ctx context.Context, scope, sa string) string {
 	GinkgoHelper()
 	user := "system:serviceaccount:" + demoNS + ":" + sa
-	var s toolgatev1alpha1.ToolScope
-	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope}, &s)).To(Succeed())
-	s.Spec.Subjects = append(s.Spec.Subjects, user)
-	Expect(admin.Update(ctx, &s)).To(Succeed())
+	Eventually(func() error { // the operator may write the scope's status in between: a conflict
+		var s toolgatev1alpha1.ToolScope
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope}, &s); err != nil {
+			return err
+		}
+		s.Spec.Subjects = append(s.Spec.Subjects, user)
+		return admin.Update(ctx, &s)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 	labels := map[string]string{e2eLabel: "true"}
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}},

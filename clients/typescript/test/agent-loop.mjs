@@ -44,7 +44,7 @@ const steps = [
   { call: { name: "glob", args: { pattern: "**/*.txt", path: root } }, expect: [`${app}/out.txt`], absent: ["greet.sh"] },
   { call: { name: "ls", args: { path: app } }, expect: [`${app}/greet.sh`, `${app}/out.txt`] },
   { call: { name: "execute", args: { command: `cat ${app}/nope.txt` } }, expect: ["[Command failed with exit code 1]"] },
-  { call: { name: "execute", args: { command: `rm -rf ${app}` } }, expect: ["denied", "GuardDenied", "Recursive rm"] },
+  { call: { name: "execute", args: { command: `rm -rf ${app}` } }, expect: ["Error: a toolgate policy denied the call", "(GuardDenied)"] },
   { call: { name: "read_file", args: { file_path: `${app}/out.txt` } }, expect: ["good morning, toolgate"] },
 ];
 
