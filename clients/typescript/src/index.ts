@@ -429,8 +429,7 @@ function explain(o: Outcome): string {
   }
   if (phase === "Refused") return `the toolgate gateway refused the call (${reason}): ${text}`;
   if (phase === "Denied") return `a toolgate policy denied the call${call ? " " + call : ""} (${reason}): ${text}`;
-  if (reason === "StillRunning") return text;
-  return text;
+  return text; // the tool's own message; StillRunning and the like name the call themselves
 }
 
 function callMetadata(o: Outcome): Record<string, unknown> | undefined {
