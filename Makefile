@@ -99,8 +99,9 @@ test: ## Everything CI runs, the real-cluster e2e suite included; one timing lin
 # The race detector is on for unit and integration tests (CGO: gcc is on every machine).
 RACE ?= -race
 
-test-unit: ## Unit tests (no cluster), with the race detector.
+test-unit: ts-client ## Unit tests (no cluster), with the race detector; then clients/typescript's (node --test).
 	go test $(RACE) $$(go list ./... | grep -v /test/)
+	npm test --prefix clients/typescript --silent
 
 .PHONY: test-integration
 test-integration: envtest-binaries chromium ts-sdk $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
@@ -112,6 +113,17 @@ test-integration: envtest-binaries chromium ts-sdk $(GINKGO) ## envtest + ginkgo
 ts-sdk:
 	@[ -d test/ts/node_modules/@modelcontextprotocol/sdk ] && [ test/ts/node_modules/.package-lock.json -nt test/ts/package-lock.json ] || \
 	  { echo "npm ci in test/ts (the MCP TypeScript SDK for the gateway suite)"; npm ci --prefix test/ts --no-audit --no-fund --loglevel=error; }
+
+# clients/typescript, toolgate as LangChain deepagents' sandbox backend (its unit tests in
+# test-unit, its agent loop in the e2e spec deepagents_test.go): npm ci from its lockfile when
+# node_modules is older than it, then tsc to dist/ when a source is newer than the build.
+TS_CLIENT := clients/typescript
+.PHONY: ts-client
+ts-client:
+	@[ -d $(TS_CLIENT)/node_modules/deepagents ] && [ $(TS_CLIENT)/node_modules/.package-lock.json -nt $(TS_CLIENT)/package-lock.json ] || \
+	  { echo "npm ci in $(TS_CLIENT) (deepagents, LangChain, the MCP TypeScript SDK)"; npm ci --prefix $(TS_CLIENT) --no-audit --no-fund --loglevel=error; }
+	@[ -f $(TS_CLIENT)/dist/index.js ] && [ -z "$$(find $(TS_CLIENT)/src $(TS_CLIENT)/tsconfig.json $(TS_CLIENT)/node_modules/.package-lock.json -newer $(TS_CLIENT)/dist/index.js)" ] || \
+	  { echo "tsc in $(TS_CLIENT)"; npm run --prefix $(TS_CLIENT) --silent build; }
 
 # The approval console's browser specs (integration and e2e) drive Debian's Chromium; its
 # recommended packages bring the fonts the screenshots need. CHROMIUM=path skips this.

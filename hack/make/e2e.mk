@@ -16,7 +16,7 @@ E2E_KEEP_CLUSTER ?=
 ##@ E2E
 
 .PHONY: test-e2e
-test-e2e: chromium cli ts-sdk $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
+test-e2e: chromium cli ts-sdk ts-client $(GINKGO) ## End-to-end tests on the local cluster (make up first if it is not healthy).
 	@started=; traced=; \
 	if $(ROOT)/hack/cluster.sh status >/dev/null 2>&1 \
 	    && $(K8S_BIN)/kubectl --kubeconfig $(ROOT)/.cluster/kubeconfig -n toolgate-system \

@@ -29,26 +29,39 @@ import (
 var _ = Describe("the MCP gateway with a workspace per client session", Label("gateway", "mcp", "workspace"), func() {
 	It("gives two MCP sessions of one ServiceAccount two workspaces, and a stateless key its own", func(ctx SpecContext) {
 		const sa = "e2e-session-agent"
-		user := "system:serviceaccount:" + demoNS + ":" + sa
 		scope := workspaceScope(ctx)
-		var s toolgatev1alpha1.ToolScope
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope}, &s)).To(Succeed())
-		s.Spec.Subjects = append(s.Spec.Subjects, user)
-		Expect(admin.Update(ctx, &s)).To(Succeed())
-		labels := map[string]string{e2eLabel: "true"}
-		for _, obj := range []client.Object{
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}},
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-agent"},
-				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: demoNS}}},
-		} {
-			Expect(client.IgnoreAlreadyExists(admin.Create(ctx, obj))).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
-		}
+		user := scopeServiceAccount(ctx, scope, sa)
 		token := mintToken(ctx, sa, "toolgate")
 		twoSessionsTwoWorkspaces(ctx, startSessionGateway(ctx, scope), token, user, "e2e-task")
 	}, SpecTimeout(5*time.Minute))
 })
+
+// scopeServiceAccount creates the ServiceAccount sa in the demo namespace, bound to
+// toolgate-agent, and makes it a subject of scope; it returns its user name. Deleted when
+// the spec ends.
+func scopeServiceAccount(ctx context.Context, scope, sa string) string {
+	GinkgoHelper()
+	user := "system:serviceaccount:" + demoNS + ":" + sa
+	Eventually(func() error { // the operator may write the scope's status in between: a conflict
+		var s toolgatev1alpha1.ToolScope
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope}, &s); err != nil {
+			return err
+		}
+		s.Spec.Subjects = append(s.Spec.Subjects, user)
+		return admin.Update(ctx, &s)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+	labels := map[string]string{e2eLabel: "true"}
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-agent"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: demoNS}}},
+	} {
+		Expect(client.IgnoreAlreadyExists(admin.Create(ctx, obj))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
+	}
+	return user
+}
 
 // startSessionGateway builds toolgate from this checkout and runs its HTTP gateway on a
 // loopback port for scope, with a spec.session per client session, until the spec ends.
