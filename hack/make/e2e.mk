@@ -10,6 +10,10 @@
 # first: the specs of docs/connect-your-agent.md (label connect) run its recipes with them.
 
 E2E_TIMEOUT ?= 20m
+# The specs run in E2E_PROCS parallel ginkgo processes (they mostly wait on Pods); the ones
+# that restart, kill or load what every spec shares (the operator, the API server, the node)
+# are marked Serial and run alone at the end.
+E2E_PROCS ?= 4
 E2E_FLAGS ?=
 E2E_KEEP_CLUSTER ?=
 
@@ -38,7 +42,7 @@ test-e2e: chromium cli ts-sdk ts-client $(GINKGO) ## End-to-end tests on the loc
 	fi; \
 	rc=0; \
 	if [ -n "$$started$$traced" ]; then $(MAKE) up || rc=$$?; fi; \
-	if [ $$rc = 0 ]; then $(GINKGO) -v --timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(ROOT)/test/e2e || rc=$$?; fi; \
+	if [ $$rc = 0 ]; then $(GINKGO) -v --procs=$(E2E_PROCS) --timeout=$(E2E_TIMEOUT) $(E2E_FLAGS) $(ROOT)/test/e2e || rc=$$?; fi; \
 	if [ -n "$$started" ] && [ -z "$(E2E_KEEP_CLUSTER)" ]; then \
 	  echo "test-e2e: tearing down the cluster this run started (E2E_KEEP_CLUSTER=1 keeps it)"; \
 	  $(MAKE) down || true; \
