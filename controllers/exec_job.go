@@ -179,7 +179,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 	now := j.Clock.Now()
 	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
 		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
-	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
+	read := j.trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
 		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
 			return st, nil

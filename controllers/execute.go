@@ -17,6 +17,8 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/frametrust"
+	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -51,7 +53,7 @@ type execEnv struct {
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
 	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
 	// derived for it, and a namespace has its Secret before its first tool Pod.
-	keys *frameKeys
+	keys *framekeys.Store
 	// frozen is the reconciler's carrier of the arguments admission froze.
 	frozen *frozenArguments
 }
@@ -63,13 +65,13 @@ func (e *execEnv) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
 }
 
 // frameKeyReady makes sure the call's namespace has its frame key Secret before a tool Pod
-// there needs it (from memory but once per namespace and frameKeyTTL): a Secret the
+// there needs it (from memory but once per namespace and framekeys.TTL): a Secret the
 // operator cannot use ends the call (OperatorError, saying so); any other error is retried.
 // Not ok: st (a refusal) or err is what this pass comes to.
 func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (masters [][]byte, st executor.Step, ok bool, err error) {
-	masters, err = e.keys.ensure(ctx, call.Namespace)
+	masters, err = e.keys.Ensure(ctx, call.Namespace)
 	switch {
-	case errors.Is(err, errFrameKeySecret):
+	case errors.Is(err, framekeys.ErrSecret):
 		return nil, executor.Internal(err.Error()), false, nil
 	case err != nil:
 		return nil, executor.Step{}, false, err
@@ -83,12 +85,18 @@ func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, er
 	return e.frozen.get(call, e.Options.MaxArgumentBytes)
 }
 
+// trust is what the call's current attempt's frames are believed by.
+func (e *execEnv) trust(call *v1alpha1.ToolCall) frametrust.Trust {
+	return frametrust.Trust{Masters: frametrust.StoreMasters(e.keys, call.Namespace), CallUID: call.UID,
+		Attempt: int(currentAttempt(call)), Digest: call.Status.ArgumentsDigest, MaxOutput: podspec.MaxOutput(call.Status.Tool.Spec)}
+}
+
 // executors are the reconciler's backends, in the order chooseExecutor offers them a new
 // attempt: the first that claims it runs it. The Job executor takes every attempt; it is last.
 func (r *ToolCallReconciler) executors() []executor.Executor {
 	r.execOnce.Do(func() {
 		if r.keys == nil {
-			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
+			r.keys = framekeys.New(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
 			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -100,9 +101,9 @@ type ToolCallReconciler struct {
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor
-	// keys are the namespaces' frame masters (framekey.go), shared with the pool reconciler
+	// keys are the namespaces' frame masters (controllers/framekeys), shared with the pool reconciler
 	// by Setup; made with the executors otherwise.
-	keys *frameKeys
+	keys *framekeys.Store
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete;patch

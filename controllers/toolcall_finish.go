@@ -27,8 +27,6 @@ const (
 	ReasonOperatorError = v1alpha1.ReasonOperatorError
 )
 
-var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
-
 // finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
 // policy) or runs post-execute and freezes the result: one status write either way (two
 // when the PostExecute policies cannot be read at first, see policiesUnavailable). An
