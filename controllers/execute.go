@@ -19,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -55,7 +56,7 @@ type execEnv struct {
 	// derived for it, and a namespace has its Secret before its first tool Pod.
 	keys *framekeys.Store
 	// frozen is the reconciler's carrier of the arguments admission froze.
-	frozen *frozenArguments
+	frozen *frozenargs.Store
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
@@ -80,9 +81,9 @@ func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (m
 }
 
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest
-// recorded in status, carried rather than frozen again (frozenargs.go).
+// recorded in status, carried rather than frozen again (controllers/frozenargs).
 func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return e.frozen.get(call, e.Options.MaxArgumentBytes)
+	return e.frozen.Get(call, e.Options.MaxArgumentBytes)
 }
 
 // trust is what the call's current attempt's frames are believed by.

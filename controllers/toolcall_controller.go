@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -91,8 +92,8 @@ type ToolCallReconciler struct {
 
 	written written
 	audits  pendingAudits
-	// frozen carries the arguments admission froze to every later use (frozenargs.go).
-	frozen frozenArguments
+	// frozen carries the arguments admission froze to every later use (controllers/frozenargs).
+	frozen frozenargs.Store
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
@@ -123,7 +124,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.audits.forget(req.NamespacedName)
 			r.forgetNotified(req.NamespacedName)
-			r.frozen.forget(req.NamespacedName)
+			r.frozen.Forget(req.NamespacedName)
 			r.decided.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
@@ -195,7 +196,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))
-		r.frozen.forget(client.ObjectKeyFromObject(call))
+		r.frozen.Forget(client.ObjectKeyFromObject(call))
 		r.decided.forget(client.ObjectKeyFromObject(call))
 		r.emitAudit(ctx, call, false)
 	}

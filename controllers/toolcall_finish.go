@@ -165,9 +165,9 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 }
 
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest
-// recorded in status, carried rather than frozen again (frozenargs.go).
+// recorded in status, carried rather than frozen again (controllers/frozenargs).
 func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return r.frozen.get(call, r.Options.MaxArgumentBytes)
+	return r.frozen.Get(call, r.Options.MaxArgumentBytes)
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed

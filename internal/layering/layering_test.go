@@ -43,6 +43,12 @@ var rules = []rule{
 		allowed:        []string{"controllers", "pkg"},
 	},
 	{
+		pkg:            "controllers/frozenargs",
+		why:            "the carrier of admitted arguments is used by the executors and the reconciler: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"api", "pipeline", "pkg"},
+	},
+	{
 		pkg:            "controllers/executor/...",
 		why:            "the executor seam and what executors share: no back edge to the reconcilers",
 		forbiddenExact: []string{controllers},
