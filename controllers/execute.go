@@ -47,7 +47,7 @@ type execEnv struct {
 	Clock     clock.PassiveClock
 	Logs      LogReader
 	Options   CallOptions
-	// Recorder records the events executors emit themselves (EventEgressBindFailed).
+	// Recorder records the events executors emit themselves (egressgrant.EventBindFailed).
 	Recorder recorder.EventRecorder
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (ensureIsolation): "" when it is, else why not.

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
@@ -54,8 +55,8 @@ type CallOptions struct {
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
 	NetworkPolicy NetworkPolicyOptions
-	// EgressProxy points tools with sandbox.egress at the egress proxy (egress.go).
-	EgressProxy EgressProxyOptions
+	// EgressProxy points tools with sandbox.egress at the egress proxy (controllers/egressgrant).
+	EgressProxy egressgrant.ProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
 	// Workspace configures session workspaces (workspace.go).

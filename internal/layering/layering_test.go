@@ -49,6 +49,18 @@ var rules = []rule{
 		allowed:        []string{"api", "pipeline", "pkg"},
 	},
 	{
+		pkg:            "controllers/egressgrant/...",
+		why:            "the per-attempt egress grant is used by the executors and the reconciler: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
+	},
+	{
+		pkg:            "controllers/internal/...",
+		why:            "helpers every controller package shares: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"pipeline", "pkg"},
+	},
+	{
 		pkg:            "controllers/executor/...",
 		why:            "the executor seam and what executors share: no back edge to the reconcilers",
 		forbiddenExact: []string{controllers},
