@@ -19,10 +19,12 @@ var Key = []byte(strings.Repeat("k", 32))
 // Token is the value of the credential WithInjection's first destination gets.
 const Token = "ghp_0123456789abcdef"
 
-// ProxyURL is the proxy as tool bodies reach it (a ClusterIP); its Pods run in
-// ProxyNamespace, labelled ProxyLabels.
+// The proxy of every test: reached at a ClusterIP, its Pods in ProxyNamespace, labelled
+// ProxyLabels.
 const (
-	ProxyURL       = "http://10.0.0.50:3128"
+	// ProxyURL is the proxy as tool bodies reach it.
+	ProxyURL = "http://10.0.0.50:3128"
+	// ProxyNamespace is where the proxy's Pods run.
 	ProxyNamespace = "toolgate-system"
 )
 
