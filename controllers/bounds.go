@@ -3,8 +3,6 @@ package controllers
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -16,8 +14,6 @@ import (
 const (
 	// maxConditionMessage is metav1.Condition's message limit (maxLength 32768).
 	maxConditionMessage = 32768
-	// maxEventNote is the events.k8s.io/v1 note limit (1 KiB).
-	maxEventNote = 1024
 	// maxDetail bounds the infrastructure's own words quoted in a condition (Outcome.Detail).
 	maxDetail = 256
 )
@@ -32,13 +28,4 @@ func boundedText(s string, limit int) string {
 func setStatusCondition(conds *[]metav1.Condition, c metav1.Condition) bool {
 	c.Message = boundedText(c.Message, maxConditionMessage)
 	return meta.SetStatusCondition(conds, c)
-}
-
-// emit records an event with its note bounded to what the events API accepts (an event
-// over the limit is refused and lost from the audit chain).
-func emit(rec recorder.EventRecorder, obj runtime.Object, eventType, reason, action, note string) {
-	if rec == nil {
-		return
-	}
-	rec.Eventf(obj, nil, eventType, reason, action, "%s", boundedText(note, maxEventNote))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -19,21 +18,28 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
+	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-var egressTestKey = []byte(strings.Repeat("k", 32))
-
-func egressTestOptions() EgressProxyOptions {
-	return EgressProxyOptions{URL: "http://10.0.0.50:3128", Key: egressTestKey, Namespace: "toolgate-system",
-		PodLabels: map[string]string{"app.kubernetes.io/name": "toolgate-egress-proxy"}}
+func egressTestOptions() egressgrant.ProxyOptions {
+	return egressgrant.ProxyOptions{URL: egressgranttest.ProxyURL, Key: egressgranttest.Key, Namespace: egressgranttest.ProxyNamespace,
+		PodLabels: egressgranttest.ProxyLabels()}
 }
 
-func withEgress(spec *toolgatev1alpha1.ToolSpec) {
-	spec.Sandbox.Network = toolgatev1alpha1.NetworkEgress
-	spec.Sandbox.Egress = &toolgatev1alpha1.Egress{Allow: []toolgatev1alpha1.EgressRule{{Host: "allowed.test", Port: 443}}}
+var withEgress = egressgranttest.WithEgress
+
+// grantedProxyURL is the proxy URL attempt's body gets (why: the call is refused instead).
+func grantedProxyURL(t *testing.T, o egressgrant.ProxyOptions, call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time) (url, why string) {
+	t.Helper()
+	px, why, ended, err := o.ForAttempt(context.Background(), nil, call, attempt, deadline)
+	if ended != nil || err != nil {
+		t.Fatalf("ended %+v, err %v", ended, err)
+	}
+	return px.URL, why
 }
 
 // A tool with sandbox.egress gets a Pod labelled for the proxy-only policy and the proxy
@@ -42,7 +48,7 @@ func TestEgressProxyJob(t *testing.T) {
 	in := testJobInput(withEgress)
 	in.Call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
 	deadline := time.Unix(2_000_000, 0)
-	proxyURL, why := egressTestOptions().egressProxyURL(in.Call, 2, deadline, nil)
+	proxyURL, why := grantedProxyURL(t, egressTestOptions(), in.Call, 2, deadline)
 	if why != "" {
 		t.Fatal(why)
 	}
@@ -65,12 +71,12 @@ func TestEgressProxyJob(t *testing.T) {
 		t.Fatalf("proxy URL %q: %v", proxyURL, err)
 	}
 	pass, _ := u.User.Password()
-	g, err := egress.Verify(egressTestKey, pass, deadline)
+	g, err := egress.Verify(egressgranttest.Key, pass, deadline)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := egress.Grant{Namespace: "agents", Call: "hello", UID: "call-uid", Attempt: 2,
-		Allow: []egress.Rule{{Host: "allowed.test", Port: 443}}, Expires: deadline.Add(egressGrantMargin).Unix()}
+		Allow: []egress.Rule{{Host: "allowed.test", Port: 443}}, Expires: egressgrant.GrantExpiry(deadline).Unix()}
 	if diff := cmp.Diff(want, g); diff != "" {
 		t.Errorf("grant (-want +got):\n%s", diff)
 	}
@@ -79,7 +85,7 @@ func TestEgressProxyJob(t *testing.T) {
 	for _, mut := range []func(*toolgatev1alpha1.ToolSpec){nil, func(s *toolgatev1alpha1.ToolSpec) { s.Sandbox.Network = toolgatev1alpha1.NetworkEgress }} {
 		plain := testJobInput(mut)
 		plain.Call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: plain.Tool}
-		if u, why := egressTestOptions().egressProxyURL(plain.Call, 1, deadline, nil); u != "" || why != "" {
+		if u, why := grantedProxyURL(t, egressTestOptions(), plain.Call, 1, deadline); u != "" || why != "" {
 			t.Errorf("a tool without sandbox.egress got proxy %q / %q", u, why)
 		}
 		if l := podspec.BuildJob(plain, podspec.DefaultOptions()).Spec.Template.Labels[podcontract.LabelNetwork]; l == podcontract.NetworkProxy {
@@ -87,7 +93,7 @@ func TestEgressProxyJob(t *testing.T) {
 		}
 	}
 	// No proxy configured: the call is refused, not run with open egress.
-	if _, why := (EgressProxyOptions{}).egressProxyURL(in.Call, 1, deadline, nil); !strings.Contains(why, "--egress-proxy-url") {
+	if _, why := grantedProxyURL(t, egressgrant.ProxyOptions{}, in.Call, 1, deadline); !strings.Contains(why, "--egress-proxy-url") {
 		t.Errorf("no proxy: why = %q", why)
 	}
 }
@@ -95,12 +101,12 @@ func TestEgressProxyJob(t *testing.T) {
 func TestEgressProxyPolicy(t *testing.T) {
 	o := egressTestOptions()
 	o.PeerCIDRs = []string{"192.0.2.2/32"}
-	ps := EgressProxyPolicies("agents", o)
+	ps := egressgrant.ProxyPolicies("agents", o, toolPodSelector(podcontract.NetworkProxy))
 	if len(ps) != 1 {
 		t.Fatalf("%d policies", len(ps))
 	}
 	p := ps[0]
-	if p.Name != EgressProxyPolicyName || p.Spec.PodSelector.MatchLabels[podcontract.LabelNetwork] != podcontract.NetworkProxy ||
+	if p.Name != egressgrant.ProxyPolicyName || p.Spec.PodSelector.MatchLabels[podcontract.LabelNetwork] != podcontract.NetworkProxy ||
 		len(p.Spec.Ingress) != 0 || len(p.Spec.Egress) != 1 || len(p.Spec.PolicyTypes) != 2 {
 		t.Fatalf("policy %+v", p.Spec)
 	}
@@ -112,7 +118,7 @@ func TestEgressProxyPolicy(t *testing.T) {
 		rule.To[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "toolgate-egress-proxy" || rule.To[1].IPBlock.CIDR != "192.0.2.2/32" {
 		t.Errorf("peers %+v", rule.To)
 	}
-	if EgressProxyPolicies("agents", EgressProxyOptions{}) != nil {
+	if egressgrant.ProxyPolicies("agents", egressgrant.ProxyOptions{}, toolPodSelector(podcontract.NetworkProxy)) != nil {
 		t.Error("a policy without a proxy")
 	}
 
@@ -171,10 +177,10 @@ func TestRecordEgress(t *testing.T) {
 	call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
 	started := &metav1.Time{Time: now.Add(-10 * time.Second)}
 	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, StartTime: started, CompletionTime: &metav1.Time{}}}
-	signed := egressGrantExpiry(attemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
+	signed := egressgrant.GrantExpiry(attemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
 	r.recordEgress(context.Background(), call, 0)
 	got := call.Status.Attempts[0].Egress
-	if gotAuth != "Bearer "+egress.RecordsToken(egressTestKey) {
+	if gotAuth != "Bearer "+egress.RecordsToken(egressgranttest.Key) {
 		t.Errorf("Authorization %q", gotAuth)
 	}
 	if gotUntil != strconv.FormatInt(signed, 10) {
@@ -223,39 +229,12 @@ func TestRecordEgress(t *testing.T) {
 	}
 }
 
-// A proxy URL with a name (a .svc name) reaches the Pod as a hostAlias: its policy allows
-// no DNS. An address needs none.
-func TestEgressProxyHostAlias(t *testing.T) {
-	o := egressTestOptions()
-	if a, err := o.proxyHostAlias(context.Background()); a != nil || err != nil {
-		t.Errorf("ClusterIP URL: alias %+v, %v", a, err)
-	}
-	o.URL = "http://toolgate-egress-proxy.toolgate-system.svc:3128"
-	o.Resolver = egress.StaticResolver{Hosts: map[string][]netip.Addr{"toolgate-egress-proxy.toolgate-system.svc": {netip.MustParseAddr("10.0.0.12")}}}
-	a, err := o.proxyHostAlias(context.Background())
-	if err != nil || a == nil || a.IP != "10.0.0.12" || len(a.Hostnames) != 1 || a.Hostnames[0] != "toolgate-egress-proxy.toolgate-system.svc" {
-		t.Errorf(".svc URL: alias %+v, %v", a, err)
-	}
+// The proxy's host alias (a proxy URL with a name: its policy allows no DNS) is in the
+// Pod's /etc/hosts.
+func TestEgressProxyHostAliasInPod(t *testing.T) {
 	in := testJobInput(withEgress)
-	in.EgressProxyAlias = a
+	in.EgressProxyAlias = &corev1.HostAlias{IP: "10.0.0.12", Hostnames: []string{"toolgate-egress-proxy.toolgate-system.svc"}}
 	if got := podspec.BuildJob(in, podspec.DefaultOptions()).Spec.Template.Spec.HostAliases; len(got) != 1 || got[0].IP != "10.0.0.12" {
 		t.Errorf("Pod hostAliases %+v", got)
-	}
-	o.Resolver = egress.StaticResolver{}
-	if _, err := o.proxyHostAlias(context.Background()); err == nil {
-		t.Error("an unresolvable proxy name gave no error")
-	}
-}
-
-func TestEgressLogKeepsEveryProxyReason(t *testing.T) {
-	for _, reason := range append(egress.RefusalReasons(), "Bogus") {
-		got := egressLog(egress.Record{Destinations: []egress.Destination{{Host: "allowed.test", Port: 443, Refused: 1, Reason: reason}}})
-		want := reason
-		if reason == "Bogus" {
-			want = ""
-		}
-		if len(got.Destinations) != 1 || got.Destinations[0].Reason != want {
-			t.Errorf("reason %q: recorded %+v, want reason %q", reason, got.Destinations, want)
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -49,8 +50,8 @@ func terminalEvents(call *v1alpha1.ToolCall) []event {
 }
 
 // afterStatusWrite emits events only once the status that records them is written.
-func (r *ToolCallReconciler) afterStatusWrite(call *v1alpha1.ToolCall, events []event) {
-	for _, e := range events {
-		emit(r.Recorder, call, e.Type, e.Reason, e.Action, e.Note)
+func (r *ToolCallReconciler) afterStatusWrite(call *v1alpha1.ToolCall, evs []event) {
+	for _, e := range evs {
+		events.Emit(r.Recorder, call, e.Type, e.Reason, e.Action, e.Note)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -119,7 +120,7 @@ func (w *execWorld) env(t *testing.T) execEnv {
 		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
 	return execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
 		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
-		keys:    newFrameKeys(c, c, w.clock)}
+		keys:    framekeys.New(c, c, w.clock)}
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -28,10 +29,12 @@ import (
 type jobExecutor struct {
 	execEnv
 	refusals refusals
-	binder   egressBinder
+	binder   *egressgrant.Binder
 }
 
-func newJobExecutor(env execEnv) *jobExecutor { return &jobExecutor{execEnv: env} }
+func newJobExecutor(env execEnv) *jobExecutor {
+	return &jobExecutor{execEnv: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
+}
 
 func (j *jobExecutor) Path() v1alpha1.ExecutionPath { return "" }
 
@@ -58,7 +61,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return st, err
 	}
 	job := podspec.BuildJob(podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.url, EgressProxyAlias: px.alias, EgressCA: px.ca,
+		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.URL, EgressProxyAlias: px.Alias, EgressCA: px.CA,
 		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return executor.Step{}, err
@@ -179,7 +182,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 	now := j.Clock.Now()
 	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
 		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
-	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
+	read := j.trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
 		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
 			return st, nil
@@ -191,7 +194,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 		wait = pending
 	}
 	if j.bindEgress(ctx, call, pod) {
-		wait = min(wait, egressBindRetry)
+		wait = min(wait, egressgrant.BindRetry)
 	}
 	return executor.Step{Requeue: wait}, nil
 }

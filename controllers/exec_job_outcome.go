@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/toolgate/toolgate/controllers/executor/frametrust"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -38,16 +39,12 @@ type attemptView struct {
 // it), and the attempt is read from the kubelet alone.
 const signerGrace = 10 * time.Second
 
-// frameReader verifies and decodes the runner's frame from a terminated tool container's
-// termination message (reading the Pod log for a pointer frame).
-type frameReader func(ctx context.Context, msg string) (frame.Frame, error)
-
 // attemptOutcome decides whether the attempt has ended, and how. It is a pure function of
 // the view but for read. Only a frame that read verified becomes a Report: any other
 // ending (no Pod, a Pod failed for a reason without a result of its own, a container that
 // ended without a frame or with one that does not verify) carries no exit code or output,
 // and Normalize makes it ExecutionLost or ResultUnreadable.
-func attemptOutcome(ctx context.Context, v attemptView, read frameReader) (pipeline.Outcome, bool) {
+func attemptOutcome(ctx context.Context, v attemptView, read frametrust.Reader) (pipeline.Outcome, bool) {
 	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
 	if o, ok := podOutcome(ctx, v.Pod, v.Now, base, read); ok {
 		if killedAtJobDeadline(o, v.Job) {
@@ -120,7 +117,7 @@ func jobDeadlineReason(job *batchv1.Job) string {
 
 // podOutcome reads a Pod-level failure, the tool container's end, an image that will
 // never be pulled, or a Pod that ended without a tool container that did.
-func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeline.Outcome, read frameReader) (pipeline.Outcome, bool) {
+func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeline.Outcome, read frametrust.Reader) (pipeline.Outcome, bool) {
 	if pod == nil {
 		return pipeline.Outcome{}, false
 	}
@@ -174,7 +171,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeli
 // exit code is the one the kubelet saw the body's container end with (the body side exits
 // with the tool's code). Nothing the body's container wrote is read: its termination
 // message is the body's.
-func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerminated, base pipeline.Outcome, read frameReader) pipeline.Outcome {
+func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerminated, base pipeline.Outcome, read frametrust.Reader) pipeline.Outcome {
 	o := base
 	o.Started, o.TerminationReason, o.ContainerExitCode = true, t.Reason, &t.ExitCode
 	if t.Reason == containerStatusUnknown || signer == nil || signer.Message == "" || signer.Reason == containerStatusUnknown {

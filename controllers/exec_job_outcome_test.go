@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/frametrust"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -45,12 +46,12 @@ var (
 )
 
 // testTrust believes frames as the operator does for the test attempt.
-func testTrust() frameTrust {
-	return frameTrust{masters: staticMasters(testMaster), callUID: testCallUID, attempt: 1, digest: testDigest,
-		maxOutput: testOutputLimit}
+func testTrust() frametrust.Trust {
+	return frametrust.Trust{Masters: staticMasters(testMaster), CallUID: testCallUID, Attempt: 1, Digest: testDigest,
+		MaxOutput: testOutputLimit}
 }
 
-func staticMasters(masters ...[]byte) mastersFunc {
+func staticMasters(masters ...[]byte) frametrust.Masters {
 	return func(context.Context, bool) ([][]byte, error) { return masters, nil }
 }
 
@@ -236,7 +237,7 @@ func (m *memLogs) TailLog(_ context.Context, _, _, _ string, tailLines, limitByt
 // decide runs the controller's decision and the normaliser.
 func decide(job *batchv1.Job, pod *corev1.Pod, log []byte, pastDeadline bool) (pipeline.Outcome, pipeline.Result, bool, *memLogs) {
 	logs := &memLogs{log: log}
-	read := frameReaderFor(testTrust(), pod, logs, time.Second)
+	read := testTrust().PodReader(pod, logs, time.Second)
 	o, ended := attemptOutcome(context.Background(), attemptView{Job: job, Pod: pod, Attempt: 1, PastDeadline: pastDeadline}, read)
 	return o, pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}), ended, logs
 }
@@ -537,7 +538,7 @@ func checkCombination(t *testing.T, name string, o pipeline.Outcome, res pipelin
 func TestLogReadTimeout(t *testing.T) {
 	job := jobWith()
 	pod := podWith(corev1.PodSucceeded, "", withFrame(0, "Completed", frameNamed("honest in log")))
-	read := frameReaderFor(testTrust(), pod, blockingLogs{}, 50*time.Millisecond)
+	read := testTrust().PodReader(pod, blockingLogs{}, 50*time.Millisecond)
 	start := time.Now()
 	o, ok := attemptOutcome(context.Background(), attemptView{Job: job, Pod: pod, Attempt: 1}, read)
 	if !ok || !strings.Contains(o.Unreadable, context.DeadlineExceeded.Error()) || o.Report != nil {
@@ -589,7 +590,7 @@ func TestAttemptOutcomeTrustsTheSignerOnlyForWhatItSaw(t *testing.T) {
 			} else {
 				pod.Status.ContainerStatuses[1].State = running()
 			}
-			read := frameReaderFor(testTrust(), pod, &memLogs{}, time.Second)
+			read := testTrust().PodReader(pod, &memLogs{}, time.Second)
 			o, ended := attemptOutcome(context.Background(), attemptView{Job: jobWith(), Pod: pod, Attempt: 1, Now: now}, read)
 			if ended != tc.ended {
 				t.Fatalf("ended %v, want %v (outcome %+v)", ended, tc.ended, o)

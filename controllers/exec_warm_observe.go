@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/frametrust"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -114,7 +115,7 @@ func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, nam
 
 // streamOutcome is the outcome the attach stream's result line vouches for: only a
 // self-contained frame of a body that exited by itself, verified for the call's attempt and
-// arguments (frameTrust). A body killed by a
+// arguments (frametrust.Trust). A body killed by a
 // signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
 // names the reason; a pointer frame is read from the Pod log as usual.
 func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, run warmRun) (pipeline.Outcome, bool) {
@@ -122,7 +123,7 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 	if !ok {
 		return pipeline.Outcome{}, false
 	}
-	f, _, needLog, err := w.trust(call).termination(ctx, msg)
+	f, _, needLog, err := w.trust(call).Termination(ctx, msg)
 	if err != nil || needLog || f.Signal != "" || f.Reason == frame.ReasonBodyLost {
 		// BodyLost vouches for no run: the kubelet's account of the Pod decides.
 		return pipeline.Outcome{}, false
@@ -132,8 +133,8 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 
 // frameReader reads the claimed Pod's termination message (and log) as a cold Pod's: with
 // the key derived for the call's attempt, for the call's arguments.
-func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frameReader {
-	return frameReaderFor(w.trust(call), pod, w.Logs, w.Options.LogReadTimeout)
+func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametrust.Reader {
+	return w.trust(call).PodReader(pod, w.Logs, w.Options.LogReadTimeout)
 }
 
 // release deletes the attempt's Pod once its outcome is written (one call per Pod, never

@@ -17,6 +17,9 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/frametrust"
+	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -44,16 +47,16 @@ type execEnv struct {
 	Clock     clock.PassiveClock
 	Logs      LogReader
 	Options   CallOptions
-	// Recorder records the events executors emit themselves (EventEgressBindFailed).
+	// Recorder records the events executors emit themselves (egressgrant.EventBindFailed).
 	Recorder recorder.EventRecorder
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
 	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
 	// derived for it, and a namespace has its Secret before its first tool Pod.
-	keys *frameKeys
+	keys *framekeys.Store
 	// frozen is the reconciler's carrier of the arguments admission froze.
-	frozen *frozenArguments
+	frozen *frozenargs.Store
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
@@ -63,13 +66,13 @@ func (e *execEnv) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
 }
 
 // frameKeyReady makes sure the call's namespace has its frame key Secret before a tool Pod
-// there needs it (from memory but once per namespace and frameKeyTTL): a Secret the
+// there needs it (from memory but once per namespace and framekeys.TTL): a Secret the
 // operator cannot use ends the call (OperatorError, saying so); any other error is retried.
 // Not ok: st (a refusal) or err is what this pass comes to.
 func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (masters [][]byte, st executor.Step, ok bool, err error) {
-	masters, err = e.keys.ensure(ctx, call.Namespace)
+	masters, err = e.keys.Ensure(ctx, call.Namespace)
 	switch {
-	case errors.Is(err, errFrameKeySecret):
+	case errors.Is(err, framekeys.ErrSecret):
 		return nil, executor.Internal(err.Error()), false, nil
 	case err != nil:
 		return nil, executor.Step{}, false, err
@@ -78,9 +81,15 @@ func (e *execEnv) frameKeyReady(ctx context.Context, call *v1alpha1.ToolCall) (m
 }
 
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest
-// recorded in status, carried rather than frozen again (frozenargs.go).
+// recorded in status, carried rather than frozen again (controllers/frozenargs).
 func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return e.frozen.get(call, e.Options.MaxArgumentBytes)
+	return e.frozen.Get(call, e.Options.MaxArgumentBytes)
+}
+
+// trust is what the call's current attempt's frames are believed by.
+func (e *execEnv) trust(call *v1alpha1.ToolCall) frametrust.Trust {
+	return frametrust.Trust{Masters: frametrust.StoreMasters(e.keys, call.Namespace), CallUID: call.UID,
+		Attempt: int(currentAttempt(call)), Digest: call.Status.ArgumentsDigest, MaxOutput: podspec.MaxOutput(call.Status.Tool.Spec)}
 }
 
 // executors are the reconciler's backends, in the order chooseExecutor offers them a new
@@ -88,7 +97,7 @@ func (e *execEnv) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, er
 func (r *ToolCallReconciler) executors() []executor.Executor {
 	r.execOnce.Do(func() {
 		if r.keys == nil {
-			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
+			r.keys = framekeys.New(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
 			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -37,6 +38,11 @@ const (
 	DenyAllPolicyName    = "toolgate-tools-deny-all"
 	EgressOnlyPolicyName = "toolgate-tools-egress-only"
 )
+
+// ownedEgressPolicy reports whether a policy name is one toolgate ensures with egress rules.
+func ownedEgressPolicy(name string) bool {
+	return name == EgressOnlyPolicyName || name == egressgrant.ProxyPolicyName
+}
 
 // NetworkPolicyOptions configure the tool Pod NetworkPolicies.
 type NetworkPolicyOptions struct {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -84,7 +85,7 @@ func (r *ToolCallReconciler) readIsolation(ctx context.Context, namespace string
 		return isolationRead{}, err
 	}
 	if opts.Mode == NetworkPolicyEnsure {
-		for _, want := range append(ToolNetworkPolicies(namespace, opts.EgressExcept), EgressProxyPolicies(namespace, r.Options.EgressProxy)...) {
+		for _, want := range append(ToolNetworkPolicies(namespace, opts.EgressExcept), egressgrant.ProxyPolicies(namespace, r.Options.EgressProxy, toolPodSelector(podcontract.NetworkProxy))...) {
 			if msg, err := r.ensurePolicy(ctx, list, want); msg != "" || err != nil {
 				return isolationRead{refusal: msg}, err
 			}

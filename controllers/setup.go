@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
@@ -90,7 +91,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	// The frame key Secrets are read with the API reader too: one GET per namespace, no informer.
-	keys := newFrameKeys(mgr.GetClient(), mgr.GetAPIReader(), opts.Clock)
+	keys := framekeys.New(mgr.GetClient(), mgr.GetAPIReader(), opts.Clock)
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
 )
@@ -175,7 +176,7 @@ func writeToolStatus(ctx context.Context, c client.Client, rec recorder.EventRec
 	}
 	cond := meta.FindStatusCondition(desired.Conditions, v1alpha1.ConditionRegistered)
 	if cond != nil && cond.Status == metav1.ConditionFalse {
-		emit(rec, obj, corev1.EventTypeWarning, cond.Reason, "Register", cond.Message)
+		events.Emit(rec, obj, corev1.EventTypeWarning, cond.Reason, "Register", cond.Message)
 	}
 	return nil
 }

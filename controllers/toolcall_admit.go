@@ -111,7 +111,7 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	out.stages = adm
 	if adm.Frozen != nil && !call.Status.Phase.IsTerminal() {
 		// Frozen once, here: the Job, post-execute and the approval card use these bytes.
-		r.frozen.put(call, adm.Frozen)
+		r.frozen.Put(call, adm.Frozen)
 	}
 	return out
 }

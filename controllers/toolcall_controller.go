@@ -22,7 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -52,8 +55,8 @@ type CallOptions struct {
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
 	NetworkPolicy NetworkPolicyOptions
-	// EgressProxy points tools with sandbox.egress at the egress proxy (egress.go).
-	EgressProxy EgressProxyOptions
+	// EgressProxy points tools with sandbox.egress at the egress proxy (controllers/egressgrant).
+	EgressProxy egressgrant.ProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
 	// Workspace configures session workspaces (workspace.go).
@@ -90,8 +93,8 @@ type ToolCallReconciler struct {
 
 	written written
 	audits  pendingAudits
-	// frozen carries the arguments admission froze to every later use (frozenargs.go).
-	frozen frozenArguments
+	// frozen carries the arguments admission froze to every later use (controllers/frozenargs).
+	frozen frozenargs.Store
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
@@ -100,9 +103,9 @@ type ToolCallReconciler struct {
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor
-	// keys are the namespaces' frame masters (framekey.go), shared with the pool reconciler
+	// keys are the namespaces' frame masters (controllers/framekeys), shared with the pool reconciler
 	// by Setup; made with the executors otherwise.
-	keys *frameKeys
+	keys *framekeys.Store
 }
 
 // +kubebuilder:rbac:groups=toolgate.dev,resources=toolcalls,verbs=get;list;watch;delete;patch
@@ -122,7 +125,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		if apierrors.IsNotFound(err) {
 			r.audits.forget(req.NamespacedName)
 			r.forgetNotified(req.NamespacedName)
-			r.frozen.forget(req.NamespacedName)
+			r.frozen.Forget(req.NamespacedName)
 			r.decided.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
@@ -194,7 +197,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
 		r.audits.forget(client.ObjectKeyFromObject(call))
-		r.frozen.forget(client.ObjectKeyFromObject(call))
+		r.frozen.Forget(client.ObjectKeyFromObject(call))
 		r.decided.forget(client.ObjectKeyFromObject(call))
 		r.emitAudit(ctx, call, false)
 	}

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -26,8 +27,6 @@ import (
 const (
 	ReasonOperatorError = v1alpha1.ReasonOperatorError
 )
-
-var errNoLogReader = errors.New("no log reader configured for results carried in the Pod log")
 
 // finishAttempt normalises an attempt's outcome, then either starts the next attempt (retry
 // policy) or runs post-execute and freezes the result: one status write either way (two
@@ -166,10 +165,22 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 	return deadline
 }
 
+// recordEgress ends the grant of attempt n, the call's current one, and records what the
+// proxy saw of it in its status, once, when the attempt ended (tools with sandbox.egress
+// only; egressgrant.ProxyOptions.EndGrant).
+func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *v1alpha1.ToolCall, n int) {
+	a := &call.Status.Attempts[n]
+	if !egressgrant.Uses(call) || a.Egress != nil {
+		return
+	}
+	// The expiry the grant was signed with: the same deadline, from the attempt's start.
+	a.Egress = r.Options.EgressProxy.EndGrant(ctx, call, *a, r.attemptDeadline(call))
+}
+
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest
-// recorded in status, carried rather than frozen again (frozenargs.go).
+// recorded in status, carried rather than frozen again (controllers/frozenargs).
 func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
-	return r.frozen.get(call, r.Options.MaxArgumentBytes)
+	return r.frozen.Get(call, r.Options.MaxArgumentBytes)
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
 )
@@ -45,7 +46,7 @@ func (r *ToolPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, ignoreConflictOrGone(err)
 	}
 	if cond.Status == metav1.ConditionFalse {
-		emit(r.Recorder, policy, corev1.EventTypeWarning, cond.Reason, "Compile", cond.Message)
+		events.Emit(r.Recorder, policy, corev1.EventTypeWarning, cond.Reason, "Compile", cond.Message)
 	}
 	return ctrl.Result{}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
 )
@@ -56,7 +57,7 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, ignoreConflictOrGone(err)
 	}
 	if cond.Status == metav1.ConditionFalse {
-		emit(r.Recorder, scope, corev1.EventTypeWarning, cond.Reason, "Resolve", cond.Message)
+		events.Emit(r.Recorder, scope, corev1.EventTypeWarning, cond.Reason, "Resolve", cond.Message)
 	}
 	return ctrl.Result{}, nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 )
 
 // poolCondition is a pooled ClusterTool's WarmPool condition: True (PoolKept) when every
@@ -54,7 +55,7 @@ func (r clusterPools) writePoolCondition(ctx context.Context, tool *v1alpha1.Clu
 		return err
 	}
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionWarmPool); c != nil && c.Status == metav1.ConditionFalse {
-		emit(r.Recorder, tool, corev1.EventTypeWarning, c.Reason, "WarmPool", c.Message)
+		events.Emit(r.Recorder, tool, corev1.EventTypeWarning, c.Reason, "WarmPool", c.Message)
 	}
 	return nil
 }

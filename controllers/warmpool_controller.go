@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/internal/podspec"
 )
 
@@ -41,14 +42,14 @@ type WarmPoolReconciler struct {
 
 	// keys are the namespaces' frame masters (shared with the ToolCall reconciler by Setup;
 	// made on first use otherwise): a pool Pod is created only once its namespace has one.
-	keys     *frameKeys
+	keys     *framekeys.Store
 	keysOnce sync.Once
 }
 
-func (r *WarmPoolReconciler) frameKeys() *frameKeys {
+func (r *WarmPoolReconciler) frameKeys() *framekeys.Store {
 	r.keysOnce.Do(func() {
 		if r.keys == nil {
-			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
+			r.keys = framekeys.New(r.Client, r.APIReader, r.Clock)
 		}
 	})
 	return r.keys

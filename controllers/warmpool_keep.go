@@ -131,7 +131,7 @@ func (r *WarmPoolReconciler) retire(ctx context.Context, pod *corev1.Pod) error 
 
 func (r *WarmPoolReconciler) createPoolPod(ctx context.Context, p poolRef) error {
 	// The Pod reads the namespace's frame master from its Secret: it must exist first.
-	if _, err := r.frameKeys().ensure(ctx, p.namespace); err != nil {
+	if _, err := r.frameKeys().Ensure(ctx, p.namespace); err != nil {
 		return err
 	}
 	pod := buildWarmPod(p, r.Job)

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 )
 
 // egressFlags are the --egress-proxy-* flags: where tool bodies reach the egress proxy,
@@ -30,8 +30,8 @@ func bindEgressProxy(fs *flag.FlagSet) *egressFlags {
 	return f
 }
 
-func (f *egressFlags) options() (controllers.EgressProxyOptions, error) {
-	o := controllers.EgressProxyOptions{URL: f.url, RecordsURL: f.recordsURL, Namespace: f.namespace}
+func (f *egressFlags) options() (egressgrant.ProxyOptions, error) {
+	o := egressgrant.ProxyOptions{URL: f.url, RecordsURL: f.recordsURL, Namespace: f.namespace}
 	if f.url == "" {
 		return o, nil
 	}

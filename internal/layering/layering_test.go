@@ -10,11 +10,15 @@ import (
 const module = "github.com/toolgate/toolgate/"
 
 // rule says what a package (and everything it imports, transitively) may not depend on:
-// any import path with a forbidden prefix, and any toolgate package outside allowed.
+// any import path with a forbidden prefix, any path in forbiddenExact, and any toolgate
+// package outside allowed.
 type rule struct {
 	pkg       string
 	why       string
 	forbidden []string
+	// forbiddenExact are import paths forbidden themselves, not the packages under them
+	// (the controllers package, while controllers/executor is allowed).
+	forbiddenExact []string
 	// allowed are the toolgate packages (and those under them) its dependencies may be.
 	allowed []string
 }
@@ -32,7 +36,40 @@ var rules = []rule{
 		forbidden: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go", "k8s.io/utils/clock"},
 		allowed:   []string{"internal/podspec", "api/v1alpha1", "pkg/podcontract", "pipeline"},
 	},
+	{
+		pkg:            "controllers/framekeys",
+		why:            "the frame key store is used by the executors and the pool reconciler: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "pkg"},
+	},
+	{
+		pkg:            "controllers/frozenargs",
+		why:            "the carrier of admitted arguments is used by the executors and the reconciler: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"api", "pipeline", "pkg"},
+	},
+	{
+		pkg:            "controllers/egressgrant/...",
+		why:            "the per-attempt egress grant is used by the executors and the reconciler: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
+	},
+	{
+		pkg:            "controllers/internal/...",
+		why:            "helpers every controller package shares: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"pipeline", "pkg"},
+	},
+	{
+		pkg:            "controllers/executor/...",
+		why:            "the executor seam and what executors share: no back edge to the reconcilers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
+	},
 }
+
+// controllers is the reconcilers' package: the packages split out of it may not import it.
+const controllers = module + "controllers"
 
 // TestLayering: no package of a rule depends on what the rule forbids. A failure names the
 // edge that brings the dependency in.
@@ -61,6 +98,9 @@ func (r rule) forbids(dep string) string {
 		if strings.HasPrefix(dep, f) {
 			return "which is forbidden"
 		}
+	}
+	if slices.Contains(r.forbiddenExact, dep) {
+		return "which is forbidden"
 	}
 	if rel, ok := strings.CutPrefix(dep, module); ok && !slices.ContainsFunc(r.allowed, func(a string) bool {
 		return rel == a || strings.HasPrefix(rel, a+"/")

@@ -38,7 +38,7 @@ func HasEgressAllow(s toolgatev1alpha1.Sandbox) bool {
 }
 
 // sandboxNetworkLabel is a tool Pod's podcontract.LabelNetwork: proxy-only for a tool
-// with sandbox.egress (selected by EgressProxyPolicyName), else its network mode's.
+// with sandbox.egress (selected by egressgrant.ProxyPolicyName), else its network mode's.
 func sandboxNetworkLabel(s toolgatev1alpha1.Sandbox) string {
 	if s.Network == toolgatev1alpha1.NetworkEgress && HasEgressAllow(s) {
 		return podcontract.NetworkProxy

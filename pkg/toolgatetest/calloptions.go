@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -69,7 +70,7 @@ func (o CallOptions) operator() (controllers.CallOptions, error) {
 	c.Retention.HistorySucceeded, c.Retention.HistoryFailed = o.HistorySucceeded, o.HistoryFailed
 	c.Retention.AuditIncludeContent = o.AuditIncludeContent
 	p := o.EgressProxy
-	c.EgressProxy = controllers.EgressProxyOptions{URL: p.URL, RecordsURL: p.RecordsURL, Key: p.Key, CA: p.CA,
+	c.EgressProxy = egressgrant.ProxyOptions{URL: p.URL, RecordsURL: p.RecordsURL, Key: p.Key, CA: p.CA,
 		Namespace: p.Namespace, PodLabels: p.PodLabels, PeerCIDRs: p.PeerCIDRs, HTTPClient: p.HTTPClient, Resolver: p.Resolver}
 	return c, nil
 }

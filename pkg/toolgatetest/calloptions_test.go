@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 )
 
 // The kit's CallOptions are the shipped settings with only the fields a spec set changed:
@@ -28,7 +29,7 @@ func TestCallOptionsChangeOnlyWhatIsSet(t *testing.T) {
 		"egress proxy": {CallOptions{EgressProxy: EgressProxy{URL: "http://10.0.0.12:3128", RecordsURL: "http://r", Key: key,
 			CA: []byte("ca"), Namespace: "ns", PodLabels: labels, PeerCIDRs: []string{"10.0.0.12/32"}}},
 			func(c *controllers.CallOptions) {
-				c.EgressProxy = controllers.EgressProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: "http://r", Key: key,
+				c.EgressProxy = egressgrant.ProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: "http://r", Key: key,
 					CA: []byte("ca"), Namespace: "ns", PodLabels: labels, PeerCIDRs: []string{"10.0.0.12/32"}}
 			}},
 	}

@@ -13,10 +13,11 @@ import (
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -27,7 +28,7 @@ import (
 
 var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress", "networkpolicy", "restart"), Serial, func() {
 	var (
-		opts      controllers.EgressProxyOptions
+		opts      egressgrant.ProxyOptions
 		mu        sync.Mutex
 		asked     []string // "METHOD path?query" of each records request with a valid token
 		badTokens int
@@ -55,7 +56,7 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 			}})
 		}))
 		DeferCleanup(records.Close)
-		opts = controllers.EgressProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: records.URL, Key: key,
+		opts = egressgrant.ProxyOptions{URL: "http://10.0.0.12:3128", RecordsURL: records.URL, Key: key,
 			Namespace: "toolgate-system", PodLabels: map[string]string{"app.kubernetes.io/component": "egress-proxy"}}
 		call := CallOptions{EgressProxy: EgressProxy{URL: opts.URL, RecordsURL: opts.RecordsURL, Key: opts.Key,
 			Namespace: opts.Namespace, PodLabels: opts.PodLabels}}
@@ -74,9 +75,10 @@ var _ = Describe("Egress proxy: a tool with sandbox.egress.allow", Label("egress
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
 
-		By("the NetworkPolicy that allows only the proxy, as controllers.EgressProxyPolicies builds it")
-		want := controllers.EgressProxyPolicies(ns, opts)[0]
-		Expect(getPolicy(ctx, ns, controllers.EgressProxyPolicyName).Spec).To(Equal(want.Spec))
+		By("the NetworkPolicy that allows only the proxy, as egressgrant.ProxyPolicies builds it for the tool Pods that go out through the proxy alone")
+		proxyOnly := metav1.LabelSelector{MatchLabels: map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelNetwork: podcontract.NetworkProxy}}
+		want := egressgrant.ProxyPolicies(ns, opts, proxyOnly)[0]
+		Expect(getPolicy(ctx, ns, egressgrant.ProxyPolicyName).Spec).To(Equal(want.Spec))
 
 		By("the Pod: labelled for that policy, the four proxy variables carrying a grant for this call only")
 		job := &batchv1.Job{}

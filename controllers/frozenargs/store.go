@@ -1,4 +1,7 @@
-package controllers
+// Package frozenargs carries the arguments admission froze (pipeline.Frozen) from
+// admission to every later use in the operator, checked on each use against the digest the
+// call's status recorded.
+package frozenargs
 
 import (
 	"cmp"
@@ -41,8 +44,8 @@ const (
 // --max-argument-bytes lowered since, or a status not written by this operator).
 var errDigestMismatch = errors.New("they no longer freeze to the admitted digest")
 
-// frozenArguments holds what admission froze, per call. The zero value is ready to use.
-type frozenArguments struct {
+// Store holds what admission froze, per call. The zero value is ready to use.
+type Store struct {
 	// maxCalls and maxBytes bound what is held; zero: maxFrozenCalls and maxFrozenBytes.
 	maxCalls, maxBytes int
 
@@ -56,8 +59,8 @@ type frozenEntry struct {
 	frozen *pipeline.Frozen
 }
 
-// put keeps what admission froze for call (its UID and the frozen arguments).
-func (s *frozenArguments) put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
+// Put keeps what admission froze for call (its UID and the frozen arguments).
+func (s *Store) Put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
 	key := types.NamespacedName{Namespace: call.Namespace, Name: call.Name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,11 +82,11 @@ func (s *frozenArguments) put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
 	s.bytes += f.Len()
 }
 
-// get returns the call's frozen arguments: admission's, when the entry is this call's and
+// Get returns the call's frozen arguments: admission's, when the entry is this call's and
 // its bytes hash to status.argumentsDigest; otherwise spec.arguments frozen once more
 // under maxBytes, checked against the digest and kept. A nil store (an executor built
 // without one, in tests) keeps nothing and freezes every time.
-func (s *frozenArguments) get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
+func (s *Store) Get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
 	var e frozenEntry
 	ok := false
 	if s != nil {
@@ -103,27 +106,27 @@ func (s *frozenArguments) get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.
 		return nil, errDigestMismatch
 	}
 	if s != nil {
-		s.put(call, frozen)
+		s.Put(call, frozen)
 	}
 	return frozen, nil
 }
 
-// forget drops the call's entry (it ended or is gone).
-func (s *frozenArguments) forget(key types.NamespacedName) {
+// Forget drops the call's entry (it ended or is gone).
+func (s *Store) Forget(key types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.dropLocked(key)
 }
 
-func (s *frozenArguments) dropLocked(key types.NamespacedName) {
+func (s *Store) dropLocked(key types.NamespacedName) {
 	if e, ok := s.entries[key]; ok {
 		s.bytes -= e.frozen.Len()
 		delete(s.entries, key)
 	}
 }
 
-// size is how many calls' arguments are held.
-func (s *frozenArguments) size() int {
+// Size is how many calls' arguments are held.
+func (s *Store) Size() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries)

@@ -17,6 +17,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/egressgrant"
+	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -31,8 +33,10 @@ type fakeBindings struct {
 func (f *fakeBindings) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var body bindRequest
-	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+egress.RecordsToken(egressTestKey) ||
+	var body struct {
+		IP string `json:"ip"`
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+egress.RecordsToken(egressgranttest.Key) ||
 		json.NewDecoder(r.Body).Decode(&body) != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
@@ -77,7 +81,7 @@ func TestBindEgress(t *testing.T) {
 	if len(rec.Events) != 1 {
 		t.Fatalf("%d events after two failures, want one", len(rec.Events))
 	}
-	if e := <-rec.Events; !strings.Contains(e, EventEgressBindFailed) || !strings.Contains(e, "hello-1-abc") || !strings.Contains(e, "status 503") {
+	if e := <-rec.Events; !strings.Contains(e, egressgrant.EventBindFailed) || !strings.Contains(e, "hello-1-abc") || !strings.Contains(e, "status 503") {
 		t.Errorf("event %q", e)
 	}
 	proxy.mu.Lock()

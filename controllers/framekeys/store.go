@@ -1,4 +1,9 @@
-package controllers
+// Package framekeys is the store of each namespace's frame masters: the frame key Secret
+// (podcontract.FrameKeySecret) the operator creates in a namespace before its first tool
+// Pod, reads with the API reader and keeps in memory for TTL. Every attempt's frame is
+// signed with a key derived from these masters (frame.AttemptKey), and warm Pods
+// authenticate their handover with the handover keys published beside them.
+package framekeys
 
 import (
 	"bytes"
@@ -23,19 +28,20 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;update,resourceNames=toolgate-frame-key
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create;delete
 
-// frameKeyTTL is how long a namespace's masters are used from memory before they are read
+// TTL is how long a namespace's masters are used from memory before they are read
 // again: a rotation or a Secret deleted and re-created is seen within it (and at once when
 // a frame does not verify). One GET per namespace per TTL, never one per call.
-const frameKeyTTL = 5 * time.Minute
+const TTL = 5 * time.Minute
 
-// errFrameKeySecret is a frame key Secret the operator cannot use (malformed, or forbidden).
-var errFrameKeySecret = errors.New("the namespace's frame key Secret " + podcontract.FrameKeySecret + " cannot be used")
+// ErrSecret is a frame key Secret the operator cannot use (malformed, or forbidden): a call
+// that needs it ends OperatorError rather than being retried.
+var ErrSecret = errors.New("the namespace's frame key Secret " + podcontract.FrameKeySecret + " cannot be used")
 
-// frameKeys holds each namespace's frame masters (podcontract.FrameKeySecret), read with the
+// Store holds each namespace's frame masters (podcontract.FrameKeySecret), read with the
 // API reader (no Secret informer: the operator may get only that one Secret by name) and
 // created when missing. Tool containers read the Secret by secretKeyRef; no key ever
 // appears in a Job or Pod spec.
-type frameKeys struct {
+type Store struct {
 	client client.Client
 	reader client.Reader
 	clock  clock.PassiveClock
@@ -50,32 +56,34 @@ type nsMasters struct {
 	readAt  time.Time
 }
 
-func newFrameKeys(c client.Client, r client.Reader, clk clock.PassiveClock) *frameKeys {
+// New is the store that writes with c and reads the Secrets with r (the API reader); clk
+// nil: the real clock.
+func New(c client.Client, r client.Reader, clk clock.PassiveClock) *Store {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &frameKeys{client: c, reader: r, clock: clk, byNS: map[string]nsMasters{}}
+	return &Store{client: c, reader: r, clock: clk, byNS: map[string]nsMasters{}}
 }
 
-// ensure returns the namespace's masters (current first), from memory when read within
-// frameKeyTTL, else from the Secret, which it creates when it does not exist.
-func (k *frameKeys) ensure(ctx context.Context, namespace string) ([][]byte, error) {
+// Ensure returns the namespace's masters (current first), from memory when read within
+// TTL, else from the Secret, which it creates when it does not exist.
+func (k *Store) Ensure(ctx context.Context, namespace string) ([][]byte, error) {
 	k.mu.Lock()
 	cached, ok := k.byNS[namespace]
 	k.mu.Unlock()
-	if ok && k.clock.Since(cached.readAt) < frameKeyTTL {
+	if ok && k.clock.Since(cached.readAt) < TTL {
 		return cached.masters, nil
 	}
 	return k.read(ctx, namespace)
 }
 
-// refresh reads the namespace's masters again (a frame that did not verify: the key may
+// Refresh reads the namespace's masters again (a frame that did not verify: the key may
 // have been rotated since it was cached).
-func (k *frameKeys) refresh(ctx context.Context, namespace string) ([][]byte, error) {
+func (k *Store) Refresh(ctx context.Context, namespace string) ([][]byte, error) {
 	return k.read(ctx, namespace)
 }
 
-func (k *frameKeys) read(ctx context.Context, namespace string) ([][]byte, error) {
+func (k *Store) read(ctx context.Context, namespace string) ([][]byte, error) {
 	secret := &corev1.Secret{}
 	key := types.NamespacedName{Namespace: namespace, Name: podcontract.FrameKeySecret}
 	err := k.reader.Get(ctx, key, secret)
@@ -83,7 +91,7 @@ func (k *frameKeys) read(ctx context.Context, namespace string) ([][]byte, error
 		secret, err = k.create(ctx, namespace)
 	}
 	if apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("%w: %w", errFrameKeySecret, err)
+		return nil, fmt.Errorf("%w: %w", ErrSecret, err)
 	}
 	if err != nil {
 		return nil, err
@@ -104,8 +112,8 @@ func (k *frameKeys) read(ctx context.Context, namespace string) ([][]byte, error
 // publishHandoverKeys writes the masters' handover public keys into the Secret when it
 // lacks them or they are not the masters' (a Secret made before them, or rotated by hand):
 // warm Pods read them from there.
-func (k *frameKeys) publishHandoverKeys(ctx context.Context, secret *corev1.Secret, masters [][]byte) error {
-	want := handoverKeysOf(masters)
+func (k *Store) publishHandoverKeys(ctx context.Context, secret *corev1.Secret, masters [][]byte) error {
+	want := HandoverKeys(masters)
 	if bytes.Equal(secret.Data[podcontract.FrameKeySecretHandover], want) {
 		return nil
 	}
@@ -118,7 +126,7 @@ func (k *frameKeys) publishHandoverKeys(ctx context.Context, secret *corev1.Secr
 
 // create makes the namespace's Secret with a fresh key; one created meanwhile (another
 // replica, a restart) is read instead.
-func (k *frameKeys) create(ctx context.Context, namespace string) (*corev1.Secret, error) {
+func (k *Store) create(ctx context.Context, namespace string) (*corev1.Secret, error) {
 	master, err := frame.NewKey()
 	if err != nil {
 		return nil, err
@@ -130,7 +138,7 @@ func (k *frameKeys) create(ctx context.Context, namespace string) (*corev1.Secre
 		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)},
 	}
 	if m, err := frame.ParseKey(master); err == nil {
-		secret.Data[podcontract.FrameKeySecretHandover] = handoverKeysOf([][]byte{m})
+		secret.Data[podcontract.FrameKeySecretHandover] = HandoverKeys([][]byte{m})
 	}
 	err = k.client.Create(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
@@ -149,16 +157,16 @@ func mastersOf(secret *corev1.Secret) ([][]byte, error) {
 		}
 		m, err := frame.ParseKey(string(v))
 		if err != nil {
-			return nil, fmt.Errorf("%w: data %q: %w", errFrameKeySecret, name, err)
+			return nil, fmt.Errorf("%w: data %q: %w", ErrSecret, name, err)
 		}
 		masters = append(masters, m)
 	}
 	return masters, nil
 }
 
-// attemptKeys are the keys one attempt's frame may be signed with: the attempt's key
+// AttemptKeys are the keys one attempt's frame may be signed with: the attempt's key
 // derived from each master.
-func attemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
+func AttemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
 	keys := make([][]byte, 0, len(masters))
 	for _, m := range masters {
 		keys = append(keys, frame.AttemptKey(m, string(callUID), attempt))
@@ -166,8 +174,9 @@ func attemptKeys(masters [][]byte, callUID types.UID, attempt int) [][]byte {
 	return keys
 }
 
-// handoverKeysOf is the Secret's FrameKeySecretHandover value for masters.
-func handoverKeysOf(masters [][]byte) []byte {
+// HandoverKeys is the Secret's FrameKeySecretHandover value for masters: each master's
+// handover public key, which warm Pods verify the handover with.
+func HandoverKeys(masters [][]byte) []byte {
 	keys := make([]ed25519.PublicKey, 0, len(masters))
 	for _, m := range masters {
 		keys = append(keys, frame.HandoverPublicKey(m))

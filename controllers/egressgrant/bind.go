@@ -1,4 +1,4 @@
-package controllers
+package egressgrant
 
 import (
 	"bytes"
@@ -14,28 +14,35 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/internal/podspec"
+	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
-// EventEgressBindFailed (Warning, on the call) says the operator could not tell the egress
+// EventBindFailed (Warning, on the call) says the operator could not tell the egress
 // proxy the address of the attempt's Pod: until it can (it tries again within a second),
 // the proxy holds that attempt's requests (up to 10 s) and then refuses them.
-const EventEgressBindFailed = "EgressBindFailed"
+const EventBindFailed = "EgressBindFailed"
 
-// egressBindTimeout bounds one binding request: a reconcile never waits longer on the proxy.
-const egressBindTimeout = 2 * time.Second
+// bindTimeout bounds one binding request: a reconcile never waits longer on the proxy.
+const bindTimeout = 2 * time.Second
 
-// egressBindRetry is how soon a reconcile tries again a binding that failed.
-const egressBindRetry = time.Second
+// BindRetry is how soon a reconcile tries again a binding that failed.
+const BindRetry = time.Second
 
-// egressBinder binds each attempt's grant to its Pod: once the operator sees the running
+// Binder binds each attempt's grant to its Pod: once the operator sees the running
 // attempt's Pod with its address, it tells the proxy (POST egress.PodURL, {"ip": podIP}),
 // which from then on honours the grant from that address only. Once per Pod: it remembers
-// the Pods it bound (and those it reported a failure for) until their grant expires.
-type egressBinder struct {
+// the Pods it bound (and those it reported a failure for) until their grant expires. Set
+// Options and Recorder before its first use.
+type Binder struct {
+	// Options are the proxy's: where its binding endpoint is, and the key of its token.
+	Options ProxyOptions
+	// Recorder records EventBindFailed on the call (nil: no events).
+	Recorder recorder.EventRecorder
+
 	mu       sync.Mutex
 	bound    map[types.UID]time.Time // Pod → when its grant expires
 	reported map[types.UID]time.Time // Pods whose failure was reported by an event
@@ -46,38 +53,35 @@ type bindRequest struct {
 	IP string `json:"ip"`
 }
 
-// bind binds the call's current attempt's grant to pod when the tool goes out through the
-// proxy, the Pod runs with an address, and it is not bound yet. retry is true when the
-// proxy was not told and should be, on a later reconcile (soon: egressBindRetry).
-func (j *jobExecutor) bindEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, pod *corev1.Pod) (retry bool) {
-	if pod == nil || podEnded(pod) || call.Status.Tool == nil || call.Status.Tool.Spec == nil || !podspec.HasEgressAllow(call.Status.Tool.Spec.Sandbox) {
-		return false
-	}
+// Bind binds the grant of attempt (the call's current one, whose deadline is deadline) to
+// pod, a Pod of the attempt that has not ended, when the Pod runs with an address and is not
+// bound yet; now is the operator's clock. The caller checks that the call's tool goes out
+// through the proxy (Uses). retry is true when the proxy was not told and should be, on a
+// later reconcile (soon: BindRetry).
+func (b *Binder) Bind(ctx context.Context, call *toolgatev1alpha1.ToolCall, pod *corev1.Pod, attempt int32, deadline, now time.Time) (retry bool) {
 	ip, err := netip.ParseAddr(pod.Status.PodIP)
 	if err != nil {
 		return false // no address yet: the Pod's next status update brings it
 	}
-	now := j.Clock.Now()
-	if j.binder.isBound(pod.UID) {
+	if b.isBound(pod.UID) {
 		return false
 	}
-	attempt := currentAttempt(call)
-	err = postPodBinding(ctx, j.Options.EgressProxy, string(call.UID), attempt, ip.Unmap().String())
+	err = postPodBinding(ctx, b.Options, string(call.UID), attempt, ip.Unmap().String())
 	if err == nil {
-		j.binder.markBound(pod.UID, egressGrantExpiry(j.attemptDeadline(call)), now)
+		b.markBound(pod.UID, GrantExpiry(deadline), now)
 		ctrl.LoggerFrom(ctx).Info("bound the egress grant to its Pod", "pod", pod.Name, "attempt", attempt)
 		return false
 	}
 	ctrl.LoggerFrom(ctx).Info("egress grant not bound to its Pod; retrying", "pod", pod.Name, "attempt", attempt, "error", err.Error())
-	if j.binder.firstFailure(pod.UID, egressGrantExpiry(j.attemptDeadline(call)), now) {
-		emit(j.Recorder, call, corev1.EventTypeWarning, EventEgressBindFailed, "BindEgress",
+	if b.firstFailure(pod.UID, GrantExpiry(deadline), now) {
+		events.Emit(b.Recorder, call, corev1.EventTypeWarning, EventBindFailed, "BindEgress",
 			fmt.Sprintf("the egress proxy could not be told the address of Pod %s (attempt %d): %v; until it is, the proxy holds the attempt's requests and then refuses them", pod.Name, attempt, err))
 	}
 	return true
 }
 
 // postPodBinding tells the proxy the address of an attempt's Pod.
-func postPodBinding(ctx context.Context, o EgressProxyOptions, uid string, attempt int32, ip string) error {
+func postPodBinding(ctx context.Context, o ProxyOptions, uid string, attempt int32, ip string) error {
 	if o.RecordsURL == "" || len(o.Key) == 0 {
 		return fmt.Errorf("no records URL configured (--egress-proxy-records-url)")
 	}
@@ -85,7 +89,7 @@ func postPodBinding(ctx context.Context, o EgressProxyOptions, uid string, attem
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	ctx, cancel := context.WithTimeout(ctx, egressBindTimeout)
+	ctx, cancel := context.WithTimeout(ctx, bindTimeout)
 	defer cancel()
 	body, err := json.Marshal(bindRequest{IP: ip})
 	if err != nil {
@@ -108,7 +112,7 @@ func postPodBinding(ctx context.Context, o EgressProxyOptions, uid string, attem
 	return nil
 }
 
-func (b *egressBinder) isBound(pod types.UID) bool {
+func (b *Binder) isBound(pod types.UID) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	_, ok := b.bound[pod]
@@ -116,7 +120,7 @@ func (b *egressBinder) isBound(pod types.UID) bool {
 }
 
 // markBound remembers pod as bound until expires, and forgets Pods whose grant expired.
-func (b *egressBinder) markBound(pod types.UID, expires, now time.Time) {
+func (b *Binder) markBound(pod types.UID, expires, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bound == nil {
@@ -127,7 +131,7 @@ func (b *egressBinder) markBound(pod types.UID, expires, now time.Time) {
 }
 
 // forgetExpired forgets the Pods whose grant expired (the caller holds mu).
-func (b *egressBinder) forgetExpired(now time.Time) {
+func (b *Binder) forgetExpired(now time.Time) {
 	for _, m := range []map[types.UID]time.Time{b.bound, b.reported} {
 		for uid, until := range m {
 			if now.After(until) {
@@ -138,7 +142,7 @@ func (b *egressBinder) forgetExpired(now time.Time) {
 }
 
 // firstFailure is true the first time a failure is reported for pod.
-func (b *egressBinder) firstFailure(pod types.UID, expires, now time.Time) bool {
+func (b *Binder) firstFailure(pod types.UID, expires, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.forgetExpired(now)

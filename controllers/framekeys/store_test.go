@@ -1,4 +1,4 @@
-package controllers
+package framekeys
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -17,6 +18,18 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
+
+var testMasterText, _ = frame.NewKey()
+
+// secretOf is the frame key Secret of namespace "ns": master, and a previous one.
+func secretOf(master string, previous ...string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: podcontract.FrameKeySecret, Namespace: "ns"},
+		Data: map[string][]byte{podcontract.FrameKeySecretKey: []byte(master)}}
+	if len(previous) > 0 {
+		s.Data[podcontract.FrameKeySecretPrevious] = []byte(previous[0])
+	}
+	return s
+}
 
 // countingClient is a fake cluster that counts the Secret reads and creates.
 func countingClient(t *testing.T, objs ...client.Object) (client.Client, *int, *int) {
@@ -46,13 +59,13 @@ func countingClient(t *testing.T, objs ...client.Object) (client.Client, *int, *
 func TestFrameKeysCreatedOnceAndCached(t *testing.T) {
 	c, gets, creates := countingClient(t)
 	clock := clocktesting.NewFakeClock(time.Now())
-	keys := newFrameKeys(c, c, clock)
-	first, err := keys.ensure(context.Background(), "ns")
+	keys := New(c, c, clock)
+	first, err := keys.Ensure(context.Background(), "ns")
 	if err != nil || len(first) != 1 || len(first[0]) != frame.KeySize {
 		t.Fatalf("masters %v, %v", first, err)
 	}
 	for range 10 {
-		if _, err := keys.ensure(context.Background(), "ns"); err != nil {
+		if _, err := keys.Ensure(context.Background(), "ns"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -66,8 +79,8 @@ func TestFrameKeysCreatedOnceAndCached(t *testing.T) {
 	if m, err := frame.ParseKey(string(secret.Data[podcontract.FrameKeySecretKey])); err != nil || string(m) != string(first[0]) {
 		t.Fatalf("the Secret's key %v is not the master in use", err)
 	}
-	clock.Step(frameKeyTTL)
-	if _, err := keys.ensure(context.Background(), "ns"); err != nil || *gets != 3 || *creates != 1 {
+	clock.Step(TTL)
+	if _, err := keys.Ensure(context.Background(), "ns"); err != nil || *gets != 3 || *creates != 1 {
 		t.Fatalf("after the TTL: %v, %d reads (one is the test's own), %d creates; want it read again", err, *gets, *creates)
 	}
 }
@@ -80,44 +93,39 @@ func TestFrameKeysMalformedSecret(t *testing.T) {
 		"short key":    {podcontract.FrameKeySecretKey: []byte("c2hvcnQ")},
 		"bad previous": {podcontract.FrameKeySecretKey: []byte(testMasterText), podcontract.FrameKeySecretPrevious: []byte("x")},
 	} {
-		s := frameKeySecret(testMasterText)
+		s := secretOf(testMasterText)
 		s.Data = data
 		c, _, creates := countingClient(t, s)
-		_, err := newFrameKeys(c, c, nil).ensure(context.Background(), "ns")
-		if !errors.Is(err, errFrameKeySecret) || *creates != 0 {
+		_, err := New(c, c, nil).Ensure(context.Background(), "ns")
+		if !errors.Is(err, ErrSecret) || *creates != 0 {
 			t.Errorf("%s: %v, %d creates", name, err, *creates)
 		}
 	}
 }
 
-// A rotation (key moved to previous, a new key written) is seen at the first frame that
-// does not verify with the cached masters: frames of Pods started before it (the old master)
-// and after it (the new one) both verify; a frame of neither still does not.
-func TestFrameKeysRotation(t *testing.T) {
-	c, gets, _ := countingClient(t, frameKeySecret(testMasterText))
-	env := execEnv{keys: newFrameKeys(c, c, nil)}
-	w := newExecWorld(ending{})
-	if _, err := env.keys.ensure(context.Background(), "ns"); err != nil {
-		t.Fatal(err)
+// A rotation (key moved to previous, a new key written) is not seen from memory within the
+// TTL, and is at once by Refresh (what a frame that does not verify with the cached masters
+// asks for): both masters, the new one first.
+func TestFrameKeysRefreshSeesRotation(t *testing.T) {
+	c, gets, _ := countingClient(t, secretOf(testMasterText))
+	keys := New(c, c, nil)
+	old, err := keys.Ensure(context.Background(), "ns")
+	if err != nil || len(old) != 1 {
+		t.Fatalf("masters %v, %v", old, err)
 	}
 	newText, _ := frame.NewKey()
 	newMaster, _ := frame.ParseKey(newText)
-	rotated := frameKeySecret(newText, testMasterText)
-	if err := c.Update(context.Background(), rotated); err != nil {
+	if err := c.Update(context.Background(), secretOf(newText, testMasterText)); err != nil {
 		t.Fatal(err)
 	}
-	trust := env.trust(w.call)
-	for name, key := range map[string][]byte{"old master": testAttemptKey, "new master": frame.AttemptKey(newMaster, string(testCallUID), 1)} {
-		msg, _ := encodeFrame(key, stdoutFrame(0, "hello"))
-		if _, _, _, err := trust.termination(context.Background(), msg); err != nil {
-			t.Errorf("a frame signed with the %s: %v", name, err)
-		}
+	if cached, err := keys.Ensure(context.Background(), "ns"); err != nil || len(cached) != 1 {
+		t.Fatalf("from memory: %d masters, %v; want the one cached", len(cached), err)
+	}
+	fresh, err := keys.Refresh(context.Background(), "ns")
+	if err != nil || len(fresh) != 2 || string(fresh[0]) != string(newMaster) || string(fresh[1]) != string(old[0]) {
+		t.Fatalf("refreshed: %d masters, %v; want the new one, then the old one", len(fresh), err)
 	}
 	if *gets != 2 {
 		t.Errorf("%d reads of the Secret, want 2 (the first, and once after the rotation)", *gets)
-	}
-	msg, _ := encodeFrame(frame.AttemptKey(otherMaster, string(testCallUID), 1), stdoutFrame(0, "FORGED"))
-	if _, _, _, err := trust.termination(context.Background(), msg); !errors.Is(err, frame.ErrSignature) {
-		t.Errorf("a frame of another master: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package egressgrant
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -29,9 +29,9 @@ import (
 // defaultInjectHeader is the header of a credential that names none (the CRD's default).
 const defaultInjectHeader = "Authorization"
 
-// checkEgressCA checks the egress CA the operator hands to bodies: PEM, only certificates,
+// checkCA checks the egress CA the operator hands to bodies: PEM, only certificates,
 // at least one of them a CA.
-func checkEgressCA(ca []byte) error {
+func checkCA(ca []byte) error {
 	rest, found := ca, false
 	for {
 		var b *pem.Block
@@ -57,12 +57,12 @@ func credentialProblem(attempt int32, reason, detail string) *pipeline.Outcome {
 	return &pipeline.Outcome{TerminationReason: reason, Attempt: int(attempt), Detail: "operator: " + detail}
 }
 
-// egressInjections reads, from the call's namespace, the value of each credential of the
+// injections reads, from the call's namespace, the value of each credential of the
 // tool's egress allow list and returns the headers the proxy is to set. A missing Secret or
 // key, or a value that is no header value, ends the attempt CredentialMissing; a value too
 // short to redact CredentialTooShort (the rule of body credentials). Other read errors are
 // returned, to be retried.
-func egressInjections(ctx context.Context, r client.Reader, call *toolgatev1alpha1.ToolCall, attempt int32) ([]egress.Injection, *pipeline.Outcome, error) {
+func injections(ctx context.Context, r client.Reader, call *toolgatev1alpha1.ToolCall, attempt int32) ([]egress.Injection, *pipeline.Outcome, error) {
 	var out []egress.Injection
 	secrets := map[string]*corev1.Secret{}
 	for _, rule := range podspec.EgressCredentials(call.Status.Tool.Spec.Sandbox) {
@@ -129,40 +129,44 @@ func injectValue(c *toolgatev1alpha1.EgressCredential, value string) string {
 	return c.Scheme + " " + value
 }
 
-// attemptProxy is what an attempt's Pod gets of the egress proxy (all empty: nothing).
-type attemptProxy struct {
-	url   string
-	alias *corev1.HostAlias
-	ca    string
+// AttemptProxy is what an attempt's Pod gets of the egress proxy (all empty: nothing).
+type AttemptProxy struct {
+	// URL is the proxy URL with the attempt's signed grant (podspec.Input.EgressProxyURL).
+	URL string
+	// Alias maps the proxy's host name to its address (podspec.Input.EgressProxyAlias).
+	Alias *corev1.HostAlias
+	// CA is the egress CA the body trusts, for a tool with an injected credential.
+	CA string
 }
 
-// attemptEgress prepares the egress proxy of the attempt about to start: the credentials to
-// inject (read now, from the call's namespace), the signed proxy URL, the proxy's host alias
-// and the CA the body must trust. Not ok: the attempt ends or is refused with st, or err is
-// retried.
-func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.ToolCall, attempt int32) (attemptProxy, executor.Step, bool, error) {
-	o := j.Options.EgressProxy
+// ForAttempt prepares the egress proxy of the attempt about to start (deadline: the
+// attempt's): the credentials to inject (read now with r, from the call's namespace), the
+// signed proxy URL, the proxy's host alias and the CA the body must trust. A tool without
+// sandbox.egress gets nothing. Otherwise, unless px is ready: unavailable says why this
+// operator cannot isolate the tool as it requires (the call is refused,
+// NetworkIsolationMissing), ended is the attempt's end before any Pod (a credential that
+// cannot be injected), or err is retried.
+func (o ProxyOptions) ForAttempt(ctx context.Context, r client.Reader, call *toolgatev1alpha1.ToolCall, attempt int32, deadline time.Time) (px AttemptProxy, unavailable string, ended *pipeline.Outcome, err error) {
 	sandbox := call.Status.Tool.Spec.Sandbox
-	if why := o.egressUnavailable(sandbox); why != "" {
-		return attemptProxy{}, unisolated(why), false, nil
+	if why := o.Unavailable(sandbox); why != "" {
+		return AttemptProxy{}, why, nil, nil
 	}
 	if !podspec.HasEgressAllow(sandbox) {
-		return attemptProxy{}, executor.Step{}, true, nil
+		return AttemptProxy{}, "", nil, nil
 	}
-	inject, ended, err := egressInjections(ctx, j.APIReader, call, attempt)
+	inject, ended, err := injections(ctx, r, call, attempt)
 	if ended != nil || err != nil {
-		return attemptProxy{}, executor.Step{Outcome: ended}, false, err
+		return AttemptProxy{}, "", ended, err
 	}
-	var px attemptProxy
 	var why string
-	if px.url, why = o.egressProxyURL(call, attempt, j.attemptDeadline(call), inject); why != "" {
-		return attemptProxy{}, unisolated(why), false, nil
+	if px.URL, why = o.proxyURL(call, attempt, deadline, inject); why != "" {
+		return AttemptProxy{}, why, nil, nil
 	}
-	if px.alias, err = o.proxyHostAlias(ctx); err != nil {
-		return attemptProxy{}, executor.Step{}, false, err // retried: cluster DNS may be starting
+	if px.Alias, err = o.proxyHostAlias(ctx); err != nil {
+		return AttemptProxy{}, "", nil, err // retried: cluster DNS may be starting
 	}
 	if len(inject) > 0 {
-		px.ca = string(o.CA)
+		px.CA = string(o.CA)
 	}
-	return px, executor.Step{}, true, nil
+	return px, "", nil, nil
 }
