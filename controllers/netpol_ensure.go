@@ -60,7 +60,7 @@ func (r *ToolCallReconciler) withIsolationRead(ctx context.Context, namespace st
 }
 
 func (r *ToolCallReconciler) joinIsolation(namespace string) func(context.Context) (isolationRead, error) {
-	return r.isolation.join(namespace, func(ctx context.Context) (isolationRead, error) {
+	return r.isolation.Join(namespace, func(ctx context.Context) (isolationRead, error) {
 		return r.readIsolation(ctx, namespace)
 	})
 }

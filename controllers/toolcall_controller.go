@@ -23,6 +23,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/internal/coalesce"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -95,8 +96,8 @@ type ToolCallReconciler struct {
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
 	// registries and isolation share live reads among concurrent calls (coalesce.go).
-	registries coalescer[*registry]
-	isolation  coalescer[isolationRead]
+	registries coalesce.Coalescer[*registry]
+	isolation  coalesce.Coalescer[isolationRead]
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor
