@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -203,7 +204,7 @@ func EgressProxyPolicies(ns string, o EgressProxyOptions) []*networkingv1.Networ
 	return []*networkingv1.NetworkPolicy{{
 		ObjectMeta: metav1.ObjectMeta{Name: EgressProxyPolicyName, Namespace: ns},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: toolPodSelector(podcontract.NetworkProxy),
+			PodSelector: netisolation.ToolPodSelector(podcontract.NetworkProxy),
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{
 				To:    peers,
@@ -211,11 +212,6 @@ func EgressProxyPolicies(ns string, o EgressProxyOptions) []*networkingv1.Networ
 			}},
 		},
 	}}
-}
-
-// ownedEgressPolicy reports whether a policy name is one toolgate ensures with egress rules.
-func ownedEgressPolicy(name string) bool {
-	return name == EgressOnlyPolicyName || name == EgressProxyPolicyName
 }
 
 // recordEgress ends the grant of attempt n, the call's current one, and reads what the proxy

@@ -47,7 +47,7 @@ type execEnv struct {
 	// Recorder records the events executors emit themselves (EventEgressBindFailed).
 	Recorder recorder.EventRecorder
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
-	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
+	// sandbox.network requires (netisolation.Enforcer.Ensure): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
 	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
 	// derived for it, and a namespace has its Secret before its first tool Pod.
@@ -91,7 +91,7 @@ func (r *ToolCallReconciler) executors() []executor.Executor {
 			r.keys = newFrameKeys(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}
+			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.enforcer().Ensure, keys: r.keys, frozen: &r.frozen}
 		r.execs = []executor.Executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/internal/coalesce"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -52,7 +53,7 @@ type CallOptions struct {
 	// that takes longer ends the attempt ResultUnreadable.
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
-	NetworkPolicy NetworkPolicyOptions
+	NetworkPolicy netisolation.Options
 	// EgressProxy points tools with sandbox.egress at the egress proxy (egress.go).
 	EgressProxy EgressProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
@@ -65,7 +66,7 @@ type CallOptions struct {
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
+		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetentionOptions()}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -95,9 +96,11 @@ type ToolCallReconciler struct {
 	frozen frozenArguments
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
-	// registries and isolation share live reads among concurrent calls (coalesce.go).
+	// registries share live reads among concurrent calls (coalesce.Coalescer).
 	registries coalesce.Coalescer[*registry]
-	isolation  coalesce.Coalescer[isolationRead]
+	// isolation checks tool Pods' network isolation (toolcall_isolation.go), built once.
+	isolationOnce sync.Once
+	isolation     *netisolation.Enforcer
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -60,7 +61,7 @@ func (o CallOptions) operator() (controllers.CallOptions, error) {
 		c.JobRetention = o.JobRetention
 	}
 	if o.NetworkPolicy != "" {
-		mode, err := controllers.ParseNetworkPolicyMode(o.NetworkPolicy)
+		mode, err := netisolation.ParseMode(o.NetworkPolicy)
 		if err != nil {
 			return c, err
 		}
