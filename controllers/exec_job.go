@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -31,7 +32,14 @@ type jobExecutor struct {
 	binder   egressBinder
 }
 
-func newJobExecutor(env execEnv) *jobExecutor { return &jobExecutor{execEnv: env} }
+// newJobExecutor is the Job executor of env; its session workspaces are env's clients'
+// and settings (workspace.Claims).
+func newJobExecutor(env execEnv) *jobExecutor {
+	j := &jobExecutor{execEnv: env}
+	j.workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
+		Options: env.Options.Workspace, Deadline: j.attemptDeadline}
+	return j
+}
 
 func (j *jobExecutor) Path() v1alpha1.ExecutionPath { return "" }
 
@@ -76,7 +84,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
-	ws, st, ok, err := j.workspaceFor(ctx, call)
+	ws, st, ok, err := j.workspaces.For(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -132,7 +140,7 @@ func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, atte
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
-	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+	if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
 		return st
 	}
 	return executor.Step{Outcome: &o}
@@ -181,7 +189,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
 	read := frameReaderFor(j.trust(call), pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
-		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+		if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
 			return st, nil
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil

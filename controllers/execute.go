@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -54,6 +55,8 @@ type execEnv struct {
 	keys *frameKeys
 	// frozen is the reconciler's carrier of the arguments admission froze.
 	frozen *frozenArguments
+	// workspaces make ready the session workspaces attempts mount (set by newJobExecutor).
+	workspaces *workspace.Claims
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's

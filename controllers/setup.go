@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
@@ -52,7 +53,7 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: selector},
 			&batchv1.Job{}: {Label: selector},
-			// session workspace claims (workspace.go): toolgate's own only
+			// session workspace claims (controllers/workspace): toolgate's own only
 			&corev1.PersistentVolumeClaim{}: {Label: selector},
 			&v1alpha1.ToolCall{}:            {Transform: TransformToolCall},
 		}}
@@ -102,7 +103,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
 		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		// after the ToolCallReconciler: it uses the session index that one sets up
-		&WorkspaceReconciler{Client: mgr.GetClient(), Clock: opts.Clock},
+		&workspace.Reconciler{Client: mgr.GetClient(), Clock: opts.Clock},
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/internal/coalesce"
 	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -58,8 +59,8 @@ type CallOptions struct {
 	EgressProxy EgressProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
-	// Workspace configures session workspaces (workspace.go).
-	Workspace WorkspaceOptions
+	// Workspace configures session workspaces (controllers/workspace).
+	Workspace workspace.Options
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
