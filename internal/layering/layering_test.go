@@ -10,11 +10,14 @@ import (
 const module = "github.com/toolgate/toolgate/"
 
 // rule says what a package (and everything it imports, transitively) may not depend on:
-// any import path with a forbidden prefix, and any toolgate package outside allowed.
+// any import path with a forbidden prefix, any of forbiddenExact (that path only, not the
+// packages under it), and any toolgate package outside allowed.
 type rule struct {
 	pkg       string
 	why       string
 	forbidden []string
+	// forbiddenExact are import paths forbidden exactly: the packages under them are not.
+	forbiddenExact []string
 	// allowed are the toolgate packages (and those under them) its dependencies may be.
 	allowed []string
 }
@@ -31,6 +34,24 @@ var rules = []rule{
 		why:       "the Pod builder is pure: no client, no cluster, no clock",
 		forbidden: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go", "k8s.io/utils/clock"},
 		allowed:   []string{"internal/podspec", "api/v1alpha1", "pkg/podcontract", "pipeline"},
+	},
+	{
+		pkg:            "controllers/netisolation",
+		why:            "network isolation sits below the reconcilers: no edge back to controllers",
+		forbiddenExact: []string{module + "controllers"},
+		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/workspace",
+		why:            "session workspaces sit below the reconcilers and executors: no edge back to controllers",
+		forbiddenExact: []string{module + "controllers"},
+		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:       "controllers/internal/coalesce",
+		why:       "the shared-read coalescer is a plain utility",
+		forbidden: []string{"k8s.io/", "sigs.k8s.io/"},
+		allowed:   []string{"controllers/internal/coalesce"},
 	},
 }
 
@@ -61,6 +82,9 @@ func (r rule) forbids(dep string) string {
 		if strings.HasPrefix(dep, f) {
 			return "which is forbidden"
 		}
+	}
+	if slices.Contains(r.forbiddenExact, dep) {
+		return "which is forbidden"
 	}
 	if rel, ok := strings.CutPrefix(dep, module); ok && !slices.ContainsFunc(r.allowed, func(a string) bool {
 		return rel == a || strings.HasPrefix(rel, a+"/")
