@@ -15,6 +15,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -144,7 +145,7 @@ func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.
 	o := j.Options.EgressProxy
 	sandbox := call.Status.Tool.Spec.Sandbox
 	if why := o.egressUnavailable(sandbox); why != "" {
-		return attemptProxy{}, unisolated(why), false, nil
+		return attemptProxy{}, netisolation.Refuse(why), false, nil
 	}
 	if !podspec.HasEgressAllow(sandbox) {
 		return attemptProxy{}, executor.Step{}, true, nil
@@ -156,7 +157,7 @@ func (j *jobExecutor) attemptEgress(ctx context.Context, call *toolgatev1alpha1.
 	var px attemptProxy
 	var why string
 	if px.url, why = o.egressProxyURL(call, attempt, j.attemptDeadline(call), inject); why != "" {
-		return attemptProxy{}, unisolated(why), false, nil
+		return attemptProxy{}, netisolation.Refuse(why), false, nil
 	}
 	if px.alias, err = o.proxyHostAlias(ctx); err != nil {
 		return attemptProxy{}, executor.Step{}, false, err // retried: cluster DNS may be starting

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -72,7 +73,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
-		return unisolated(why), err
+		return netisolation.Refuse(why), err
 	}
 	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
 	// namespace's master: both must exist first.

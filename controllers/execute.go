@@ -22,15 +22,6 @@ import (
 	"github.com/toolgate/toolgate/pipeline"
 )
 
-// unisolatedMessage is what the model reads when its tool's Pod could not be isolated.
-const unisolatedMessage = "the call was not run: the network isolation its tool requires is missing in this namespace"
-
-// unisolated ends a call whose Pod the namespace's policies do not isolate as its tool
-// requires (why, for people), before anything of the attempt runs.
-func unisolated(why string) executor.Step {
-	return executor.Refuse(executor.Refusal{Reason: v1alpha1.ReasonNetworkIsolationMissing, Message: unisolatedMessage, Detail: why})
-}
-
 // wakeSource is implemented by an executor whose attempts end outside any watch (the warm
 // executor's attach streams): each event wakes the call's reconcile.
 type wakeSource interface {

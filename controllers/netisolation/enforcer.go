@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/internal/coalesce"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -67,6 +68,15 @@ func (e *Enforcer) Ensure(ctx context.Context, call *v1alpha1.ToolCall, podLabel
 		owned = append([]string{EgressOnlyPolicyName}, e.ExtraEgress...)
 	}
 	return Gap(network, podLabels, got.policies, owned), nil
+}
+
+// unisolatedMessage is what the model reads when its tool's Pod could not be isolated.
+const unisolatedMessage = "the call was not run: the network isolation its tool requires is missing in this namespace"
+
+// Refuse is the step that ends a call whose Pod the namespace's policies do not isolate as
+// its tool requires (why, from Ensure, for people), before anything of the attempt runs.
+func Refuse(why string) executor.Step {
+	return executor.Refuse(executor.Refusal{Reason: v1alpha1.ReasonNetworkIsolationMissing, Message: unisolatedMessage, Detail: why})
 }
 
 // readKey keys, in a reconcile pass's context, the isolation read joined early
