@@ -144,7 +144,7 @@ type Claims struct {
 // exists): the Pod waits for it, and an attempt that never started because its claim did
 // not bind ends WorkspaceUnbound (Unbound). Not ok: st or err is what this pass
 // comes to (a refusal, or a wait for a claim being deleted to go).
-func (e *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st executor.Step, ok bool, err error) {
+func (c *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st executor.Step, ok bool, err error) {
 	access := Access(call.Status.Tool.Spec)
 	if access == "" {
 		return nil, executor.Step{}, true, nil
@@ -153,7 +153,7 @@ func (e *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.W
 		msg := "the call was not run: its tool works in a session workspace, and the call names no session"
 		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceNeedsSession, "spec.session is empty", msg), false, nil
 	}
-	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	scope, decl, err := c.workspaceDeclaration(ctx, call)
 	if err != nil {
 		return nil, executor.Step{}, false, err
 	}
@@ -161,7 +161,7 @@ func (e *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.W
 		msg := "the call was not run: its tool works in a session workspace, and no workspace is declared for the call's scope"
 		return nil, workspaceRefusal(v1alpha1.ReasonNoWorkspace, "no ToolScope on the call's chain declares spec.workspace", msg), false, nil
 	}
-	pvc, err := e.ensureClaim(ctx, call, scope, decl)
+	pvc, err := c.ensureClaim(ctx, call, scope, decl)
 	var foreign errForeignClaim
 	switch {
 	case errors.As(err, &foreign) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
@@ -175,11 +175,11 @@ func (e *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.W
 		// The session was idle past its retention a moment ago: the next claim is a new one.
 		return nil, executor.Step{Requeue: workspaceWait}, false, nil
 	}
-	if e.awaitsBinding(ctx, pvc) {
+	if c.awaitsBinding(ctx, pvc) {
 		// Until the deadline: then start's tooLate ends the attempt WorkspaceUnbound.
-		return nil, executor.Step{Requeue: min(workspaceBindPoll, max(e.Deadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
+		return nil, executor.Step{Requeue: min(workspaceBindPoll, max(c.Deadline(call).Sub(c.Clock.Now()), time.Millisecond))}, false, nil
 	}
-	creds, st, ok, err := e.claimCredentials(ctx, call, pvc)
+	creds, st, ok, err := c.claimCredentials(ctx, call, pvc)
 	if !ok {
 		return nil, st, false, err
 	}
@@ -193,12 +193,12 @@ func (e *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.W
 // once its whole deadline). A class that binds on first use (WaitForFirstConsumer) binds
 // only once the Pod exists, and a claim without a class, or whose class cannot be read
 // (the storage class is read live, with get only), is not waited for: its Pod waits.
-func (e *Claims) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+func (c *Claims) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
 	if pvc.Status.Phase == corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
 		return false
 	}
 	class := &storagev1.StorageClass{}
-	if err := e.APIReader.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, class); err != nil {
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, class); err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("storage class not read; not waiting for the claim to bind", "class", *pvc.Spec.StorageClassName, "error", err.Error())
 		return false
 	}
@@ -208,14 +208,14 @@ func (e *Claims) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolume
 // workspaceDeclaration is the nearest scope on the call's chain (its own first) that
 // declares a workspace, and the declaration; nil when none does (or the call is made in
 // the namespace layer, which declares none).
-func (e *Claims) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
+func (c *Claims) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
 	name := call.Spec.Scope
 	for range maxScopeChain {
 		if name == "" {
 			return nil, nil, nil
 		}
 		scope := &v1alpha1.ToolScope{}
-		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
 			return nil, nil, client.IgnoreNotFound(err)
 		}
 		if scope.Spec.Workspace != nil {
@@ -231,21 +231,21 @@ func (e *Claims) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCa
 // object someone else made) is an error: its files are not this session's. The claim is
 // read from the API server, not the cache: the credentials the session's previous call
 // recorded on it a moment ago must be seen (workspace_credentials.go).
-func (e *Claims) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
-	want := buildClaim(call, scope, decl, e.Options)
-	if err := controllerutil.SetOwnerReference(scope, want, e.Scheme); err != nil {
+func (c *Claims) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
+	want := buildClaim(call, scope, decl, c.Options)
+	if err := controllerutil.SetOwnerReference(scope, want, c.Scheme); err != nil {
 		return nil, err
 	}
 	got := &corev1.PersistentVolumeClaim{}
 	key := client.ObjectKeyFromObject(want)
-	err := e.APIReader.Get(ctx, key, got)
+	err := c.APIReader.Get(ctx, key, got)
 	if apierrors.IsNotFound(err) {
-		if err = e.Client.Create(ctx, want); err == nil {
+		if err = c.Client.Create(ctx, want); err == nil {
 			ctrl.LoggerFrom(ctx).Info("created session workspace", "claim", want.Name, "scope", scope.Name)
 			return want, nil
 		}
 		if apierrors.IsAlreadyExists(err) {
-			err = e.APIReader.Get(ctx, key, got)
+			err = c.APIReader.Get(ctx, key, got)
 		}
 	}
 	if err != nil {
@@ -328,17 +328,17 @@ func workspaceRetention(decl *v1alpha1.Workspace) time.Duration {
 // would send whoever reads it to the wrong place. A claim that was ever bound stays Bound
 // (or Lost): then the outcome stands, as it does when the runner vouched for a run or the
 // claim cannot be read.
-func (e *Claims) Unbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (executor.Step, bool) {
+func (c *Claims) Unbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (executor.Step, bool) {
 	if o.Report != nil || Access(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
 		return executor.Step{}, false
 	}
-	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	scope, decl, err := c.workspaceDeclaration(ctx, call)
 	if err != nil || decl == nil {
 		return executor.Step{}, false
 	}
 	name := ClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := e.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
 		return executor.Step{}, false
 	}
 	if pvc.Status.Phase == corev1.ClaimBound || pvc.Status.Phase == corev1.ClaimLost {
