@@ -1,13 +1,7 @@
-// Package workspace gives a session's calls their workspace: the PersistentVolumeClaim
-// of a requester's session in the scope that declares it, created on the session's first
-// call (Claims), the credentials its Pods must redact recorded on it, and its deletion
-// once the session has been idle for its retention (Reconciler).
 package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -18,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,14 +28,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
 
-// Options are the operator-wide settings of session workspaces.
-type Options struct {
-	// StorageClass is the storage class of the claims of scopes whose workspace names none
-	// (--workspace-storage-class, the chart's workspace.storageClassName); empty: the
-	// cluster's default StorageClass.
-	StorageClass string
-}
-
 const (
 	// defaultWorkspaceSize and defaultWorkspaceRetention apply when a declaration was
 	// stored without the CRD's defaults (a client that bypassed them cannot: they are
@@ -58,61 +43,6 @@ const (
 	// that binds at once (its Job waits for the claim to be Bound).
 	workspaceBindPoll = time.Second
 )
-
-// Access is what the tool asks for: "" when it mounts no workspace.
-func Access(spec *v1alpha1.ToolSpec) v1alpha1.WorkspaceAccess {
-	if spec == nil {
-		return ""
-	}
-	return spec.Sandbox.Workspace
-}
-
-// SessionSafe says whether a call of the tool may run beside other calls of its session:
-// a ReadWrite workspace tool is always a barrier, a ReadOnly one never is (it only reads
-// what the barriers before it left), any other tool is what its concurrencySafe says.
-func SessionSafe(spec *v1alpha1.ToolSpec) bool {
-	switch Access(spec) {
-	case v1alpha1.WorkspaceReadWrite:
-		return false
-	case v1alpha1.WorkspaceReadOnly:
-		return true
-	}
-	return spec != nil && spec.ConcurrencySafe
-}
-
-// ClaimName is the deterministic name of the claim of a requester's session in
-// the scope that declared the workspace: the scope (cut) for people and a hash of scope,
-// requester and session, so two sessions, one session name in two scopes, or one session
-// name chosen by two requesters (an agent guessing another's session) never share a claim.
-func ClaimName(scope, requester, session string) string {
-	readable := scope
-	if len(readable) > 30 {
-		readable = readable[:30]
-	}
-	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+requester+"\x00"+session, 16)
-}
-
-// shortHash is the first n hex digits of s's SHA-256 (as podspec's, for claim names).
-func shortHash(s string, n int) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:n]
-}
-
-func trimDash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '-' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// SessionLabelValue is the value of podcontract.LabelWorkspaceSession: the
-// session when it is a label value, else a hash of it (AnnotationWorkspaceSession has it exactly).
-func SessionLabelValue(session string) string {
-	if len(validation.IsValidLabelValue(session)) == 0 {
-		return session
-	}
-	return "h" + shortHash(session, 40)
-}
 
 // workspaceRefusal ends a call whose tool asks for a workspace the call cannot have.
 func workspaceRefusal(reason, detail, message string) executor.Step {
