@@ -20,6 +20,7 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -101,7 +102,7 @@ func TestEgressProxyJob(t *testing.T) {
 func TestEgressProxyPolicy(t *testing.T) {
 	o := egressTestOptions()
 	o.PeerCIDRs = []string{"192.0.2.2/32"}
-	ps := egressgrant.ProxyPolicies("agents", o, toolPodSelector(podcontract.NetworkProxy))
+	ps := egressgrant.ProxyPolicies("agents", o, netisolation.ToolPodSelector(podcontract.NetworkProxy))
 	if len(ps) != 1 {
 		t.Fatalf("%d policies", len(ps))
 	}
@@ -118,7 +119,7 @@ func TestEgressProxyPolicy(t *testing.T) {
 		rule.To[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "toolgate-egress-proxy" || rule.To[1].IPBlock.CIDR != "192.0.2.2/32" {
 		t.Errorf("peers %+v", rule.To)
 	}
-	if egressgrant.ProxyPolicies("agents", egressgrant.ProxyOptions{}, toolPodSelector(podcontract.NetworkProxy)) != nil {
+	if egressgrant.ProxyPolicies("agents", egressgrant.ProxyOptions{}, netisolation.ToolPodSelector(podcontract.NetworkProxy)) != nil {
 		t.Error("a policy without a proxy")
 	}
 
@@ -126,17 +127,20 @@ func TestEgressProxyPolicy(t *testing.T) {
 	// that adds egress (DNS for every Pod, say) opens it.
 	pod := map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelNetwork: podcontract.NetworkProxy}
 	ours := []networkingv1.NetworkPolicy{*p}
-	for _, q := range ToolNetworkPolicies("agents", DefaultEgressExcept()) {
+	for _, q := range netisolation.ToolNetworkPolicies("agents", netisolation.DefaultEgressExcept()) {
 		ours = append(ours, *q)
 	}
-	if gap := isolationGap(toolgatev1alpha1.NetworkEgress, pod, ours, true); gap != "" {
+	owned := []string{netisolation.EgressOnlyPolicyName, egressgrant.ProxyPolicyName}
+	if gap := netisolation.Gap(toolgatev1alpha1.NetworkEgress, pod, ours, owned); gap != "" {
 		t.Errorf("toolgate's own policies: gap %q", gap)
 	}
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
-	if gap := isolationGap(toolgatev1alpha1.NetworkEgress, pod, append(ours, netpol("dns", "", both, 0, 1)), true); !strings.Contains(gap, "dns allows egress") {
+	dns := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "dns"}, Spec: networkingv1.NetworkPolicySpec{
+		PolicyTypes: both, Egress: []networkingv1.NetworkPolicyEgressRule{{}}}}
+	if gap := netisolation.Gap(toolgatev1alpha1.NetworkEgress, pod, append(ours, dns), owned); !strings.Contains(gap, "dns allows egress") {
 		t.Errorf("another egress policy: gap %q", gap)
 	}
-	if gap := isolationGap(toolgatev1alpha1.NetworkEgress, pod, ours[1:], true); gap == "" {
+	if gap := netisolation.Gap(toolgatev1alpha1.NetworkEgress, pod, ours[1:], owned); gap == "" {
 		t.Error("without the proxy policy the Pod counted as isolated")
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -32,8 +34,13 @@ type jobExecutor struct {
 	binder   *egressgrant.Binder
 }
 
+// newJobExecutor is the Job executor of env; its session workspaces are env's clients'
+// and settings (workspace.Claims).
 func newJobExecutor(env execEnv) *jobExecutor {
-	return &jobExecutor{execEnv: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
+	j := &jobExecutor{execEnv: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
+	j.workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
+		Options: env.Options.Workspace, Deadline: j.attemptDeadline}
+	return j
 }
 
 func (j *jobExecutor) Path() v1alpha1.ExecutionPath { return "" }
@@ -67,7 +74,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
-		return unisolated(why), err
+		return netisolation.Refuse(why), err
 	}
 	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
 	// namespace's master: both must exist first.
@@ -79,7 +86,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
-	ws, st, ok, err := j.workspaceFor(ctx, call)
+	ws, st, ok, err := j.workspaces.For(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -135,7 +142,7 @@ func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, atte
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
-	if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+	if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
 		return st
 	}
 	return executor.Step{Outcome: &o}
@@ -184,7 +191,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
 	read := j.trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
-		if st, unbound := j.workspaceUnbound(ctx, call, o); unbound {
+		if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
 			return st, nil
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil

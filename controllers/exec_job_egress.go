@@ -8,6 +8,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 )
 
 // attemptEgress prepares the egress proxy of the attempt about to start
@@ -17,7 +18,7 @@ func (j *jobExecutor) attemptEgress(ctx context.Context, call *v1alpha1.ToolCall
 	px, unavailable, ended, err := j.Options.EgressProxy.ForAttempt(ctx, j.APIReader, call, attempt, j.attemptDeadline(call))
 	switch {
 	case unavailable != "":
-		return egressgrant.AttemptProxy{}, unisolated(unavailable), false, nil
+		return egressgrant.AttemptProxy{}, netisolation.Refuse(unavailable), false, nil
 	case ended != nil || err != nil:
 		return egressgrant.AttemptProxy{}, executor.Step{Outcome: ended}, false, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -157,7 +158,7 @@ func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (exec
 	why, err := w.isolate(ctx, call, pod.Labels)
 	observeIsolation(isolating)
 	if err != nil || why != "" {
-		return unisolated(why), err
+		return netisolation.Refuse(why), err
 	}
 	masters, st, ok, err := w.frameKeyReady(ctx, call)
 	if !ok {

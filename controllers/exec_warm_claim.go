@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -41,7 +42,7 @@ func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	}
 	// A pool Pod started before its call was known: it cannot mount the session's
 	// workspace volume now. Such attempts run cold, where the Job's Pod mounts it.
-	if workspaceAccess(snap.Spec) != "" {
+	if workspace.Access(snap.Spec) != "" {
 		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "workspace").Inc()
 		return "", false
 	}

@@ -179,3 +179,26 @@ func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 		t.Fatal("the handover is taken by another Pod")
 	}
 }
+
+// A pool Pod started before its call was known cannot mount the session's volume: the
+// warm executor declines a workspace tool's attempt (it runs cold) and leaves the Pod idle.
+func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
+	for _, access := range []v1alpha1.WorkspaceAccess{v1alpha1.WorkspaceReadWrite, v1alpha1.WorkspaceReadOnly} {
+		w, _, pod := pooledWorld(t, nil)
+		w.call.Spec.Session = "s"
+		w.call.Status.Tool.Spec.Sandbox.Workspace = access
+		for _, o := range w.objs {
+			if tool, ok := o.(*v1alpha1.Tool); ok {
+				tool.Spec.Sandbox.Workspace = access
+			}
+		}
+		x := newWarmExecutor(w.env(t), stubAttach{})
+		if where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
+			t.Fatalf("%s: the warm executor claimed %q", access, where)
+		}
+		got := &corev1.Pod{}
+		if err := x.APIReader.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil || got.Annotations[podcontract.AnnotationClaimedBy] != "" {
+			t.Fatalf("%s: the pool Pod: %v, annotations %v", access, err, got.Annotations)
+		}
+	}
+}

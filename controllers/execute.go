@@ -20,18 +20,10 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
-
-// unisolatedMessage is what the model reads when its tool's Pod could not be isolated.
-const unisolatedMessage = "the call was not run: the network isolation its tool requires is missing in this namespace"
-
-// unisolated ends a call whose Pod the namespace's policies do not isolate as its tool
-// requires (why, for people), before anything of the attempt runs.
-func unisolated(why string) executor.Step {
-	return executor.Refuse(executor.Refusal{Reason: v1alpha1.ReasonNetworkIsolationMissing, Message: unisolatedMessage, Detail: why})
-}
 
 // wakeSource is implemented by an executor whose attempts end outside any watch (the warm
 // executor's attach streams): each event wakes the call's reconcile.
@@ -50,13 +42,15 @@ type execEnv struct {
 	// Recorder records the events executors emit themselves (egressgrant.EventBindFailed).
 	Recorder recorder.EventRecorder
 	// isolate checks, before a body may start, that its Pod is isolated as its tool's
-	// sandbox.network requires (ensureIsolation): "" when it is, else why not.
+	// sandbox.network requires (netisolation.Enforcer.Ensure): "" when it is, else why not.
 	isolate func(ctx context.Context, call *v1alpha1.ToolCall, podLabels map[string]string) (string, error)
 	// keys are the namespaces' frame masters: every attempt's frame is verified with the key
 	// derived for it, and a namespace has its Secret before its first tool Pod.
 	keys *framekeys.Store
 	// frozen is the reconciler's carrier of the arguments admission froze.
 	frozen *frozenargs.Store
+	// workspaces make ready the session workspaces attempts mount (set by newJobExecutor).
+	workspaces *workspace.Claims
 }
 
 // attemptDeadline is when the operator ends an attempt nobody reported on: the attempt's
@@ -100,7 +94,7 @@ func (r *ToolCallReconciler) executors() []executor.Executor {
 			r.keys = framekeys.New(r.Client, r.APIReader, r.Clock)
 		}
 		env := execEnv{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.ensureIsolation, keys: r.keys, frozen: &r.frozen}
+			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, isolate: r.enforcer().Ensure, keys: r.keys, frozen: &r.frozen}
 		r.execs = []executor.Executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
 	})
 	return r.execs

@@ -10,13 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 const (
-	// indexSession indexes ToolCalls by spec.session (calls without a session are not indexed).
-	indexSession = "spec.session"
 	// indexActivePhase indexes ToolCalls in a non-terminal phase by that phase (terminal
 	// calls are not indexed), so that the active-call gauge reads only the active calls.
 	indexActivePhase = "status.activePhase"
@@ -30,7 +29,7 @@ const (
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexSession, func(o client.Object) []string {
+	err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, workspace.SessionIndex, func(o client.Object) []string {
 		call, ok := o.(*v1alpha1.ToolCall)
 		if !ok || call.Spec.Session == "" {
 			return nil
@@ -91,7 +90,7 @@ func (r *ToolCallReconciler) sessionPeers(ctx context.Context, o client.Object) 
 		return nil
 	}
 	peers := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{indexSession: call.Spec.Session}); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{workspace.SessionIndex: call.Spec.Session}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

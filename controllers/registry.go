@@ -55,7 +55,7 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 // namespace that asked at the same time (coalesce.go): its LISTs start after this call, so
 // whatever existed when it was made is in the answer. The registry is shared: read only.
 func (r *ToolCallReconciler) liveRegistry(ctx context.Context, namespace string) (*registry, error) {
-	return r.registries.do(ctx, namespace, func(ctx context.Context) (*registry, error) {
+	return r.registries.Do(ctx, namespace, func(ctx context.Context) (*registry, error) {
 		return loadRegistry(ctx, r.APIReader, namespace)
 	})
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
@@ -53,7 +54,7 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: selector},
 			&batchv1.Job{}: {Label: selector},
-			// session workspace claims (workspace.go): toolgate's own only
+			// session workspace claims (controllers/workspace): toolgate's own only
 			&corev1.PersistentVolumeClaim{}: {Label: selector},
 			&v1alpha1.ToolCall{}:            {Transform: TransformToolCall},
 		}}
@@ -103,7 +104,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
 		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		// after the ToolCallReconciler: it uses the session index that one sets up
-		&WorkspaceReconciler{Client: mgr.GetClient(), Clock: opts.Clock},
+		&workspace.Reconciler{Client: mgr.GetClient(), Clock: opts.Clock},
 	}
 	for _, s := range setups {
 		if err := s.SetupWithManager(mgr); err != nil {

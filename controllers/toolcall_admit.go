@@ -26,8 +26,8 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	// cache has not seen it yet (the API server answers such LISTs consistently). The
 	// LISTs are shared with the calls that asked at the same time (liveRegistry). An
 	// error requeues the call; nothing has been written yet. The NetworkPolicy read the
-	// Job needs runs alongside (withIsolationRead).
-	ctx = r.withIsolationRead(ctx, call.Namespace)
+	// Job needs runs alongside (netisolation.Enforcer.WithRead).
+	ctx = r.enforcer().WithRead(ctx, call.Namespace)
 	reg, err := r.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err

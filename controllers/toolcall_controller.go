@@ -26,6 +26,9 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
+	"github.com/toolgate/toolgate/controllers/internal/coalesce"
+	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -54,20 +57,20 @@ type CallOptions struct {
 	// that takes longer ends the attempt ResultUnreadable.
 	LogReadTimeout time.Duration
 	// NetworkPolicy says how sandbox.network is made real before a Job is created.
-	NetworkPolicy NetworkPolicyOptions
+	NetworkPolicy netisolation.Options
 	// EgressProxy points tools with sandbox.egress at the egress proxy (controllers/egressgrant).
 	EgressProxy egressgrant.ProxyOptions
 	// Retention says when finished calls are deleted and what the audit record holds.
 	Retention RetentionOptions
-	// Workspace configures session workspaces (workspace.go).
-	Workspace WorkspaceOptions
+	// Workspace configures session workspaces (controllers/workspace).
+	Workspace workspace.Options
 }
 
 // DefaultCallOptions are the settings used when the manager is given none.
 func DefaultCallOptions() CallOptions {
 	return CallOptions{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: DefaultNetworkPolicyOptions(), Retention: DefaultRetentionOptions()}
+		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetentionOptions()}
 }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
@@ -97,9 +100,11 @@ type ToolCallReconciler struct {
 	frozen frozenargs.Store
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
-	// registries and isolation share live reads among concurrent calls (coalesce.go).
-	registries coalescer[*registry]
-	isolation  coalescer[isolationRead]
+	// registries share live reads among concurrent calls (coalesce.Coalescer).
+	registries coalesce.Coalescer[*registry]
+	// isolation checks tool Pods' network isolation (toolcall_isolation.go), built once.
+	isolationOnce sync.Once
+	isolation     *netisolation.Enforcer
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor

@@ -33,7 +33,7 @@ import (
 // attempt is quiet (podQuiet: gone, or every container terminated); until then the operator
 // deletes any Pod of the attempt that is not being deleted yet and the call stays
 // unfinished: it keeps its place as its session's barrier (runnable), its session's
-// workspace claim stays in use (WorkspaceReconciler), a deleted call keeps its finalizer,
+// workspace claim stays in use (workspace.Reconciler), a deleted call keeps its finalizer,
 // and the Executed condition says what it waits for (ReasonStopping).
 //
 // The wait is bounded: a Pod that has not confirmed its containers stopped DeadlineGrace

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/metrics/serving"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -108,8 +109,8 @@ func main() {
 		opts.Job.DefaultResources.Limits[corev1ResourceName(name)] = q
 	}
 
-	if opts.NetworkPolicy.Mode, err = controllers.ParseNetworkPolicyMode(netpolMode); err == nil {
-		opts.NetworkPolicy.EgressExcept, err = controllers.ParseEgressExcept(egressExcept)
+	if opts.NetworkPolicy.Mode, err = netisolation.ParseMode(netpolMode); err == nil {
+		opts.NetworkPolicy.EgressExcept, err = netisolation.ParseEgressExcept(egressExcept)
 	}
 	if err != nil {
 		log.Error(err, "invalid network policy settings")

@@ -66,6 +66,24 @@ var rules = []rule{
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
 	},
+	{
+		pkg:            "controllers/netisolation",
+		why:            "network isolation sits below the reconcilers: no edge back to controllers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/workspace",
+		why:            "session workspaces sit below the reconcilers and executors: no edge back to controllers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:       "controllers/internal/coalesce",
+		why:       "the shared-read coalescer is a plain utility",
+		forbidden: []string{"k8s.io/", "sigs.k8s.io/"},
+		allowed:   []string{"controllers/internal/coalesce"},
+	},
 }
 
 // controllers is the reconcilers' package: the packages split out of it may not import it.

@@ -121,7 +121,7 @@ type WorkspaceMount struct {
 	// ReadOnly mounts it read-only (sandbox.workspace ReadOnly).
 	ReadOnly bool
 	// Credentials are the claim's record of the credentials its files may hold, which the
-	// Pod's signer redacts (controllers/workspace_credentials.go).
+	// Pod's signer redacts (controllers/workspace/credentials.go).
 	Credentials []podcontract.WorkspaceCredential
 }
 

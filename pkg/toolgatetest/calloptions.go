@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -61,7 +62,7 @@ func (o CallOptions) operator() (controllers.CallOptions, error) {
 		c.JobRetention = o.JobRetention
 	}
 	if o.NetworkPolicy != "" {
-		mode, err := controllers.ParseNetworkPolicyMode(o.NetworkPolicy)
+		mode, err := netisolation.ParseMode(o.NetworkPolicy)
 		if err != nil {
 			return c, err
 		}

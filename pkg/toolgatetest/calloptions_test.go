@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 )
 
 // The kit's CallOptions are the shipped settings with only the fields a spec set changed:
@@ -22,7 +23,7 @@ func TestCallOptionsChangeOnlyWhatIsSet(t *testing.T) {
 		"zero":          {CallOptions{}, func(*controllers.CallOptions) {}},
 		"job retention": {CallOptions{JobRetention: 2 * time.Second}, func(c *controllers.CallOptions) { c.JobRetention = 2 * time.Second }},
 		"network policy": {CallOptions{NetworkPolicy: "require"},
-			func(c *controllers.CallOptions) { c.NetworkPolicy.Mode = controllers.NetworkPolicyRequire }},
+			func(c *controllers.CallOptions) { c.NetworkPolicy.Mode = netisolation.Require }},
 		"history": {CallOptions{HistorySucceeded: 2, HistoryFailed: 1},
 			func(c *controllers.CallOptions) { c.Retention.HistorySucceeded, c.Retention.HistoryFailed = 2, 1 }},
 		"audit content": {CallOptions{AuditIncludeContent: true}, func(c *controllers.CallOptions) { c.Retention.AuditIncludeContent = true }},

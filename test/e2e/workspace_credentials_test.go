@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -49,7 +49,7 @@ var _ = Describe("session workspaces: credentials a session's files may hold", L
 		w := succeeded(sessionCall(ctx, scope, session, leaky, map[string]any{}))
 		Expect(string(w.Status.Result.Content.Raw)).To(ContainSubstring("written"))
 		pvc := &corev1.PersistentVolumeClaim{}
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: controllers.WorkspaceClaimName(scope, "agent", session)}, pvc)).To(Succeed())
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: workspace.ClaimName(scope, "agent", session)}, pvc)).To(Succeed())
 		Expect(pvc.Annotations).To(HaveKeyWithValue(podcontract.AnnotationWorkspaceCredentials, `[{"secret":"`+secretName+`","key":"token"}]`))
 
 		By("read_file and list, given no credentials, return it redacted")

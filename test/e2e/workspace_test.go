@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -137,7 +137,7 @@ var _ = Describe("session workspaces", Label("workspace"), func() {
 		Expect(content(empty)["entries"]).To(BeEmpty())
 		missing := sessionCall(ctx, scope, other, "read_file", map[string]any{"path": "app/out.txt"})
 		Expect(missing.Status.Result.Error).To(ContainSubstring("no such file"))
-		claimA, claimB := controllers.WorkspaceClaimName(scope, "agent", session), controllers.WorkspaceClaimName(scope, "agent", other)
+		claimA, claimB := workspace.ClaimName(scope, "agent", session), workspace.ClaimName(scope, "agent", other)
 		Expect(claimA).NotTo(Equal(claimB))
 
 		By("the claims are deleted once their sessions were idle for the retention")

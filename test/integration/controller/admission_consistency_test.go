@@ -20,7 +20,7 @@ import (
 )
 
 // Admission reads the registrations live and shares those reads among the calls that ask
-// at the same time (controllers/coalesce.go). Sharing must never hand a call the answer of
+// at the same time (controllers/internal/coalesce). Sharing must never hand a call the answer of
 // a read that started before the call existed: a policy created just before a call governs
 // it, however busy the operator is with other calls of the namespace.
 var _ = Describe("A policy created just before a call", Label("admission", "policy", "consistency"), func() {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -31,7 +32,7 @@ type scribbleSession struct {
 
 func newScribbleSession(ctx SpecContext, retention time.Duration) *scribbleSession {
 	s := &scribbleSession{ns: newNamespace(ctx), found: map[string]string{}}
-	s.claim = controllers.WorkspaceClaimName("coding", AdminUser, "s")
+	s.claim = workspace.ClaimName("coding", AdminUser, "s")
 	held := Outcome{Hold: true, IgnoreSIGTERM: true}
 	kubelet.ScriptWorkspace("scribble", func(ws *Workspace, args []byte) Outcome {
 		notes, _ := ws.ReadFile("notes.txt")

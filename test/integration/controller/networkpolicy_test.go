@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -58,7 +58,7 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=ensure, the default
 		job := &batchv1.Job{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: podspec.JobName("c", 1)}, job)).To(Succeed())
 		jobCreated := revision(job) // the Job's writes since (status, finalizer) only raise it
-		for _, want := range controllers.ToolNetworkPolicies(ns, controllers.DefaultEgressExcept()) {
+		for _, want := range netisolation.ToolNetworkPolicies(ns, netisolation.DefaultEgressExcept()) {
 			got := getPolicy(ctx, ns, want.Name)
 			Expect(got.Spec).To(Equal(want.Spec), want.Name)
 			Expect(got.Labels).To(HaveKeyWithValue(podcontract.LabelManagedBy, podcontract.ManagedByValue))
@@ -69,13 +69,13 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=ensure, the default
 
 	It("puts back a policy whose spec was opened up, before the next Job", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		opened := controllers.ToolNetworkPolicies(ns, nil)[0]
+		opened := netisolation.ToolNetworkPolicies(ns, nil)[0]
 		opened.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{}} // allow all egress
 		create(ctx, opened, echoTool(ns).Obj(), MakeToolCall("c", ns).Tool("echo").Requester(AdminUser).
 			Args(map[string]any{"text": "hi"}).Obj())
 		call := waitTerminal(ctx, ns, "c")
 		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
-		Expect(getPolicy(ctx, ns, controllers.DenyAllPolicyName).Spec.Egress).To(BeEmpty())
+		Expect(getPolicy(ctx, ns, netisolation.DenyAllPolicyName).Spec.Egress).To(BeEmpty())
 	})
 
 	It("refuses a network None call when another policy in the namespace allows its Pods egress", func(ctx SpecContext) {
@@ -99,7 +99,7 @@ var _ = Describe("Tool Pod NetworkPolicies (--network-policy=require)", Label("n
 	BeforeEach(func() {
 		Expect(mgr.Stop()).To(Succeed())
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet,
-			Call: CallOptions{NetworkPolicy: string(controllers.NetworkPolicyRequire)}})
+			Call: CallOptions{NetworkPolicy: string(netisolation.Require)}})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			startManager()

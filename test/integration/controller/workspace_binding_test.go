@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -35,7 +36,7 @@ var _ = Describe("Session workspaces of an Immediate storage class", Label("work
 
 	It("creates the Job only once the claim is Bound", func(ctx SpecContext) {
 		create(ctx, fileCall("c", ns, "write", "coding", "s", "a", "b"))
-		claim := controllers.WorkspaceClaimName("coding", AdminUser, "s")
+		claim := workspace.ClaimName("coding", AdminUser, "s")
 		Eventually(func(g Gomega) []string { return claims(ctx, g, ns) }).WithContext(ctx).Should(ContainElement(claim))
 		Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, "c") }).WithContext(ctx).
 			WithTimeout(ConsistentDuration).Should(BeFalse(), "no Job while the claim is Pending")
@@ -50,7 +51,7 @@ var _ = Describe("Session workspaces of an Immediate storage class", Label("work
 		call := fileCall("c", ns, "write", "coding", "s", "a", "b")
 		create(ctx, call)
 		Eventually(func(g Gomega) []string { return claims(ctx, g, ns) }).WithContext(ctx).
-			Should(ContainElement(controllers.WorkspaceClaimName("coding", AdminUser, "s")))
+			Should(ContainElement(workspace.ClaimName("coding", AdminUser, "s")))
 		fakeClock.Step(5*time.Second + controllers.DefaultCallOptions().DeadlineGrace)
 		poke(ctx, call)
 		done := waitTerminal(ctx, ns, "c")

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -79,7 +79,7 @@ var _ = Describe("Credentials a session's workspace may hold", Label("workspace"
 		create(ctx, secret(ns, "github", "token"), secret(ns, "deploy", "config"),
 			MakeToolScope("coding", ns).Workspace("1Gi", time.Hour).Obj())
 		create(ctx, credentialedFileTools(ns)...)
-		claim := controllers.WorkspaceClaimName("coding", AdminUser, "s")
+		claim := workspace.ClaimName("coding", AdminUser, "s")
 		create(ctx, fileCall("w", ns, "write", "coding", "s", "token.txt", "written by a credentialed body"))
 		w := waitTerminal(ctx, ns, "w")
 		Expect(w).To(HavePhase(v1alpha1.PhaseSucceeded), explain(w))
@@ -113,7 +113,7 @@ var _ = Describe("Credentials a session's workspace may hold", Label("workspace"
 		By("another session of the requester records nothing")
 		create(ctx, fileCall("other", ns, "read", "coding", "s2", "token.txt", ""))
 		expectFailure(waitTerminal(ctx, ns, "other"), "NonZeroExit")
-		Expect(recordedOn(ctx, Default, ns, controllers.WorkspaceClaimName("coding", AdminUser, "s2"))).To(BeEmpty())
+		Expect(recordedOn(ctx, Default, ns, workspace.ClaimName("coding", AdminUser, "s2"))).To(BeEmpty())
 		Expect(containerNamed(podTemplateOf(ctx, ns, "other"), podcontract.SignerContainerName).Env).NotTo(
 			ContainElement(HaveField("Name", HavePrefix(podcontract.EnvRedactPrefix))))
 	})
@@ -124,7 +124,7 @@ var _ = Describe("Credentials a session's workspace may hold", Label("workspace"
 		create(ctx, secret(ns, "github", "token"), secret(ns, "deploy", "config"),
 			MakeToolScope("coding", ns).Workspace("1Gi", time.Hour).Obj())
 		create(ctx, credentialedFileTools(ns)...)
-		claim := controllers.WorkspaceClaimName("coding", AdminUser, "s")
+		claim := workspace.ClaimName("coding", AdminUser, "s")
 		create(ctx, fileCall("r", ns, "read", "coding", "s", "x", ""))
 		expectFailure(waitTerminal(ctx, ns, "r"), "NonZeroExit") // the claim exists, with no record
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -104,7 +105,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		create(ctx, fileCall("w1", ns, "write", "coding", "s1", "notes.txt", "one"))
 		Expect(waitTerminal(ctx, ns, "w1")).To(HavePhase(v1alpha1.PhaseSucceeded))
 
-		name := controllers.WorkspaceClaimName("coding", AdminUser, "s1")
+		name := workspace.ClaimName("coding", AdminUser, "s1")
 		pvc, err := getClaim(ctx, ns, name)
 		Expect(err).To(Succeed())
 		Expect(pvc.Labels).To(HaveKeyWithValue(podcontract.LabelWorkspaceScope, "coding"))
@@ -128,9 +129,9 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		r2 := waitTerminal(ctx, ns, "r2")
 		expectFailure(r2, "NonZeroExit")
 		Eventually(func(g Gomega) []string { return claims(ctx, g, ns) }).WithContext(ctx).
-			Should(ConsistOf(name, controllers.WorkspaceClaimName("coding", AdminUser, "s2")))
+			Should(ConsistOf(name, workspace.ClaimName("coding", AdminUser, "s2")))
 		Expect(kubelet.Workspace(ns, name).Files()).To(Equal([]string{"notes.txt"}))
-		Expect(kubelet.Workspace(ns, controllers.WorkspaceClaimName("coding", AdminUser, "s2")).Files()).To(BeEmpty())
+		Expect(kubelet.Workspace(ns, workspace.ClaimName("coding", AdminUser, "s2")).Files()).To(BeEmpty())
 	})
 
 	It("never lets a requester into another's session of the same name", func(ctx SpecContext) {
@@ -146,7 +147,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		Expect(robot.Create(ctx, guess)).To(Succeed())
 		expectFailure(waitTerminal(ctx, ns, "guess"), "NonZeroExit")
 		Eventually(func(g Gomega) []string { return claims(ctx, g, ns) }).WithContext(ctx).Should(ConsistOf(
-			controllers.WorkspaceClaimName("coding", AdminUser, "task-42"), controllers.WorkspaceClaimName("coding", "robot", "task-42")))
+			workspace.ClaimName("coding", AdminUser, "task-42"), workspace.ClaimName("coding", "robot", "task-42")))
 	})
 
 	It("mounts ReadOnly: a ReadOnly tool cannot write", func(ctx SpecContext) {
@@ -167,7 +168,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		create(ctx, fileTools(ns)...)
 		create(ctx, fileCall("w", ns, "write", "child", "s", "a", "b"))
 		Expect(waitTerminal(ctx, ns, "w")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		_, err := getClaim(ctx, ns, controllers.WorkspaceClaimName("team", AdminUser, "s"))
+		_, err := getClaim(ctx, ns, workspace.ClaimName("team", AdminUser, "s"))
 		Expect(err).To(Succeed())
 	})
 
@@ -202,7 +203,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(call), call)).To(Succeed())
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseRunning))
 		}).WithContext(ctx).Should(Succeed())
-		pvc, err := getClaim(ctx, ns, controllers.WorkspaceClaimName("coding", AdminUser, "s"))
+		pvc, err := getClaim(ctx, ns, workspace.ClaimName("coding", AdminUser, "s"))
 		Expect(err).To(Succeed())
 		Expect(pvc.Spec.StorageClassName).To(HaveValue(Equal("no-such-class")), "the scope's class wins over the operator's")
 		Consistently(func(g Gomega) {
@@ -244,7 +245,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 		create(ctx, MakeToolScope("coding", ns).Workspace("1Gi", 10*time.Second).Obj(),
 			MakeTool("hold", ns).Image("example/hold:1").Command("/hold").Workspace(v1alpha1.WorkspaceReadWrite).Timeout(time.Hour).Obj())
 		create(ctx, fileCall("c", ns, "hold", "coding", "s", "a", "b"))
-		name := controllers.WorkspaceClaimName("coding", AdminUser, "s")
+		name := workspace.ClaimName("coding", AdminUser, "s")
 		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "c") }).WithContext(ctx).Should(BeTrue())
 
 		fakeClock.Step(time.Minute)

@@ -1,9 +1,7 @@
-package controllers
+package workspace
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -12,8 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,14 +27,6 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get
-
-// WorkspaceOptions are the operator-wide settings of session workspaces.
-type WorkspaceOptions struct {
-	// StorageClass is the storage class of the claims of scopes whose workspace names none
-	// (--workspace-storage-class, the chart's workspace.storageClassName); empty: the
-	// cluster's default StorageClass.
-	StorageClass string
-}
 
 const (
 	// defaultWorkspaceSize and defaultWorkspaceRetention apply when a declaration was
@@ -53,74 +44,38 @@ const (
 	workspaceBindPoll = time.Second
 )
 
-// workspaceAccess is what the tool asks for: "" when it mounts no workspace.
-func workspaceAccess(spec *v1alpha1.ToolSpec) v1alpha1.WorkspaceAccess {
-	if spec == nil {
-		return ""
-	}
-	return spec.Sandbox.Workspace
-}
-
-// sessionSafe says whether a call of the tool may run beside other calls of its session:
-// a ReadWrite workspace tool is always a barrier, a ReadOnly one never is (it only reads
-// what the barriers before it left), any other tool is what its concurrencySafe says.
-func sessionSafe(spec *v1alpha1.ToolSpec) bool {
-	switch workspaceAccess(spec) {
-	case v1alpha1.WorkspaceReadWrite:
-		return false
-	case v1alpha1.WorkspaceReadOnly:
-		return true
-	}
-	return spec != nil && spec.ConcurrencySafe
-}
-
-// WorkspaceClaimName is the deterministic name of the claim of a requester's session in
-// the scope that declared the workspace: the scope (cut) for people and a hash of scope,
-// requester and session, so two sessions, one session name in two scopes, or one session
-// name chosen by two requesters (an agent guessing another's session) never share a claim.
-func WorkspaceClaimName(scope, requester, session string) string {
-	readable := scope
-	if len(readable) > 30 {
-		readable = readable[:30]
-	}
-	return "toolgate-ws-" + trimDash(readable) + "-" + shortHash(scope+"\x00"+requester+"\x00"+session, 16)
-}
-
-// shortHash is the first n hex digits of s's SHA-256 (as podspec's, for claim names).
-func shortHash(s string, n int) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:n]
-}
-
-func trimDash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '-' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
-// WorkspaceSessionLabelValue is the value of podcontract.LabelWorkspaceSession: the
-// session when it is a label value, else a hash of it (AnnotationWorkspaceSession has it exactly).
-func WorkspaceSessionLabelValue(session string) string {
-	if len(validation.IsValidLabelValue(session)) == 0 {
-		return session
-	}
-	return "h" + shortHash(session, 40)
-}
-
 // workspaceRefusal ends a call whose tool asks for a workspace the call cannot have.
 func workspaceRefusal(reason, detail, message string) executor.Step {
 	return executor.Refuse(executor.Refusal{Reason: reason, Message: message, Detail: detail})
 }
 
-// workspaceFor makes ready the session workspace the call's attempt mounts: nil when its
+// Claims makes ready the session workspaces of calls' attempts (For) and says when an
+// attempt ended because its claim never bound (Unbound). It writes no call status: it
+// returns what a pass comes to, as an executor.Step.
+type Claims struct {
+	// Client reads scopes and claims from the cache and creates and patches claims.
+	Client client.Client
+	// APIReader reads claims and storage classes live.
+	APIReader client.Reader
+	// Scheme sets a claim's owner reference (its scope).
+	Scheme *runtime.Scheme
+	// Clock is the operator's clock.
+	Clock clock.PassiveClock
+	// Options are the operator-wide settings of workspaces.
+	Options Options
+	// Deadline is when the operator ends the call's current attempt if nobody reported on
+	// it: a call waits for its claim to bind until then.
+	Deadline func(call *v1alpha1.ToolCall) time.Time
+}
+
+// For makes ready the session workspace the call's attempt mounts: nil when its
 // tool asks for none. The claim is created on the session's first such call; its binding
 // is not waited for here (a storage class that binds on first use binds only once the Pod
 // exists): the Pod waits for it, and an attempt that never started because its claim did
-// not bind ends WorkspaceUnbound (workspaceUnbound). Not ok: st or err is what this pass
+// not bind ends WorkspaceUnbound (Unbound). Not ok: st or err is what this pass
 // comes to (a refusal, or a wait for a claim being deleted to go).
-func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st executor.Step, ok bool, err error) {
-	access := workspaceAccess(call.Status.Tool.Spec)
+func (c *Claims) For(ctx context.Context, call *v1alpha1.ToolCall) (m *podspec.WorkspaceMount, st executor.Step, ok bool, err error) {
+	access := Access(call.Status.Tool.Spec)
 	if access == "" {
 		return nil, executor.Step{}, true, nil
 	}
@@ -128,7 +83,7 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		msg := "the call was not run: its tool works in a session workspace, and the call names no session"
 		return nil, workspaceRefusal(v1alpha1.ReasonWorkspaceNeedsSession, "spec.session is empty", msg), false, nil
 	}
-	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	scope, decl, err := c.workspaceDeclaration(ctx, call)
 	if err != nil {
 		return nil, executor.Step{}, false, err
 	}
@@ -136,7 +91,7 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		msg := "the call was not run: its tool works in a session workspace, and no workspace is declared for the call's scope"
 		return nil, workspaceRefusal(v1alpha1.ReasonNoWorkspace, "no ToolScope on the call's chain declares spec.workspace", msg), false, nil
 	}
-	pvc, err := e.ensureClaim(ctx, call, scope, decl)
+	pvc, err := c.ensureClaim(ctx, call, scope, decl)
 	var foreign errForeignClaim
 	switch {
 	case errors.As(err, &foreign) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
@@ -150,11 +105,11 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 		// The session was idle past its retention a moment ago: the next claim is a new one.
 		return nil, executor.Step{Requeue: workspaceWait}, false, nil
 	}
-	if e.awaitsBinding(ctx, pvc) {
+	if c.awaitsBinding(ctx, pvc) {
 		// Until the deadline: then start's tooLate ends the attempt WorkspaceUnbound.
-		return nil, executor.Step{Requeue: min(workspaceBindPoll, max(e.attemptDeadline(call).Sub(e.Clock.Now()), time.Millisecond))}, false, nil
+		return nil, executor.Step{Requeue: min(workspaceBindPoll, max(c.Deadline(call).Sub(c.Clock.Now()), time.Millisecond))}, false, nil
 	}
-	creds, st, ok, err := e.claimCredentials(ctx, call, pvc)
+	creds, st, ok, err := c.claimCredentials(ctx, call, pvc)
 	if !ok {
 		return nil, st, false, err
 	}
@@ -168,12 +123,12 @@ func (e *execEnv) workspaceFor(ctx context.Context, call *v1alpha1.ToolCall) (m 
 // once its whole deadline). A class that binds on first use (WaitForFirstConsumer) binds
 // only once the Pod exists, and a claim without a class, or whose class cannot be read
 // (the storage class is read live, with get only), is not waited for: its Pod waits.
-func (e *execEnv) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
+func (c *Claims) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolumeClaim) bool {
 	if pvc.Status.Phase == corev1.ClaimBound || pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName == "" {
 		return false
 	}
 	class := &storagev1.StorageClass{}
-	if err := e.APIReader.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, class); err != nil {
+	if err := c.APIReader.Get(ctx, types.NamespacedName{Name: *pvc.Spec.StorageClassName}, class); err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("storage class not read; not waiting for the claim to bind", "class", *pvc.Spec.StorageClassName, "error", err.Error())
 		return false
 	}
@@ -183,14 +138,14 @@ func (e *execEnv) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolum
 // workspaceDeclaration is the nearest scope on the call's chain (its own first) that
 // declares a workspace, and the declaration; nil when none does (or the call is made in
 // the namespace layer, which declares none).
-func (e *execEnv) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
+func (c *Claims) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
 	name := call.Spec.Scope
 	for range maxScopeChain {
 		if name == "" {
 			return nil, nil, nil
 		}
 		scope := &v1alpha1.ToolScope{}
-		if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
 			return nil, nil, client.IgnoreNotFound(err)
 		}
 		if scope.Spec.Workspace != nil {
@@ -206,21 +161,21 @@ func (e *execEnv) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolC
 // object someone else made) is an error: its files are not this session's. The claim is
 // read from the API server, not the cache: the credentials the session's previous call
 // recorded on it a moment ago must be seen (workspace_credentials.go).
-func (e *execEnv) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
-	want := buildClaim(call, scope, decl, e.Options.Workspace)
-	if err := controllerutil.SetOwnerReference(scope, want, e.Scheme); err != nil {
+func (c *Claims) ensureClaim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace) (*corev1.PersistentVolumeClaim, error) {
+	want := buildClaim(call, scope, decl, c.Options)
+	if err := controllerutil.SetOwnerReference(scope, want, c.Scheme); err != nil {
 		return nil, err
 	}
 	got := &corev1.PersistentVolumeClaim{}
 	key := client.ObjectKeyFromObject(want)
-	err := e.APIReader.Get(ctx, key, got)
+	err := c.APIReader.Get(ctx, key, got)
 	if apierrors.IsNotFound(err) {
-		if err = e.Create(ctx, want); err == nil {
+		if err = c.Client.Create(ctx, want); err == nil {
 			ctrl.LoggerFrom(ctx).Info("created session workspace", "claim", want.Name, "scope", scope.Name)
 			return want, nil
 		}
 		if apierrors.IsAlreadyExists(err) {
-			err = e.APIReader.Get(ctx, key, got)
+			err = c.APIReader.Get(ctx, key, got)
 		}
 	}
 	if err != nil {
@@ -244,7 +199,7 @@ func (e errForeignClaim) Error() string {
 // buildClaim is the session's claim as the declaration asks for it (the owner reference
 // is set by the caller: it needs the scheme), with the record of the credentials the
 // creating call adds, so that the session's first call needs no patch.
-func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace, opts WorkspaceOptions) *corev1.PersistentVolumeClaim {
+func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alpha1.Workspace, opts Options) *corev1.PersistentVolumeClaim {
 	size := resource.MustParse(defaultWorkspaceSize)
 	if decl.Size != nil && decl.Size.Sign() > 0 {
 		size = decl.Size.DeepCopy()
@@ -271,12 +226,12 @@ func buildClaim(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, decl *v1alph
 	}
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session),
+			Name:      ClaimName(scope.Name, call.Spec.Requester, call.Spec.Session),
 			Namespace: call.Namespace,
 			Labels: map[string]string{
 				podcontract.LabelManagedBy:        podcontract.ManagedByValue,
 				podcontract.LabelWorkspaceScope:   scope.Name,
-				podcontract.LabelWorkspaceSession: WorkspaceSessionLabelValue(call.Spec.Session),
+				podcontract.LabelWorkspaceSession: SessionLabelValue(call.Spec.Session),
 			},
 			Annotations: annotations,
 		},
@@ -296,24 +251,24 @@ func workspaceRetention(decl *v1alpha1.Workspace) time.Duration {
 	return decl.Retention.Duration
 }
 
-// workspaceUnbound turns the end of an attempt whose session claim never bound into
+// Unbound turns the end of an attempt whose session claim never bound into
 // WorkspaceUnbound: a Pod whose claim is unbound is never scheduled, so the body did not
 // run whatever the outcome's guess (the Job controller deletes such a Pod at the Job's
 // deadline, and a Job failed without a Pod reads as started), and saying DeadlineExceeded
 // would send whoever reads it to the wrong place. A claim that was ever bound stays Bound
 // (or Lost): then the outcome stands, as it does when the runner vouched for a run or the
 // claim cannot be read.
-func (e *execEnv) workspaceUnbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (executor.Step, bool) {
-	if o.Report != nil || workspaceAccess(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
+func (c *Claims) Unbound(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (executor.Step, bool) {
+	if o.Report != nil || Access(call.Status.Tool.Spec) == "" || call.Spec.Session == "" {
 		return executor.Step{}, false
 	}
-	scope, decl, err := e.workspaceDeclaration(ctx, call)
+	scope, decl, err := c.workspaceDeclaration(ctx, call)
 	if err != nil || decl == nil {
 		return executor.Step{}, false
 	}
-	name := WorkspaceClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
+	name := ClaimName(scope.Name, call.Spec.Requester, call.Spec.Session)
 	pvc := &corev1.PersistentVolumeClaim{}
-	if err := e.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, pvc); err != nil && !apierrors.IsNotFound(err) {
 		return executor.Step{}, false
 	}
 	if pvc.Status.Phase == corev1.ClaimBound || pvc.Status.Phase == corev1.ClaimLost {

@@ -1,4 +1,6 @@
-package controllers
+// Package coalesce shares live reads among concurrent callers without giving up their
+// consistency (Coalescer).
+package coalesce
 
 import (
 	"context"
@@ -7,7 +9,7 @@ import (
 	"time"
 )
 
-// coalescer shares live reads among concurrent callers without giving up their
+// Coalescer shares live reads among concurrent callers without giving up their
 // consistency: a caller gets the answer of a read that *started after it asked*, never of
 // one already in flight. So whatever existed when a caller asked (a ToolPolicy whose create
 // returned before the call was created, and so before the reconciler asked) is in its
@@ -20,9 +22,9 @@ import (
 // A read's error goes to every caller of its round. A caller whose context ends stops
 // waiting; the read goes on for the others (it runs on its own context, bounded by
 // timeout).
-type coalescer[T any] struct {
-	// timeout bounds one read; zero means defaultReadTimeout.
-	timeout time.Duration
+type Coalescer[T any] struct {
+	// Timeout bounds one read; zero means defaultReadTimeout.
+	Timeout time.Duration
 
 	mu       sync.Mutex
 	inFlight map[string]*round[T] // per key: the round whose read runs now
@@ -41,17 +43,17 @@ type round[T any] struct {
 	err    error
 }
 
-// do returns the answer of a read of key that starts after do was called; read is what a
+// Do returns the answer of a read of key that starts after Do was called; read is what a
 // new round runs (callers of one key pass equivalent reads). The answer is shared by the
 // round's callers: they must not modify it.
-func (c *coalescer[T]) do(ctx context.Context, key string, read func(context.Context) (T, error)) (T, error) {
-	return c.join(key, read)(ctx)
+func (c *Coalescer[T]) Do(ctx context.Context, key string, read func(context.Context) (T, error)) (T, error) {
+	return c.Join(key, read)(ctx)
 }
 
-// join joins, now, the next round of key that starts after this call, and returns a wait
+// Join joins, now, the next round of key that starts after this call, and returns a wait
 // for its answer: a caller may join early (while it does other work) and wait later, and
 // still gets a read that started after it joined.
-func (c *coalescer[T]) join(key string, read func(context.Context) (T, error)) func(context.Context) (T, error) {
+func (c *Coalescer[T]) Join(key string, read func(context.Context) (T, error)) func(context.Context) (T, error) {
 	c.mu.Lock()
 	if c.inFlight == nil {
 		c.inFlight = map[string]*round[T]{}
@@ -82,7 +84,7 @@ func (c *coalescer[T]) join(key string, read func(context.Context) (T, error)) f
 }
 
 // run runs r's read, then each following round's, until no caller waits.
-func (c *coalescer[T]) run(key string, r *round[T]) {
+func (c *Coalescer[T]) run(key string, r *round[T]) {
 	for r != nil {
 		r.val, r.err = c.runRead(r.read)
 		c.mu.Lock()
@@ -99,8 +101,8 @@ func (c *coalescer[T]) run(key string, r *round[T]) {
 }
 
 // runRead runs one read on a context of its own; a panic is its callers' error.
-func (c *coalescer[T]) runRead(read func(context.Context) (T, error)) (val T, err error) {
-	timeout := c.timeout
+func (c *Coalescer[T]) runRead(read func(context.Context) (T, error)) (val T, err error) {
+	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = defaultReadTimeout
 	}
@@ -112,4 +114,15 @@ func (c *coalescer[T]) runRead(read func(context.Context) (T, error)) (val T, er
 		}
 	}()
 	return read(ctx)
+}
+
+// Waiting is how many callers wait for the round after the read in flight of key (for
+// tests: a caller that asked during a read has joined the next round).
+func (c *Coalescer[T]) Waiting(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r := c.inFlight[key]; r != nil && r.next != nil {
+		return r.next.joined
+	}
+	return 0
 }

@@ -1,4 +1,4 @@
-package controllers
+package workspace
 
 import (
 	"context"
@@ -15,9 +15,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/google/go-cmp/cmp"
+
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
+
+// credSpec is a tool mounting access whose body is given a Secret key in its environment
+// and two as files (creds), or none.
+func credSpec(access toolgatev1alpha1.WorkspaceAccess, creds bool) *toolgatev1alpha1.ToolSpec {
+	s := &toolgatev1alpha1.ToolSpec{Body: toolgatev1alpha1.ToolBody{Image: "example/echo:1"},
+		Sandbox: toolgatev1alpha1.Sandbox{Workspace: access}}
+	if !creds {
+		return s
+	}
+	key := func(name, key string) toolgatev1alpha1.CredentialKeySelector {
+		return toolgatev1alpha1.CredentialKeySelector{Name: name, Key: key}
+	}
+	s.Body.Env = []toolgatev1alpha1.EnvVar{{Name: "GITHUB_TOKEN", ValueFrom: &toolgatev1alpha1.EnvVarSource{SecretKeyRef: key("github", "token")}}}
+	s.Body.SecretFiles = []toolgatev1alpha1.SecretFile{{Name: "kubeconfig", SecretKeyRef: key("deploy", "config")}, {Name: "ca.pem", SecretKeyRef: key("deploy", "ca")}}
+	return s
+}
 
 func wsCred(secret, key string) podcontract.WorkspaceCredential {
 	return podcontract.WorkspaceCredential{Secret: secret, Key: key}
@@ -27,16 +45,14 @@ func wsCred(secret, key string) podcontract.WorkspaceCredential {
 // sorted, once each.
 func TestWorkspaceCredentials(t *testing.T) {
 	spec := func(access toolgatev1alpha1.WorkspaceAccess, creds bool) *toolgatev1alpha1.ToolSpec {
-		s := testJobInput(nil).Tool
-		s.Sandbox.Workspace = access
+		s := credSpec(access, creds)
 		if creds {
-			withCredentials(s)
-			withCredentials(s) // the same keys twice
+			s.Body.Env = append(s.Body.Env, s.Body.Env...) // the same keys twice
 		}
 		return s
 	}
 	want := []podcontract.WorkspaceCredential{wsCred("deploy", "ca"), wsCred("deploy", "config"), wsCred("github", "token")}
-	if d := diff(workspaceCredentials(spec(toolgatev1alpha1.WorkspaceReadWrite, true)), want); d != "" {
+	if d := cmp.Diff(workspaceCredentials(spec(toolgatev1alpha1.WorkspaceReadWrite, true)), want); d != "" {
 		t.Errorf("ReadWrite with credentials (-got +want):\n%s", d)
 	}
 	for name, s := range map[string]*toolgatev1alpha1.ToolSpec{
@@ -53,7 +69,7 @@ func TestWorkspaceCredentials(t *testing.T) {
 
 // credClaimWorld is a session's claim (recording record, unless nil) in a fake API server
 // that counts the patches of claims.
-func credClaimWorld(t *testing.T, record *string) (*execEnv, *int) {
+func credClaimWorld(t *testing.T, record *string) (*Claims, *int) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(scheme))
@@ -67,21 +83,16 @@ func credClaimWorld(t *testing.T, record *string) (*execEnv, *int) {
 			patches++
 			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
-	return &execEnv{Client: c, APIReader: c}, &patches
+	return &Claims{Client: c, APIReader: c}, &patches
 }
 
 // credCall is a call of a tool with credentials (none: creds false) mounting access.
 func credCall(access toolgatev1alpha1.WorkspaceAccess, creds bool) *toolgatev1alpha1.ToolCall {
-	s := testJobInput(nil).Tool
-	s.Sandbox.Workspace = access
-	if creds {
-		withCredentials(s)
-	}
 	return &toolgatev1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
-		Status: toolgatev1alpha1.ToolCallStatus{Tool: &toolgatev1alpha1.ToolSnapshot{Spec: s}}}
+		Status: toolgatev1alpha1.ToolCallStatus{Tool: &toolgatev1alpha1.ToolSnapshot{Spec: credSpec(access, creds)}}}
 }
 
-func liveClaim(t *testing.T, e *execEnv) *corev1.PersistentVolumeClaim {
+func liveClaim(t *testing.T, e *Claims) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := e.APIReader.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "ws"}, pvc); err != nil {
@@ -116,7 +127,7 @@ func TestClaimCredentialsPatchesOnlyWhenTheSetGrows(t *testing.T) {
 			if !ok || err != nil {
 				t.Fatalf("refused: %+v, %v", st.Refused, err)
 			}
-			if d := diff(got, tc.want); d != "" {
+			if d := cmp.Diff(got, tc.want); d != "" {
 				t.Errorf("record for the Pod (-got +want):\n%s", d)
 			}
 			if *patches != tc.patches {
@@ -128,7 +139,7 @@ func TestClaimCredentialsPatchesOnlyWhenTheSetGrows(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if d := diff(stored, tc.want); d != "" {
+			if d := cmp.Diff(stored, tc.want); d != "" {
 				t.Errorf("record on the claim (-got +want):\n%s", d)
 			}
 		})
@@ -191,12 +202,12 @@ func TestClaimCredentialsBoundAndAlteredRecord(t *testing.T) {
 func TestBuildClaimRecordsTheCreatingCallsCredentials(t *testing.T) {
 	scope := &toolgatev1alpha1.ToolScope{ObjectMeta: metav1.ObjectMeta{Name: "coding", Namespace: "ns"}}
 	decl := &toolgatev1alpha1.Workspace{}
-	pvc := buildClaim(credCall(toolgatev1alpha1.WorkspaceReadWrite, true), scope, decl, WorkspaceOptions{})
+	pvc := buildClaim(credCall(toolgatev1alpha1.WorkspaceReadWrite, true), scope, decl, Options{})
 	want := encodeCredentials(workspaceCredentials(credCall(toolgatev1alpha1.WorkspaceReadWrite, true).Status.Tool.Spec))
 	if got := pvc.Annotations[podcontract.AnnotationWorkspaceCredentials]; got != want {
 		t.Errorf("record %q, want %q", got, want)
 	}
-	pvc = buildClaim(credCall(toolgatev1alpha1.WorkspaceReadOnly, true), scope, decl, WorkspaceOptions{})
+	pvc = buildClaim(credCall(toolgatev1alpha1.WorkspaceReadOnly, true), scope, decl, Options{})
 	if got, has := pvc.Annotations[podcontract.AnnotationWorkspaceCredentials]; has {
 		t.Errorf("a ReadOnly call records %q", got)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package workspace
 
 import (
 	"context"
@@ -21,15 +21,21 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// WorkspaceReconciler deletes a session's workspace claim once the session has been idle
+// Reconciler deletes a session's workspace claim once the session has been idle
 // (no call of it unfinished) for the claim's retention, counted from the end of its last
 // call. The end it counts from is recorded on the claim (AnnotationWorkspaceIdleSince), so
 // that calls deleted by their own retention do not make the session look newer or older.
 // The session's ended Jobs go with the claim (deleteJobs): their Pods would hold it.
-type WorkspaceReconciler struct {
+type Reconciler struct {
 	client.Client
+	// Clock is the operator's clock; nil: the real one.
 	Clock clock.PassiveClock
 }
+
+// SessionIndex is the field index of ToolCalls by spec.session (calls without a session
+// are not indexed) that Reconciler lists a session's calls with; the ToolCall reconciler
+// sets it up (and uses it for its session barriers).
+const SessionIndex = "spec.session"
 
 // isWorkspaceClaim selects toolgate's workspace claims.
 func isWorkspaceClaim(o client.Object) bool {
@@ -39,8 +45,8 @@ func isWorkspaceClaim(o client.Object) bool {
 
 // SetupWithManager watches workspace claims and the calls of their sessions (a call that
 // ends moves its session's idle time; one that starts keeps the claim).
-// It needs the ToolCall session index (ToolCallReconciler.SetupWithManager sets it up).
-func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// It needs SessionIndex (the ToolCall reconciler sets it up).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -52,14 +58,14 @@ func (r *WorkspaceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // sessionClaims maps a call to the workspace claims of its session.
-func (r *WorkspaceReconciler) sessionClaims(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) sessionClaims(ctx context.Context, o client.Object) []reconcile.Request {
 	call, ok := o.(*v1alpha1.ToolCall)
 	if !ok || call.Spec.Session == "" {
 		return nil
 	}
 	claims := &corev1.PersistentVolumeClaimList{}
 	if err := r.List(ctx, claims, client.InNamespace(call.Namespace),
-		client.MatchingLabels{podcontract.LabelWorkspaceSession: WorkspaceSessionLabelValue(call.Spec.Session)}); err != nil {
+		client.MatchingLabels{podcontract.LabelWorkspaceSession: SessionLabelValue(call.Spec.Session)}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -73,7 +79,7 @@ func (r *WorkspaceReconciler) sessionClaims(ctx context.Context, o client.Object
 
 // Reconcile records when the claim's session went idle and deletes the claim once its
 // retention has passed since.
-func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pvc := &corev1.PersistentVolumeClaim{}
 	if err := r.Get(ctx, req.NamespacedName, pvc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -115,10 +121,10 @@ func (r *WorkspaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 
 // sessionCalls are the calls of the claim's session and requester (in its namespace, any
 // scope).
-func (r *WorkspaceReconciler) sessionCalls(ctx context.Context, pvc *corev1.PersistentVolumeClaim) ([]v1alpha1.ToolCall, error) {
+func (r *Reconciler) sessionCalls(ctx context.Context, pvc *corev1.PersistentVolumeClaim) ([]v1alpha1.ToolCall, error) {
 	calls := &v1alpha1.ToolCallList{}
 	if err := r.List(ctx, calls, client.InNamespace(pvc.Namespace),
-		client.MatchingFields{indexSession: pvc.Annotations[podcontract.AnnotationWorkspaceSession]}); err != nil {
+		client.MatchingFields{SessionIndex: pvc.Annotations[podcontract.AnnotationWorkspaceSession]}); err != nil {
 		return nil, err
 	}
 	requester := pvc.Annotations[podcontract.AnnotationWorkspaceRequester]
@@ -150,7 +156,7 @@ func idleSince(pvc *corev1.PersistentVolumeClaim, calls []v1alpha1.ToolCall) (ti
 // claim, even one that ended, keeps it from being deleted (the pvc-protection finalizer
 // waits for every scheduled Pod that names it). The Job executor's tidy releases their
 // podspec.JobFinalizer on the calls' next pass; the garbage collector then removes their Pods.
-func (r *WorkspaceReconciler) deleteJobs(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+func (r *Reconciler) deleteJobs(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	jobs := &batchv1.JobList{}
 	if err := r.List(ctx, jobs, client.InNamespace(pvc.Namespace), client.MatchingLabels{podcontract.LabelWorkspaceClaim: pvc.Name}); err != nil {
 		return err

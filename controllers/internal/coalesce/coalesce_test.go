@@ -1,4 +1,4 @@
-package controllers
+package coalesce
 
 import (
 	"context"
@@ -9,18 +9,9 @@ import (
 	"time"
 
 	"github.com/onsi/gomega"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// gatedReads is a read function for a coalescer: read n (from 1) reports that it started,
+// gatedReads is a read function for a Coalescer: read n (from 1) reports that it started,
 // waits until its gate is opened (gates[n], when present) and answers n.
 type gatedReads struct {
 	mu      sync.Mutex
@@ -66,16 +57,6 @@ func (g *gatedReads) reads() int {
 	return g.n
 }
 
-// nextJoined is how many callers wait for the round after the read in flight of key.
-func (c *coalescer[T]) nextJoined(key string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r := c.inFlight[key]; r != nil && r.next != nil {
-		return r.next.joined
-	}
-	return 0
-}
-
 // waitUntil waits, polling, until cond (a state change made by other goroutines) holds,
 // for up to 10 s.
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -89,17 +70,17 @@ type answer struct {
 	err error
 }
 
-func ask(c *coalescer[int], ctx context.Context, key string, g *gatedReads) chan answer {
+func ask(c *Coalescer[int], ctx context.Context, key string, g *gatedReads) chan answer {
 	out := make(chan answer, 1)
 	go func() {
-		n, err := c.do(ctx, key, g.read)
+		n, err := c.Do(ctx, key, g.read)
 		out <- answer{n, err}
 	}()
 	return out
 }
 
 func TestCoalescerCallerDuringAReadGetsTheNextRead(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1)
 	first := ask(c, context.Background(), "ns", g)
 	if n := <-g.started; n != 1 {
@@ -107,7 +88,7 @@ func TestCoalescerCallerDuringAReadGetsTheNextRead(t *testing.T) {
 	}
 	// Read 1 is in flight: a caller asking now must not get its answer.
 	second := ask(c, context.Background(), "ns", g)
-	waitUntil(t, "the second caller joined the next round", func() bool { return c.nextJoined("ns") == 1 })
+	waitUntil(t, "the second caller joined the next round", func() bool { return c.Waiting("ns") == 1 })
 	close(g.gates[1])
 	if a := <-first; a.n != 1 || a.err != nil {
 		t.Errorf("first caller got %+v, want read 1", a)
@@ -116,14 +97,14 @@ func TestCoalescerCallerDuringAReadGetsTheNextRead(t *testing.T) {
 		t.Errorf("second caller got %+v, want read 2 (it asked while read 1 was in flight)", a)
 	}
 	// Idle again: the next caller starts a read of its own.
-	if n, err := c.do(context.Background(), "ns", g.read); n != 3 || err != nil {
+	if n, err := c.Do(context.Background(), "ns", g.read); n != 3 || err != nil {
 		t.Errorf("a caller after the rounds got %d, %v; want read 3", n, err)
 	}
 }
 
 func TestCoalescerConcurrentCallersShareReads(t *testing.T) {
 	const callers = 50
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1)
 	first := ask(c, context.Background(), "ns", g)
 	<-g.started
@@ -131,7 +112,7 @@ func TestCoalescerConcurrentCallersShareReads(t *testing.T) {
 	for range callers - 1 {
 		others = append(others, ask(c, context.Background(), "ns", g))
 	}
-	waitUntil(t, "every caller joined the next round", func() bool { return c.nextJoined("ns") == callers-1 })
+	waitUntil(t, "every caller joined the next round", func() bool { return c.Waiting("ns") == callers-1 })
 	close(g.gates[1])
 	if a := <-first; a.n != 1 {
 		t.Errorf("first caller got read %d", a.n)
@@ -147,7 +128,7 @@ func TestCoalescerConcurrentCallersShareReads(t *testing.T) {
 }
 
 func TestCoalescerKeysDoNotShare(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1)
 	a := ask(c, context.Background(), "a", g)
 	<-g.started
@@ -162,14 +143,14 @@ func TestCoalescerKeysDoNotShare(t *testing.T) {
 }
 
 func TestCoalescerErrorGoesToEveryCallerOfItsRound(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1)
 	boom := errors.New("the API server is away")
 	g.fail[2] = boom
 	first := ask(c, context.Background(), "ns", g)
 	<-g.started
 	second, third := ask(c, context.Background(), "ns", g), ask(c, context.Background(), "ns", g)
-	waitUntil(t, "two callers joined the next round", func() bool { return c.nextJoined("ns") == 2 })
+	waitUntil(t, "two callers joined the next round", func() bool { return c.Waiting("ns") == 2 })
 	close(g.gates[1])
 	if a := <-first; a.err != nil {
 		t.Errorf("first caller: %v", a.err)
@@ -179,19 +160,19 @@ func TestCoalescerErrorGoesToEveryCallerOfItsRound(t *testing.T) {
 			t.Errorf("a caller of the failed round got %+v, want its error", a)
 		}
 	}
-	if n, err := c.do(context.Background(), "ns", g.read); err != nil || n != 3 {
+	if n, err := c.Do(context.Background(), "ns", g.read); err != nil || n != 3 {
 		t.Errorf("after a failed round a caller got %d, %v; want a fresh read 3", n, err)
 	}
 }
 
 func TestCoalescerCancelledCallerLeavesTheReadToTheOthers(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1, 2)
 	first := ask(c, context.Background(), "ns", g)
 	<-g.started
 	ctx, cancel := context.WithCancel(context.Background())
 	leaving, staying := ask(c, ctx, "ns", g), ask(c, context.Background(), "ns", g)
-	waitUntil(t, "two callers joined the next round", func() bool { return c.nextJoined("ns") == 2 })
+	waitUntil(t, "two callers joined the next round", func() bool { return c.Waiting("ns") == 2 })
 	close(g.gates[1])
 	<-first
 	<-g.started // read 2 runs for both
@@ -213,104 +194,42 @@ func TestCoalescerCancelledCallerLeavesTheReadToTheOthers(t *testing.T) {
 }
 
 func TestCoalescerBoundsARead(t *testing.T) {
-	c := &coalescer[int]{timeout: 10 * time.Millisecond}
+	c := &Coalescer[int]{Timeout: 10 * time.Millisecond}
 	g := newGatedReads(1) // never opened: the read waits for its context
-	if _, err := c.do(context.Background(), "ns", g.read); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.Do(context.Background(), "ns", g.read); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a hung read gave %v, want its deadline", err)
 	}
 }
 
 func TestCoalescerPanickingReadIsAnError(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	var calls atomic.Int32
-	_, err := c.do(context.Background(), "ns", func(context.Context) (int, error) {
+	_, err := c.Do(context.Background(), "ns", func(context.Context) (int, error) {
 		calls.Add(1)
 		panic("boom")
 	})
 	if err == nil || calls.Load() != 1 {
 		t.Errorf("a panicking read gave %v after %d calls, want an error", err, calls.Load())
 	}
-	if n, err := c.do(context.Background(), "ns", func(context.Context) (int, error) { return 7, nil }); n != 7 || err != nil {
+	if n, err := c.Do(context.Background(), "ns", func(context.Context) (int, error) { return 7, nil }); n != 7 || err != nil {
 		t.Errorf("after a panic a read gave %d, %v", n, err)
 	}
 }
 
-// liveRegistry over a fake API reader whose ToolPolicy LISTs take their answer when they
-// start and are held until released: a policy created while a LIST is in flight must govern
-// every call that asked after it was created, and a burst shares its LISTs.
-func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testing.T) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(v1alpha1.AddToScheme(scheme))
-	var lists atomic.Int32
-	listed, release := make(chan struct{}, 10), make(chan struct{})
-	live := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			lists.Add(1)
-			err := c.List(ctx, list, opts...) // the answer is what existed when the LIST started
-			if _, ok := list.(*v1alpha1.ToolPolicyList); ok && lists.Load() <= 4 {
-				listed <- struct{}{}
-				<-release
-			}
-			return err
-		}}).Build()
-	r := &ToolCallReconciler{APIReader: live}
-	ctx := context.Background()
-	type got struct {
-		reg *registry
-		err error
-	}
-	askRegistry := func() chan got {
-		out := make(chan got, 1)
-		go func() {
-			reg, err := r.liveRegistry(ctx, "ns")
-			out <- got{reg, err}
-		}()
-		return out
-	}
-
-	first := askRegistry()
-	<-listed // the first round's ToolPolicy LIST has its answer and is in flight
-	policy := &v1alpha1.ToolPolicy{ObjectMeta: metav1.ObjectMeta{Name: "deny-all", Namespace: "ns"},
-		Spec: v1alpha1.ToolPolicySpec{Stage: v1alpha1.StagePreExecute,
-			Rules: []v1alpha1.PolicyRule{{Name: "r", Expression: "true", Verdict: v1alpha1.VerdictDeny}}}}
-	if err := live.Create(ctx, policy); err != nil {
-		t.Fatal(err)
-	}
-	const burst = 20
-	later := make([]chan got, 0, burst)
-	for range burst {
-		later = append(later, askRegistry())
-	}
-	waitUntil(t, "the burst joined the next round", func() bool { return r.registries.nextJoined("ns") == burst })
-	close(release)
-	if g := <-first; g.err != nil || len(g.reg.policies) != 0 {
-		t.Fatalf("first caller: %v, %d policies (its LIST started before the policy existed)", g.err, len(g.reg.policies))
-	}
-	for i, ch := range later {
-		g := <-ch
-		if g.err != nil || len(g.reg.policies) != 1 {
-			t.Fatalf("caller %d, who asked after the policy was created: %v, %d policies; want the policy", i, g.err, len(g.reg.policies))
-		}
-	}
-	if n := lists.Load(); n != 8 {
-		t.Errorf("%d callers cost %d LISTs, want 8 (two rounds of four)", burst+1, n)
-	}
-}
-
 func TestCoalescerJoinEarlyWaitLater(t *testing.T) {
-	c := &coalescer[int]{}
+	c := &Coalescer[int]{}
 	g := newGatedReads(1)
 	first := ask(c, context.Background(), "ns", g)
 	<-g.started
 	// Joined while read 1 is in flight, waited for only after read 1 answered: still read 2.
-	wait := c.join("ns", g.read)
+	wait := c.Join("ns", g.read)
 	close(g.gates[1])
 	<-first
 	if n, err := wait(context.Background()); n != 2 || err != nil {
 		t.Errorf("an early joiner got %d, %v; want read 2, which started after it joined", n, err)
 	}
 	// Joined while idle: its read starts at once and is the one it gets, however late it waits.
-	wait = c.join("ns", g.read)
+	wait = c.Join("ns", g.read)
 	waitUntil(t, "read 3 started", func() bool { return g.reads() == 3 })
 	if n, err := wait(context.Background()); n != 3 || err != nil {
 		t.Errorf("a joiner on an idle key got %d, %v; want read 3", n, err)

@@ -1,4 +1,4 @@
-package controllers
+package workspace
 
 import (
 	"cmp"
@@ -33,7 +33,7 @@ import (
 // tool's credentials when it mounts the workspace ReadWrite; none for ReadOnly (it cannot
 // write them there). Sorted, without duplicates.
 func workspaceCredentials(spec *v1alpha1.ToolSpec) []podcontract.WorkspaceCredential {
-	if workspaceAccess(spec) != v1alpha1.WorkspaceReadWrite {
+	if Access(spec) != v1alpha1.WorkspaceReadWrite {
 		return nil
 	}
 	var refs []podcontract.WorkspaceCredential
@@ -105,7 +105,7 @@ func credentialsRefusal(detail string) executor.Step {
 // MaxWorkspaceCredentials refuses the call rather than run a body whose values later calls
 // could not redact; so does a record the operator did not write. Not ok: st or err is what
 // this pass comes to (a conflict is retried through the queue).
-func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall, pvc *corev1.PersistentVolumeClaim) ([]podcontract.WorkspaceCredential, executor.Step, bool, error) {
+func (c *Claims) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall, pvc *corev1.PersistentVolumeClaim) ([]podcontract.WorkspaceCredential, executor.Step, bool, error) {
 	recorded, err := recordedCredentials(pvc)
 	if err != nil {
 		detail := "the " + podcontract.AnnotationWorkspaceCredentials + " annotation of the PersistentVolumeClaim " + pvc.Name + " is not the operator's record: " + err.Error()
@@ -122,7 +122,7 @@ func (e *execEnv) claimCredentials(ctx context.Context, call *v1alpha1.ToolCall,
 	}
 	patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	metav1.SetMetaDataAnnotation(&pvc.ObjectMeta, podcontract.AnnotationWorkspaceCredentials, encodeCredentials(all))
-	if err := e.Patch(ctx, pvc, patch); err != nil {
+	if err := c.Client.Patch(ctx, pvc, patch); err != nil {
 		return nil, executor.Step{}, false, err
 	}
 	ctrl.LoggerFrom(ctx).Info("recorded credentials on the session workspace", "claim", pvc.Name, "credentials", len(all))

@@ -1,4 +1,8 @@
-package controllers
+// Package netisolation makes a tool's sandbox.network real: the NetworkPolicies toolgate
+// ensures in a call's namespace (ToolNetworkPolicies) and the check, before a body may
+// start, that the namespace's policies isolate its Pod as its tool requires (Enforcer).
+// It knows nothing of the egress proxy: its policies are handed in (Enforcer.Extra).
+package netisolation
 
 import (
 	"fmt"
@@ -14,39 +18,37 @@ import (
 	"k8s.io/utils/ptr"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// NetworkPolicyMode is what the operator does about the NetworkPolicies that make a tool's
+// Mode is what the operator does about the NetworkPolicies that make a tool's
 // sandbox.network real (--network-policy).
-type NetworkPolicyMode string
+type Mode string
 
 const (
-	// NetworkPolicyEnsure: before each Job, create (or repair) toolgate's two policies in the
+	// Ensure: before each Job, create (or repair) toolgate's two policies in the
 	// call's namespace, then check that the Pod is isolated; refuse the call if not.
-	NetworkPolicyEnsure NetworkPolicyMode = "ensure"
-	// NetworkPolicyRequire: write nothing (the platform manages policies), but refuse a call
+	Ensure Mode = "ensure"
+	// Require: write nothing (the platform manages policies), but refuse a call
 	// whose Pod the namespace's policies do not isolate as its network mode requires.
-	NetworkPolicyRequire NetworkPolicyMode = "require"
-	// NetworkPolicyOff: neither: sandbox.network is only a label on the Pod.
-	NetworkPolicyOff NetworkPolicyMode = "off"
+	Require Mode = "require"
+	// Off: neither: sandbox.network is only a label on the Pod.
+	Off Mode = "off"
 )
 
 // Names of the policies toolgate ensures (and the chart and config/default/networkpolicy render).
 const (
-	DenyAllPolicyName    = "toolgate-tools-deny-all"
+	// DenyAllPolicyName lets network=none tool Pods nothing in or out.
+	DenyAllPolicyName = "toolgate-tools-deny-all"
+	// EgressOnlyPolicyName lets network=egress tool Pods nothing in, and out anything but
+	// the excepted ranges.
 	EgressOnlyPolicyName = "toolgate-tools-egress-only"
 )
 
-// ownedEgressPolicy reports whether a policy name is one toolgate ensures with egress rules.
-func ownedEgressPolicy(name string) bool {
-	return name == EgressOnlyPolicyName || name == egressgrant.ProxyPolicyName
-}
-
-// NetworkPolicyOptions configure the tool Pod NetworkPolicies.
-type NetworkPolicyOptions struct {
-	Mode NetworkPolicyMode
+// Options configure the tool Pod NetworkPolicies (--network-policy, --egress-except).
+type Options struct {
+	// Mode is what the operator does about the policies.
+	Mode Mode
 	// EgressExcept are the CIDRs the egress-only policy never allows: the cluster's Pod,
 	// Service and node ranges, link-local and metadata addresses.
 	EgressExcept []string
@@ -61,15 +63,15 @@ func DefaultEgressExcept() []string {
 		"127.0.0.0/8", "169.254.0.0/16", "fc00::/7", "fe80::/10"}
 }
 
-// DefaultNetworkPolicyOptions: ensure, with DefaultEgressExcept.
-func DefaultNetworkPolicyOptions() NetworkPolicyOptions {
-	return NetworkPolicyOptions{Mode: NetworkPolicyEnsure, EgressExcept: DefaultEgressExcept()}
+// DefaultOptions: ensure, with DefaultEgressExcept.
+func DefaultOptions() Options {
+	return Options{Mode: Ensure, EgressExcept: DefaultEgressExcept()}
 }
 
-// ParseNetworkPolicyMode accepts ensure, require or off.
-func ParseNetworkPolicyMode(s string) (NetworkPolicyMode, error) {
-	switch m := NetworkPolicyMode(s); m {
-	case NetworkPolicyEnsure, NetworkPolicyRequire, NetworkPolicyOff:
+// ParseMode accepts ensure, require or off.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Ensure, Require, Off:
 		return m, nil
 	}
 	return "", fmt.Errorf("network policy mode %q: want ensure, require or off", s)
@@ -95,8 +97,9 @@ func ParseEgressExcept(s string) ([]string, error) {
 	return out, nil
 }
 
-// toolPodSelector selects the tool Pods of one network mode.
-func toolPodSelector(network string) metav1.LabelSelector {
+// ToolPodSelector selects the tool Pods of one network mode (the value of
+// podcontract.LabelNetwork).
+func ToolPodSelector(network string) metav1.LabelSelector {
 	return metav1.LabelSelector{MatchLabels: map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelNetwork: network}}
 }
 
@@ -116,7 +119,7 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
 	deny := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: DenyAllPolicyName, Namespace: ns},
-		Spec:       networkingv1.NetworkPolicySpec{PodSelector: toolPodSelector("none"), PolicyTypes: both},
+		Spec:       networkingv1.NetworkPolicySpec{PodSelector: ToolPodSelector("none"), PolicyTypes: both},
 	}
 	dnsPort := func(p corev1.Protocol) networkingv1.NetworkPolicyPort {
 		return networkingv1.NetworkPolicyPort{Protocol: ptr.To(p), Port: ptr.To(intstr.FromInt32(53))}
@@ -124,7 +127,7 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 	egress := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: EgressOnlyPolicyName, Namespace: ns},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: toolPodSelector("egress"),
+			PodSelector: ToolPodSelector("egress"),
 			PolicyTypes: both,
 			Egress: []networkingv1.NetworkPolicyEgressRule{
 				{To: []networkingv1.NetworkPolicyPeer{
@@ -144,13 +147,14 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 	return []*networkingv1.NetworkPolicy{deny, egress}
 }
 
-// isolationGap says why the namespace's policies do not isolate a Pod with these labels as
+// Gap says why the namespace's policies do not isolate a Pod with these labels as
 // network mode requires; "" when they do. Policies select a Pod additively: a Pod is
 // isolated for a direction when any policy selecting it has that policy type, and then
 // allowed exactly the union of those policies' rules. network None needs both directions
 // isolated and no rule at all; Egress needs both isolated and no ingress rule. With
-// ownedOnly (ensure mode) every egress rule must also come from toolgate's own policy.
-func isolationGap(network toolgatev1alpha1.NetworkMode, podLabels map[string]string, policies []networkingv1.NetworkPolicy, ownedOnly bool) string {
+// ownedEgress non-nil (ensure mode) every egress rule must also come from one of those
+// policies, toolgate's own; nil (require mode) lets the platform's policies add egress.
+func Gap(network toolgatev1alpha1.NetworkMode, podLabels map[string]string, policies []networkingv1.NetworkPolicy, ownedEgress []string) string {
 	var ingressIsolated, egressIsolated bool
 	var ingressFrom, egressFrom []string
 	set := labels.Set(podLabels)
@@ -172,7 +176,7 @@ func isolationGap(network toolgatev1alpha1.NetworkMode, podLabels map[string]str
 		if len(p.Spec.Ingress) > 0 {
 			ingressFrom = append(ingressFrom, p.Name)
 		}
-		if len(p.Spec.Egress) > 0 && (network == toolgatev1alpha1.NetworkNone || ownedOnly && !ownedEgressPolicy(p.Name)) {
+		if len(p.Spec.Egress) > 0 && (network == toolgatev1alpha1.NetworkNone || ownedEgress != nil && !slices.Contains(ownedEgress, p.Name)) {
 			egressFrom = append(egressFrom, p.Name)
 		}
 	}

@@ -1,4 +1,4 @@
-package controllers
+package netisolation
 
 import (
 	"os"
@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/google/go-cmp/cmp"
+
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -17,7 +19,7 @@ import (
 // The operator writes the policies the chart and config/default/networkpolicy ship (make
 // chart-test checks that those two agree with each other).
 func TestToolNetworkPoliciesMatchShippedManifests(t *testing.T) {
-	data, err := os.ReadFile("../config/default/networkpolicy/tool-networkpolicies.yaml")
+	data, err := os.ReadFile("../../config/default/networkpolicy/tool-networkpolicies.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestToolNetworkPoliciesMatchShippedManifests(t *testing.T) {
 		if p.Namespace != "agents" {
 			t.Errorf("%s: namespace %q", p.Name, p.Namespace)
 		}
-		if d := diff(p.Spec, shipped[p.Name]); d != "" {
+		if d := cmp.Diff(p.Spec, shipped[p.Name]); d != "" {
 			t.Errorf("%s differs from the shipped manifest (-operator +config):\n%s", p.Name, d)
 		}
 	}
@@ -64,19 +66,21 @@ func TestParseEgressExcept(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || diff(got, tc.want) != "" {
+		if err != nil || cmp.Diff(got, tc.want) != "" {
 			t.Errorf("%q: got %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
-	if _, err := ParseNetworkPolicyMode("enforce"); err == nil {
+	if _, err := ParseMode("enforce"); err == nil {
 		t.Error("ParseNetworkPolicyMode accepted an unknown mode")
 	}
 }
 
+// netpol is a policy named name selecting the tool Pods of network (all Pods: ""), with
+// these policy types and that many empty ingress and egress rules.
 func netpol(name string, network string, types []networkingv1.PolicyType, ingress, egress int) networkingv1.NetworkPolicy {
 	p := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: networkingv1.NetworkPolicySpec{PolicyTypes: types}}
 	if network != "" {
-		p.Spec.PodSelector = toolPodSelector(network)
+		p.Spec.PodSelector = ToolPodSelector(network)
 	}
 	for range ingress {
 		p.Spec.Ingress = append(p.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
@@ -105,7 +109,7 @@ func TestIsolationGap(t *testing.T) {
 		name      string
 		network   toolgatev1alpha1.NetworkMode
 		policies  []networkingv1.NetworkPolicy
-		ownedOnly bool
+		ownedOnly bool   // ensure mode: only toolgate's egress-only policy may add egress
 		wantGap   string // substring; "" means isolated
 	}{
 		{"none: toolgate's policies", none, ours(), true, ""},
@@ -125,7 +129,11 @@ func TestIsolationGap(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := isolationGap(tc.network, podOf(podspec.NetworkLabel(tc.network)), tc.policies, tc.ownedOnly)
+			var owned []string
+			if tc.ownedOnly {
+				owned = []string{EgressOnlyPolicyName}
+			}
+			got := Gap(tc.network, podOf(podspec.NetworkLabel(tc.network)), tc.policies, owned)
 			if tc.wantGap == "" && got != "" || tc.wantGap != "" && !strings.Contains(got, tc.wantGap) {
 				t.Errorf("gap = %q, want %q", got, tc.wantGap)
 			}

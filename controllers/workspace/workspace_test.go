@@ -1,7 +1,6 @@
-package controllers
+package workspace
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -23,8 +21,8 @@ func TestWorkspaceClaimNameIsDeterministicDistinctAndAName(t *testing.T) {
 	names := map[string]string{}
 	for _, c := range [][3]string{{"coding", "alice", "s1"}, {"coding", "alice", "s2"}, {"other", "alice", "s1"},
 		{"coding", "bob", "s1"}, {long, "alice", "x/y:z@w"}, {"a-", "alice", "b"}, {"a", "alice", "-b"}, {"a", "alice\x00b", ""}, {"a", "alice", "\x00b"}} {
-		name := WorkspaceClaimName(c[0], c[1], c[2])
-		if name != WorkspaceClaimName(c[0], c[1], c[2]) {
+		name := ClaimName(c[0], c[1], c[2])
+		if name != ClaimName(c[0], c[1], c[2]) {
 			t.Fatalf("%v: not deterministic", c)
 		}
 		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
@@ -37,13 +35,13 @@ func TestWorkspaceClaimNameIsDeterministicDistinctAndAName(t *testing.T) {
 	}
 }
 
-func TestWorkspaceSessionLabelValue(t *testing.T) {
+func TestSessionLabelValue(t *testing.T) {
 	for _, s := range []string{"s1", "agent@example.com/42", strings.Repeat("x", 200), "a:b"} {
-		if errs := validation.IsValidLabelValue(WorkspaceSessionLabelValue(s)); len(errs) > 0 {
+		if errs := validation.IsValidLabelValue(SessionLabelValue(s)); len(errs) > 0 {
 			t.Errorf("%q: %v", s, errs)
 		}
 	}
-	if got := WorkspaceSessionLabelValue("s1"); got != "s1" {
+	if got := SessionLabelValue("s1"); got != "s1" {
 		t.Errorf("a session that is a label value is kept: %q", got)
 	}
 }
@@ -63,7 +61,7 @@ func TestSessionSafe(t *testing.T) {
 	}
 	for _, c := range cases {
 		spec := &toolgatev1alpha1.ToolSpec{ConcurrencySafe: c.safe, Sandbox: toolgatev1alpha1.Sandbox{Workspace: c.access}}
-		if got := sessionSafe(spec); got != c.want {
+		if got := SessionSafe(spec); got != c.want {
 			t.Errorf("workspace %q, concurrencySafe %v: safe %v, want %v", c.access, c.safe, got, c.want)
 		}
 	}
@@ -77,12 +75,12 @@ func TestBuildClaim(t *testing.T) {
 	cases := []struct {
 		name  string
 		decl  toolgatev1alpha1.Workspace
-		opts  WorkspaceOptions
+		opts  Options
 		class *string
 	}{
-		{"the scope's class wins", toolgatev1alpha1.Workspace{StorageClassName: ptr.To("fast")}, WorkspaceOptions{StorageClass: "local"}, ptr.To("fast")},
-		{"the operator's default", toolgatev1alpha1.Workspace{}, WorkspaceOptions{StorageClass: "local"}, ptr.To("local")},
-		{"the cluster's default", toolgatev1alpha1.Workspace{}, WorkspaceOptions{}, nil},
+		{"the scope's class wins", toolgatev1alpha1.Workspace{StorageClassName: ptr.To("fast")}, Options{StorageClass: "local"}, ptr.To("fast")},
+		{"the operator's default", toolgatev1alpha1.Workspace{}, Options{StorageClass: "local"}, ptr.To("local")},
+		{"the cluster's default", toolgatev1alpha1.Workspace{}, Options{}, nil},
 	}
 	for _, c := range cases {
 		c.decl.Size, c.decl.Retention = &size, &metav1.Duration{Duration: 90 * time.Second}
@@ -98,31 +96,8 @@ func TestBuildClaim(t *testing.T) {
 		if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.Cmp(size) != 0 || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce {
 			t.Errorf("%s: size %s, modes %v", c.name, got.String(), pvc.Spec.AccessModes)
 		}
-		if pvc.Name != WorkspaceClaimName("coding", "alice", "agent@x/1") || pvc.Labels[podcontract.LabelWorkspaceScope] != "coding" {
+		if pvc.Name != ClaimName("coding", "alice", "agent@x/1") || pvc.Labels[podcontract.LabelWorkspaceScope] != "coding" {
 			t.Errorf("%s: name %s labels %v", c.name, pvc.Name, pvc.Labels)
-		}
-	}
-}
-
-// A pool Pod started before its call was known cannot mount the session's volume: the
-// warm executor declines a workspace tool's attempt (it runs cold) and leaves the Pod idle.
-func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
-	for _, access := range []toolgatev1alpha1.WorkspaceAccess{toolgatev1alpha1.WorkspaceReadWrite, toolgatev1alpha1.WorkspaceReadOnly} {
-		w, _, pod := pooledWorld(t, nil)
-		w.call.Spec.Session = "s"
-		w.call.Status.Tool.Spec.Sandbox.Workspace = access
-		for _, o := range w.objs {
-			if tool, ok := o.(*toolgatev1alpha1.Tool); ok {
-				tool.Spec.Sandbox.Workspace = access
-			}
-		}
-		x := newWarmExecutor(w.env(t), stubAttach{})
-		if where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
-			t.Fatalf("%s: the warm executor claimed %q", access, where)
-		}
-		got := &corev1.Pod{}
-		if err := x.APIReader.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil || got.Annotations[podcontract.AnnotationClaimedBy] != "" {
-			t.Fatalf("%s: the pool Pod: %v, annotations %v", access, err, got.Annotations)
 		}
 	}
 }
