@@ -247,7 +247,7 @@ func probeThroughTool(ctx context.Context, tool string, targets ...string) map[s
 // (with a guard for traffic to this machine and for Pods whose address is not yet
 // published, hack/netpol); the operator ensures toolgate's NetworkPolicies
 // (--network-policy=ensure). Every target is on this machine.
-var _ = Describe("containment: NetworkPolicy is enforced", Label("containment", "networkpolicy", "enforced"), func() {
+var _ = Describe("containment: NetworkPolicy is enforced", Label("containment", "networkpolicy", "enforced"), Ordered, func() {
 	var apiService, apiNode, host, pod string
 
 	BeforeEach(func(ctx SpecContext) {

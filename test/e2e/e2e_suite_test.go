@@ -173,7 +173,16 @@ func waitToolRegistered(ctx context.Context, name string) {
 func createTool(ctx context.Context, t *toolgatev1alpha1.Tool) {
 	GinkgoHelper()
 	metav1.SetMetaDataLabel(&t.ObjectMeta, e2eLabel, "true")
-	Expect(admin.Create(ctx, t)).To(Succeed())
+	// The specs run in parallel processes (E2E_PROCS) and some share a tool's name (the long
+	// sleep, the fetch tool): a name another spec holds is waited for, like a lock, until
+	// that spec's cleanup deletes it.
+	Eventually(func(g Gomega) {
+		try := t.DeepCopy()
+		err := admin.Create(ctx, try)
+		g.Expect(apierrors.IsAlreadyExists(err)).To(BeFalse(), "tool %s is held by another spec", t.Name)
+		g.Expect(err).NotTo(HaveOccurred())
+		try.DeepCopyInto(t)
+	}).WithContext(ctx).WithTimeout(5 * time.Minute).WithPolling(time.Second).Should(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(admin.Delete(ctx, t))).To(Succeed())
 	})

@@ -55,7 +55,7 @@ const (
 	e2eInjectedToken = "ghp_e2eInjectedAtTheProxy0123456789"
 )
 
-var _ = Describe("egress: a credential injected at the proxy, which the body never holds", Label("egress", "inject"), func() {
+var _ = Describe("egress: a credential injected at the proxy, which the body never holds", Label("egress", "inject"), Ordered, func() {
 	var (
 		port    int32
 		served  func(string) int

@@ -126,7 +126,7 @@ func fetchThrough(ctx context.Context, args map[string]any) (*toolgatev1alpha1.T
 	return got, content.Results
 }
 
-var _ = Describe("egress: only to named hosts, through the egress proxy", Label("egress", "networkpolicy"), func() {
+var _ = Describe("egress: only to named hosts, through the egress proxy", Label("egress", "networkpolicy"), Ordered, func() {
 	var (
 		nodeIP string
 		port   int32

@@ -78,7 +78,7 @@ const (
 	refuseProbe = `if head -c 1 /proc/kallsyms >/dev/null 2>&1; then echo kallsyms-readable; else echo kallsyms-refused; fi`
 )
 
-var _ = Describe("gVisor: a tool under the gvisor RuntimeClass", Label("gvisor", "runtimeclass"), func() {
+var _ = Describe("gVisor: a tool under the gvisor RuntimeClass", Label("gvisor", "runtimeclass"), Ordered, func() {
 	BeforeEach(func(ctx SpecContext) {
 		Expect(admin.Get(ctx, client.ObjectKey{Name: gvisorClass}, &nodev1.RuntimeClass{})).To(Succeed(),
 			"hack/cluster installs the gvisor RuntimeClass")
