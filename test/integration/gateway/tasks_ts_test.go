@@ -2,12 +2,8 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,18 +12,10 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/gateway"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/internal/tsclient"
 )
 
-// tsTrial is what test/ts/tasks.mjs prints.
-type tsTrial struct {
-	TaskSupport string         `json:"taskSupport"`
-	Types       []string       `json:"types"`
-	Statuses    []string       `json:"statuses"`
-	TaskID      string         `json:"taskId"`
-	Result      map[string]any `json:"result"`
-	Error       string         `json:"error"`
-	Progress    int            `json:"progress"`
-}
+type tsTrial = tsclient.Trial
 
 // startTSTrial starts test/ts/tasks.mjs against url as tok (TOOLGATE_TS_SDK: a directory
 // whose node_modules holds @modelcontextprotocol/sdk 1.32.x) and returns a function that
@@ -38,20 +26,12 @@ func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ..
 	if dir == "" {
 		Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
 	}
-	script, err := os.ReadFile("../../ts/tasks.mjs")
+	run, err := tsclient.Start(ctx, dir, GinkgoT().TempDir(), "../../ts/tasks.mjs", env, url, tok, mode, tool, args)
 	Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "toolgate-tasks.mjs") // ES modules resolve packages next to the script
-	Expect(os.WriteFile(path, script, 0o600)).To(Succeed())
-	var stdout, stderr strings.Builder
-	cmd := exec.CommandContext(ctx, "node", path, url, tok, mode, tool, args)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	Expect(cmd.Start()).To(Succeed())
 	return func() tsTrial {
 		GinkgoHelper()
-		Expect(cmd.Wait()).To(Succeed(), "stdout %s\nstderr %s", stdout.String(), stderr.String())
-		var got tsTrial
-		Expect(json.Unmarshal([]byte(stdout.String()), &got)).To(Succeed(), stdout.String())
+		got, err := run.Wait()
+		Expect(err).NotTo(HaveOccurred())
 		return got
 	}
 }
