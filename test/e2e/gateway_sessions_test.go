@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,21 +73,35 @@ func startSessionGateway(ctx SpecContext, scope string) string {
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/toolgate: %s", out)
+	url, _ := startLocalGateway(ctx, bin, "--scope", scope, "--session-per-client")
+	return url
+}
+
+// startLocalGateway runs bin's HTTP gateway (toolgate mcp --http, with mcpArgs) on a free
+// loopback port as the admin kubeconfig (which may review tokens and impersonate), serving
+// the demo namespace; it returns its URL once it serves, and a function that kills it (as
+// the spec's end does).
+func startLocalGateway(ctx SpecContext, bin string, mcpArgs ...string) (url string, kill func()) {
+	GinkgoHelper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	addr := l.Addr().String()
 	Expect(l.Close()).To(Succeed())
-	gw := exec.CommandContext(context.WithoutCancel(ctx), bin, "--kubeconfig", adminCfg, "-n", demoNS,
-		"mcp", "--scope", scope, "--session-per-client", "--http", addr)
+	args := append([]string{"--kubeconfig", adminCfg, "-n", demoNS, "mcp", "--http", addr}, mcpArgs...)
+	gw := exec.CommandContext(context.WithoutCancel(ctx), bin, args...)
 	gw.Stdout, gw.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(gw.Start()).To(Succeed())
-	DeferCleanup(func() {
-		_ = gw.Process.Kill()
-		_ = gw.Wait()
-	})
-	url := fmt.Sprintf("http://%s/", addr)
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = gw.Process.Kill()
+			_ = gw.Wait()
+		})
+	}
+	DeferCleanup(kill)
+	url = fmt.Sprintf("http://%s/", addr)
 	waitServing(ctx, url)
-	return url
+	return url, kill
 }
 
 // waitServing waits until an HTTP gateway at url answers (its OAuth metadata needs no token).
