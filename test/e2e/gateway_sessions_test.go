@@ -68,13 +68,20 @@ func scopeServiceAccount(ctx context.Context, scope, sa string) string {
 // loopback port for scope, with a spec.session per client session, until the spec ends.
 func startSessionGateway(ctx SpecContext, scope string) string {
 	GinkgoHelper()
+	url, _ := startLocalGateway(ctx, buildToolgate(ctx), "--scope", scope, "--session-per-client")
+	return url
+}
+
+// buildToolgate builds toolgate from this checkout into a temporary directory and returns
+// its path.
+func buildToolgate(ctx context.Context) string {
+	GinkgoHelper()
 	bin := filepath.Join(GinkgoT().TempDir(), "toolgate")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolgate")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/toolgate: %s", out)
-	url, _ := startLocalGateway(ctx, bin, "--scope", scope, "--session-per-client")
-	return url
+	return bin
 }
 
 // startLocalGateway runs bin's HTTP gateway (toolgate mcp --http, with mcpArgs) on a free

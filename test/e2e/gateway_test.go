@@ -126,11 +126,7 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 	It("cancels a running call when the client cancels the request: the Pod goes, the call stays Cancelled", func(ctx SpecContext) {
 		createTool(ctx, longSleepTool())
 		session := connectBearer(ctx, url, token, "2025-11-25")
-		Eventually(func(g Gomega) {
-			tools, err := session.ListTools(ctx, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toolNamesOf(tools)).To(ContainElement(longSleep))
-		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+		waitListed(ctx, session, longSleep)
 
 		callCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -189,6 +185,17 @@ func longSleepTool() *toolgatev1alpha1.Tool {
 	return toolgatetest.MakeTool(longSleep, demoNS).Image(toolImage).Command("/tools/sleep").RunnerInImage("").
 		Timeout(10 * time.Minute).ConcurrencySafe(true).
 		Parameters(map[string]any{"type": "object", "properties": map[string]any{"seconds": map[string]any{"type": "number"}}}).Obj()
+}
+
+// waitListed waits until the gateway's tools/list on session has tool (a new Tool reaches
+// the gateway's cache in a moment).
+func waitListed(ctx context.Context, session *mcp.ClientSession, tool string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		tools, err := session.ListTools(ctx, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(toolNamesOf(tools)).To(ContainElement(tool))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 }
 
 // expectCancelledOnCluster waits until the call ended Failed/Cancelled, its Pod and Job
