@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -75,6 +76,28 @@ var _ = Describe("The TypeScript SDK's Tasks client (1.32.x)", Label("tasks", "t
 			}
 		})
 	}
+
+	It("starts a task, answers tasks/get from another gateway and cancels it there, keeping the record", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("slow", Outcome{Hold: true})
+		create(ctx, plainTool("slow", ns).Obj())
+		_, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
+		started := startTSTrial(ctx, startAuthGateway(ctx, ns, "", gateway.HTTPOptions{}), tok, "start", "slow", `{}`)()
+		Expect(started.Error).To(BeEmpty())
+		Expect(started.Types).To(HaveExactElements("taskCreated"), "the client stops at the task's creation")
+		name, _, _ := strings.Cut(started.TaskID, "/")
+		Eventually(func() v1alpha1.ToolCallPhase { return callNamed(ctx, ns, name).Status.Phase }).WithContext(ctx).
+			Should(Equal(v1alpha1.PhaseRunning))
+
+		other := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
+		Expect(startTSTrial(ctx, other, tok, "get", started.TaskID, "")().Task).To(HaveKeyWithValue("status", "working"))
+		cancelled := startTSTrial(ctx, other, tok, "cancel", started.TaskID, "")()
+		Expect(cancelled.Error).To(BeEmpty())
+		Expect(cancelled.Task).To(HaveKeyWithValue("status", "cancelled"))
+		Eventually(func() *v1alpha1.ToolCall { return callNamed(ctx, ns, name) }).WithContext(ctx).
+			Should(And(HavePhase(v1alpha1.PhaseFailed), HaveField("Status.Result.Reason", v1alpha1.ReasonCancelled)))
+		Expect(startTSTrial(ctx, other, tok, "get", started.TaskID, "")().Task).To(HaveKeyWithValue("status", "cancelled"))
+	})
 
 	It("keeps a call alive past the client's timeout through progress", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
