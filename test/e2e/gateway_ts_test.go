@@ -134,6 +134,7 @@ var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Labe
 	It("answers tasks/get from a restarted gateway, from the ToolCall", func(ctx SpecContext) {
 		bin := buildToolgate(ctx)
 		first, kill := startLocalGateway(ctx, bin)
+		waitListed(ctx, connectBearer(ctx, first, token, ""), "sh")
 		nonce := fmt.Sprint(time.Now().UnixNano())
 		started := runTS(ctx, nil, first, token, "start", "sh", argsJSON(map[string]any{"command": "echo restarted-" + nonce + "; true curl"}))
 		Expect(started.Error).To(BeEmpty())
@@ -144,9 +145,12 @@ var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Labe
 		By("the gateway that made the task is killed; another one starts")
 		kill()
 		second, _ := startLocalGateway(ctx, bin)
-		got := runTS(ctx, nil, second, token, "get", started.TaskID)
-		Expect(got.Error).To(BeEmpty())
-		Expect(got.Task).To(HaveKeyWithValue("status", "input_required"))
+		var got tsclient.Trial
+		Eventually(func(g Gomega) {
+			got = runTS(ctx, nil, second, token, "get", started.TaskID)
+			g.Expect(got.Error).To(BeEmpty())
+			g.Expect(got.Task).To(HaveKeyWithValue("status", "input_required"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(2 * time.Second).Should(Succeed())
 
 		By("a person approves; the new gateway's tasks/get then says completed, with the result")
 		approveAs(ctx, toolgatetest.MakeToolCallApproval(call.Name, demoNS).For(parked))
