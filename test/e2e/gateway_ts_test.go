@@ -59,7 +59,7 @@ var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Labe
 		It("follows an approval as a task: input_required, then completed (approved: "+map[bool]string{true: "the result", false: "denied, isError"}[approve]+")", func(ctx SpecContext) {
 			nonce := fmt.Sprint(time.Now().UnixNano())
 			// `true curl` runs true: the demo policy sees curl and parks the call; no network.
-			wait := startTS(ctx, nil, url, token, "task", "sh", argsJSON(map[string]any{"command": "echo approved-" + nonce + "; true curl"}))
+			run := startTS(ctx, nil, url, token, "task", "sh", argsJSON(map[string]any{"command": "echo approved-" + nonce + "; true curl"}))
 
 			var call *toolgatev1alpha1.ToolCall
 			Eventually(func(g Gomega) {
@@ -73,9 +73,13 @@ var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Labe
 			if !approve {
 				answer = answer.Deny()
 			}
+			// The SDK polls tasks/get (each second): answering before it saw input_required would
+			// let it see working, then completed.
+			Eventually(func() bool { return run.SawStatus("input_required") }).
+				WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(BeTrue())
 			approveAs(ctx, answer)
 
-			got := wait()
+			got := run.MustWait()
 			Expect(got.Error).To(BeEmpty())
 			Expect(got.TaskSupport).To(Equal("optional"))
 			Expect(got.TaskID).To(Equal(gateway.TaskID(call)))
@@ -165,8 +169,8 @@ var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Labe
 
 // startTS starts test/ts/tasks.mjs with args and env (the SDK from TOOLGATE_TS_SDK, as the
 // envtest suite takes it, else this checkout's test/ts, where make test-e2e installs it:
-// make ts-sdk) and returns a function that waits for what it printed.
-func startTS(ctx context.Context, env []string, args ...string) func() tsclient.Trial {
+// make ts-sdk).
+func startTS(ctx context.Context, env []string, args ...string) *tsclient.Run {
 	GinkgoHelper()
 	sdk := os.Getenv("TOOLGATE_TS_SDK")
 	if sdk == "" {
@@ -174,18 +178,13 @@ func startTS(ctx context.Context, env []string, args ...string) func() tsclient.
 	}
 	run, err := tsclient.Start(ctx, sdk, GinkgoT().TempDir(), tsclient.Script(root), env, args...)
 	Expect(err).NotTo(HaveOccurred(), "make ts-sdk (make test-e2e runs it)")
-	return func() tsclient.Trial {
-		GinkgoHelper()
-		got, err := run.Wait()
-		Expect(err).NotTo(HaveOccurred())
-		return got
-	}
+	return run
 }
 
 // runTS runs test/ts/tasks.mjs to its end (startTS).
 func runTS(ctx context.Context, env []string, args ...string) tsclient.Trial {
 	GinkgoHelper()
-	return startTS(ctx, env, args...)()
+	return startTS(ctx, env, args...).MustWait()
 }
 
 // repeat is n times v.
@@ -235,3 +234,39 @@ func deleteWithApproval(call *toolgatev1alpha1.ToolCall) {
 		Expect(client.IgnoreNotFound(admin.Delete(ctx, answer))).To(Succeed())
 	})
 }
+
+// A workspace per MCP session (issue 33 item 4) to the TypeScript SDK's client, as
+// gateway_sessions_test.go shows it to the Go SDK's: the per-client sessions gateway on a
+// workspace scope of the spec's own, one ServiceAccount's token in two MCP sessions.
+var _ = Describe("the MCP gateway with a workspace per client session, to the TypeScript SDK's client", Label("gateway", "typescript", "workspace"), func() {
+	It("gives two MCP sessions of one ServiceAccount two workspaces", func(ctx SpecContext) {
+		const sa = "e2e-ts-session-agent"
+		scope := workspaceScope(ctx)
+		user := scopeServiceAccount(ctx, scope, sa)
+		url := startSessionGateway(ctx, scope)
+		got := runTS(ctx, nil, url, mintToken(ctx, sa, "toolgate"), "sessions")
+		Expect(got.Error).To(BeEmpty())
+		Expect(got.Sessions).To(HaveLen(2))
+		Expect(got.Sessions[0]).NotTo(Equal(got.Sessions[1]), "two MCP sessions")
+		Expect(got.Steps).To(HaveLen(5))
+		sessions := make([]string, len(got.Steps))
+		for i, st := range got.Steps {
+			deleteCallOf(map[string]any{"_meta": st.Meta})
+			name, _ := st.Meta[gateway.MetaCall].(string)
+			var call toolgatev1alpha1.ToolCall
+			Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: name}, &call)).To(Succeed(), "step %d: %+v", i+1, st)
+			Expect(call.Spec.Requester).To(Equal(user))
+			Expect(call.Spec.Scope).To(Equal(scope))
+			Expect(call.Spec.Session).To(HavePrefix("mcp-"))
+			sessions[i] = call.Spec.Session
+		}
+		Expect(got.Steps[0].IsError).To(BeFalse(), "write_file: %+v", got.Steps[0])
+		Expect(got.Steps[1].IsError).To(BeTrue())
+		Expect(got.Steps[1].Text).To(ContainSubstring("no such file"), "the second session sees none of the first's files")
+		Expect(got.Steps[2].IsError).To(BeFalse(), "write_file: %+v", got.Steps[2])
+		Expect(got.Steps[3].StructuredContent).To(HaveKeyWithValue("content", "from the first session"))
+		Expect(got.Steps[4].StructuredContent).To(HaveKeyWithValue("content", "from the second session"))
+		Expect(sessions).To(HaveExactElements(sessions[0], sessions[1], sessions[1], sessions[0], sessions[1]))
+		Expect(sessions[0]).NotTo(Equal(sessions[1]), "two spec.sessions, so two workspaces")
+	}, SpecTimeout(5*time.Minute))
+})

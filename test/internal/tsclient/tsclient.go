@@ -12,6 +12,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 )
 
 // Trial is the JSON line tasks.mjs prints.
@@ -24,7 +28,18 @@ type Trial struct {
 	Result      map[string]any `json:"result"`
 	Error       string         `json:"error"`
 	Progress    int            `json:"progress"`
-	Millis      int64          `json:"ms"` // how long the call took (mode progress)
+	Millis      int64          `json:"ms"`       // how long the call took (mode progress)
+	Steps       []Step         `json:"steps"`    // mode sessions
+	Sessions    []string       `json:"sessions"` // mode sessions: the two MCP session IDs
+}
+
+// Step is one tools/call of mode sessions, as the gateway answered it.
+type Step struct {
+	Tool              string         `json:"tool"`
+	IsError           bool           `json:"isError"`
+	Meta              map[string]any `json:"meta"`
+	StructuredContent map[string]any `json:"structuredContent"`
+	Text              string         `json:"text"`
 }
 
 // Script is tasks.mjs in the repository at root.
@@ -33,7 +48,25 @@ func Script(root string) string { return filepath.Join(root, "test", "ts", "task
 // Run is a started tasks.mjs.
 type Run struct {
 	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	stdout, stderr lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer one may read while the process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Start starts node running the script at script with args and env (added to this
@@ -70,6 +103,21 @@ func Start(ctx context.Context, sdkDir, tmp, script string, env []string, args .
 	r.cmd.Env = append(os.Environ(), env...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
 	return r, r.cmd.Start()
+}
+
+// SawStatus reports whether the script (mode task or start) has seen its task in status:
+// it prints a line {"status":...} as it sees each, before it acts on it (for
+// input_required, before it waits on tasks/result).
+func (r *Run) SawStatus(status string) bool {
+	return strings.Contains(r.stdout.String(), `{"status":"`+status+`"}`+"\n")
+}
+
+// MustWait is Wait in a Ginkgo spec: it fails the spec on an error.
+func (r *Run) MustWait() Trial {
+	ginkgo.GinkgoHelper()
+	t, err := r.Wait()
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return t
 }
 
 // Wait waits for the script to exit and returns the JSON line it printed last.
