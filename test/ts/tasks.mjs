@@ -74,7 +74,8 @@ if (mode === "task" || mode === "start") {
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   const step = async (c, name, args) => {
-    const r = await c.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 120000 });
+    const r = await c.callTool({ name, arguments: args }, CallToolResultSchema,
+      { timeout: 120000, resetTimeoutOnProgress: true, onprogress: () => {} });
     return { tool: name, isError: r.isError === true, meta: r._meta, structuredContent: r.structuredContent, text: r.content?.[0]?.text };
   };
   const notes = (content) => ({ path: "notes.txt", ...(content && { content }) });
