@@ -24,7 +24,7 @@ import (
 // gateway as a ServiceAccount where a spec needs only a gateway, and a gateway process of
 // the spec's own (from this checkout) where it restarts it. The envtest suite shows the same
 // with a simulated kubelet (test/integration/gateway/tasks_ts_test.go).
-var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, Label("gateway", "typescript", "tasks"), func() {
+var _ = Describe("the MCP gateway to the TypeScript SDK's client", Ordered, ContinueOnFailure, Label("gateway", "typescript", "tasks"), func() {
 	const sa = "e2e-ts-agent"
 	user := "system:serviceaccount:" + demoNS + ":" + sa
 	var url, token string
