@@ -116,10 +116,10 @@ func waitParked(ctx context.Context, call *toolgatev1alpha1.ToolCall) *toolgatev
 	return parked
 }
 
-// approveAs creates the approval as the approver user.
+// approveAs creates the answer (an approval, or a denial) as the approver user.
 func approveAs(ctx context.Context, w *toolgatetest.ToolCallApprovalWrapper) {
 	GinkgoHelper()
-	Expect(approver.Create(ctx, w.Approver("approver").Reason("e2e: the replay spec").Obj())).To(Succeed())
+	Expect(approver.Create(ctx, w.Approver("approver").Reason("e2e: the approver user's answer").Obj())).To(Succeed())
 }
 
 // deleteAndCreateAgain deletes the call (as the admin: the shipped agent role may not

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,26 +68,47 @@ func scopeServiceAccount(ctx context.Context, scope, sa string) string {
 // loopback port for scope, with a spec.session per client session, until the spec ends.
 func startSessionGateway(ctx SpecContext, scope string) string {
 	GinkgoHelper()
+	url, _ := startLocalGateway(ctx, buildToolgate(ctx), "--scope", scope, "--session-per-client")
+	return url
+}
+
+// buildToolgate builds toolgate from this checkout into a temporary directory and returns
+// its path.
+func buildToolgate(ctx context.Context) string {
+	GinkgoHelper()
 	bin := filepath.Join(GinkgoT().TempDir(), "toolgate")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/toolgate")
 	build.Dir = root
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/toolgate: %s", out)
+	return bin
+}
+
+// startLocalGateway runs bin's HTTP gateway (toolgate mcp --http, with mcpArgs) on a free
+// loopback port as the admin kubeconfig (which may review tokens and impersonate), serving
+// the demo namespace; it returns its URL once it serves, and a function that kills it (as
+// the spec's end does).
+func startLocalGateway(ctx SpecContext, bin string, mcpArgs ...string) (url string, kill func()) {
+	GinkgoHelper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	Expect(err).NotTo(HaveOccurred())
 	addr := l.Addr().String()
 	Expect(l.Close()).To(Succeed())
-	gw := exec.CommandContext(context.WithoutCancel(ctx), bin, "--kubeconfig", adminCfg, "-n", demoNS,
-		"mcp", "--scope", scope, "--session-per-client", "--http", addr)
+	args := append([]string{"--kubeconfig", adminCfg, "-n", demoNS, "mcp", "--http", addr}, mcpArgs...)
+	gw := exec.CommandContext(context.WithoutCancel(ctx), bin, args...)
 	gw.Stdout, gw.Stderr = GinkgoWriter, GinkgoWriter
 	Expect(gw.Start()).To(Succeed())
-	DeferCleanup(func() {
-		_ = gw.Process.Kill()
-		_ = gw.Wait()
-	})
-	url := fmt.Sprintf("http://%s/", addr)
+	var once sync.Once
+	kill = func() {
+		once.Do(func() {
+			_ = gw.Process.Kill()
+			_ = gw.Wait()
+		})
+	}
+	DeferCleanup(kill)
+	url = fmt.Sprintf("http://%s/", addr)
 	waitServing(ctx, url)
-	return url
+	return url, kill
 }
 
 // waitServing waits until an HTTP gateway at url answers (its OAuth metadata needs no token).

@@ -38,28 +38,7 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 	var url, token string
 
 	BeforeAll(func(ctx SpecContext) {
-		By("the gateway Deployment is available")
-		Eventually(func(g Gomega) {
-			var d appsv1.Deployment
-			g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: gatewayName}, &d)).To(Succeed(),
-				"the chart's gateway (gateway.enabled in charts/toolgate/ci/local-values.yaml; run make up)")
-			g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(poll).Should(Succeed())
-		var svc corev1.Service
-		Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: gatewayName}, &svc)).To(Succeed())
-		url = fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
-
-		By("a ServiceAccount bound to toolgate-agent in " + demoNS)
-		labels := map[string]string{e2eLabel: "true"}
-		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}}
-		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-agent"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: demoNS}}}
-		for _, obj := range []client.Object{account, binding} {
-			Expect(client.IgnoreAlreadyExists(admin.Create(ctx, obj))).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
-		}
-		token = mintToken(ctx, sa, "toolgate")
+		url, token = inClusterGateway(ctx, sa)
 	}, NodeTimeout(3*time.Minute))
 
 	It("refuses a request without a token, or with a token for another audience, with 401 and the metadata", func(ctx SpecContext) {
@@ -147,11 +126,7 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 	It("cancels a running call when the client cancels the request: the Pod goes, the call stays Cancelled", func(ctx SpecContext) {
 		createTool(ctx, longSleepTool())
 		session := connectBearer(ctx, url, token, "2025-11-25")
-		Eventually(func(g Gomega) {
-			tools, err := session.ListTools(ctx, nil)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(toolNamesOf(tools)).To(ContainElement(longSleep))
-		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+		waitListed(ctx, session, longSleep)
 
 		callCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -174,6 +149,35 @@ var _ = Describe("the MCP gateway in the cluster", Ordered, Label("gateway", "mc
 	}, SpecTimeout(3*time.Minute))
 })
 
+// inClusterGateway waits for the chart's gateway and returns its URL, and a token for the
+// audience toolgate of the ServiceAccount sa, created in the demo namespace and bound to
+// toolgate-agent there (both deleted when the container ends).
+func inClusterGateway(ctx context.Context, sa string) (url, token string) {
+	GinkgoHelper()
+	By("the gateway Deployment is available")
+	Eventually(func(g Gomega) {
+		var d appsv1.Deployment
+		g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: gatewayName}, &d)).To(Succeed(),
+			"the chart's gateway (gateway.enabled in charts/toolgate/ci/local-values.yaml; run make up)")
+		g.Expect(d.Status.AvailableReplicas).To(BeNumerically(">=", 1))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(poll).Should(Succeed())
+	var svc corev1.Service
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: gatewayName}, &svc)).To(Succeed())
+	url = fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
+
+	By("a ServiceAccount bound to toolgate-agent in " + demoNS)
+	labels := map[string]string{e2eLabel: "true"}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: demoNS, Labels: labels},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "toolgate-agent"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: demoNS}}}
+	for _, obj := range []client.Object{account, binding} {
+		Expect(client.IgnoreAlreadyExists(admin.Create(ctx, obj))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, obj))).To(Succeed()) })
+	}
+	return url, mintToken(ctx, sa, "toolgate")
+}
+
 // longSleep is a sleep tool whose timeout leaves time to cancel it.
 const longSleep = "e2e-long-sleep"
 
@@ -181,6 +185,17 @@ func longSleepTool() *toolgatev1alpha1.Tool {
 	return toolgatetest.MakeTool(longSleep, demoNS).Image(toolImage).Command("/tools/sleep").RunnerInImage("").
 		Timeout(10 * time.Minute).ConcurrencySafe(true).
 		Parameters(map[string]any{"type": "object", "properties": map[string]any{"seconds": map[string]any{"type": "number"}}}).Obj()
+}
+
+// waitListed waits until the gateway's tools/list on session has tool (a new Tool reaches
+// the gateway's cache in a moment).
+func waitListed(ctx context.Context, session *mcp.ClientSession, tool string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		tools, err := session.ListTools(ctx, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(toolNamesOf(tools)).To(ContainElement(tool))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 }
 
 // expectCancelledOnCluster waits until the call ended Failed/Cancelled, its Pod and Job
@@ -227,14 +242,16 @@ func gatewayCall(ctx context.Context, tool string, match func(*toolgatev1alpha1.
 	return found[0]
 }
 
-// gatewayCallIn finds the one call of tool the gateway made that is in phase.
-func gatewayCallIn(ctx context.Context, g Gomega, tool string, phase toolgatev1alpha1.ToolCallPhase) *toolgatev1alpha1.ToolCall {
+// gatewayCallIn finds the one call of tool the gateway made that is in phase (and matches,
+// if match is given).
+func gatewayCallIn(ctx context.Context, g Gomega, tool string, phase toolgatev1alpha1.ToolCallPhase,
+	match ...func(*toolgatev1alpha1.ToolCall) bool) *toolgatev1alpha1.ToolCall {
 	var calls toolgatev1alpha1.ToolCallList
 	g.Expect(admin.List(ctx, &calls, client.InNamespace(demoNS),
 		client.MatchingLabels{agentclient.LabelCreatedBy: "toolgate-mcp"})).To(Succeed())
 	var found []*toolgatev1alpha1.ToolCall
 	for i := range calls.Items {
-		if c := &calls.Items[i]; c.Spec.Tool == tool && c.Status.Phase == phase {
+		if c := &calls.Items[i]; c.Spec.Tool == tool && c.Status.Phase == phase && (len(match) == 0 || match[0](c)) {
 			found = append(found, c)
 		}
 	}

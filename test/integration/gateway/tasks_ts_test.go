@@ -2,11 +2,8 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,44 +13,20 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/gateway"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
+	"github.com/toolgate/toolgate/test/internal/tsclient"
 )
 
-// tsTrial is what test/ts/tasks.mjs prints.
-type tsTrial struct {
-	TaskSupport string         `json:"taskSupport"`
-	Types       []string       `json:"types"`
-	Statuses    []string       `json:"statuses"`
-	TaskID      string         `json:"taskId"`
-	Result      map[string]any `json:"result"`
-	Error       string         `json:"error"`
-	Progress    int            `json:"progress"`
-}
-
 // startTSTrial starts test/ts/tasks.mjs against url as tok (TOOLGATE_TS_SDK: a directory
-// whose node_modules holds @modelcontextprotocol/sdk 1.32.x) and returns a function that
-// waits for its output.
-func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ...string) func() tsTrial {
+// whose node_modules holds @modelcontextprotocol/sdk 1.32.x).
+func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ...string) *tsclient.Run {
 	GinkgoHelper()
 	dir := os.Getenv("TOOLGATE_TS_SDK")
 	if dir == "" {
 		Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
 	}
-	script, err := os.ReadFile("../../ts/tasks.mjs")
+	run, err := tsclient.Start(ctx, dir, GinkgoT().TempDir(), "../../ts/tasks.mjs", env, url, tok, mode, tool, args)
 	Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(dir, "toolgate-tasks.mjs") // ES modules resolve packages next to the script
-	Expect(os.WriteFile(path, script, 0o600)).To(Succeed())
-	var stdout, stderr strings.Builder
-	cmd := exec.CommandContext(ctx, "node", path, url, tok, mode, tool, args)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	Expect(cmd.Start()).To(Succeed())
-	return func() tsTrial {
-		GinkgoHelper()
-		Expect(cmd.Wait()).To(Succeed(), "stdout %s\nstderr %s", stdout.String(), stderr.String())
-		var got tsTrial
-		Expect(json.Unmarshal([]byte(stdout.String()), &got)).To(Succeed(), stdout.String())
-		return got
-	}
+	return run
 }
 
 // parkedCall waits for the one call of ns to park.
@@ -72,15 +45,18 @@ var _ = Describe("The TypeScript SDK's Tasks client (1.32.x)", Label("tasks", "t
 			create(ctx, echoTool(ns).Obj(), askEverything(ns))
 			_, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
 			url := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
-			wait := startTSTrial(ctx, url, tok, "task", "echo", `{"text":"from typescript"}`)
+			run := startTSTrial(ctx, url, tok, "task", "echo", `{"text":"from typescript"}`)
 
 			call := parkedCall(ctx, ns)
 			approval := MakeToolCallApproval(call.Name, ns).For(call)
 			if !approve {
 				approval = approval.Deny().Reason("not today")
 			}
+			// The SDK polls tasks/get (each second): answering before it saw input_required would
+			// let it see working, then completed.
+			Eventually(func() bool { return run.SawStatus("input_required") }).WithContext(ctx).Should(BeTrue())
 			create(ctx, approval.Obj())
-			got := wait()
+			got := run.MustWait()
 			Expect(got.Error).To(BeEmpty())
 			Expect(got.TaskSupport).To(Equal("optional"))
 			Expect(got.TaskID).To(Equal(call.Name + "/" + string(call.UID)))
@@ -96,6 +72,45 @@ var _ = Describe("The TypeScript SDK's Tasks client (1.32.x)", Label("tasks", "t
 		})
 	}
 
+	It("starts a task, answers tasks/get from another gateway and cancels it there, keeping the record", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("slow", Outcome{Hold: true})
+		create(ctx, plainTool("slow", ns).Obj())
+		_, tok := serviceAccountAgent(ctx, ns, "ts-agent", gateway.DefaultAudience)
+		started := startTSTrial(ctx, startAuthGateway(ctx, ns, "", gateway.HTTPOptions{}), tok, "start", "slow", `{}`).MustWait()
+		Expect(started.Error).To(BeEmpty())
+		Expect(started.Types).To(HaveExactElements("taskCreated"), "the client stops at the task's creation")
+		name, _, _ := strings.Cut(started.TaskID, "/")
+		Eventually(func() v1alpha1.ToolCallPhase { return callNamed(ctx, ns, name).Status.Phase }).WithContext(ctx).
+			Should(Equal(v1alpha1.PhaseRunning))
+
+		other := startAuthGateway(ctx, ns, "", gateway.HTTPOptions{})
+		Expect(startTSTrial(ctx, other, tok, "get", started.TaskID, "").MustWait().Task).To(HaveKeyWithValue("status", "working"))
+		cancelled := startTSTrial(ctx, other, tok, "cancel", started.TaskID, "").MustWait()
+		Expect(cancelled.Error).To(BeEmpty())
+		Expect(cancelled.Task).To(HaveKeyWithValue("status", "cancelled"))
+		Eventually(func() *v1alpha1.ToolCall { return callNamed(ctx, ns, name) }).WithContext(ctx).
+			Should(And(HavePhase(v1alpha1.PhaseFailed), HaveField("Status.Result.Reason", v1alpha1.ReasonCancelled)))
+		Expect(startTSTrial(ctx, other, tok, "get", started.TaskID, "").MustWait().Task).To(HaveKeyWithValue("status", "cancelled"))
+	})
+
+	It("gives two MCP sessions of one identity two workspaces (--session-per-client)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		workspaceScope(ctx, ns)
+		url := serveHTTP(startGateway(ctx, ns, gatewayOptions{scope: "coding", sessionPerClient: true}))
+		got := startTSTrial(ctx, url, "", "sessions", wsWrite+","+wsRead, "").MustWait()
+		Expect(got.Error).To(BeEmpty())
+		Expect(got.Sessions).To(HaveLen(2))
+		Expect(got.Sessions[0]).NotTo(Equal(got.Sessions[1]))
+		Expect(got.Steps).To(HaveLen(5))
+		Expect(got.Steps[1].Text).To(ContainSubstring(noFile), "the second session sees none of the first's files")
+		Expect(got.Steps[3].StructuredContent).To(HaveKeyWithValue("content", "from the first session"))
+		Expect(got.Steps[4].StructuredContent).To(HaveKeyWithValue("content", "from the second session"))
+		first := callNamed(ctx, ns, got.Steps[0].Meta[gateway.MetaCall].(string)).Spec.Session
+		second := callNamed(ctx, ns, got.Steps[2].Meta[gateway.MetaCall].(string)).Spec.Session
+		Expect(first).NotTo(Equal(second))
+	})
+
 	It("keeps a call alive past the client's timeout through progress", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kubelet.Script("slow", Outcome{Hold: true})
@@ -109,7 +124,7 @@ var _ = Describe("The TypeScript SDK's Tasks client (1.32.x)", Label("tasks", "t
 		srv := httptest.NewServer(s.Handler())
 		DeferCleanup(srv.Close)
 		url := srv.URL
-		got := startTSTrial(ctx, url, tok, "progress", "slow", `{}`, "TIMEOUT_MS=2500")()
+		got := startTSTrial(ctx, url, tok, "progress", "slow", `{}`, "TIMEOUT_MS=2500").MustWait()
 		Expect(got.Error).To(BeEmpty(), "the 2.5 s timeout was reset by progress")
 		Expect(got.Progress).To(BeNumerically(">=", 4))
 		Expect(got.Result).To(HaveKeyWithValue("_meta", HaveKeyWithValue(gateway.MetaReason, gateway.ReasonStillRunning)))
