@@ -107,12 +107,15 @@ test-unit: ts-client ## Unit tests (no cluster), with the race detector; then cl
 test-integration: envtest-binaries chromium ts-sdk $(GINKGO) ## envtest + ginkgo against the built kube-apiserver.
 	TOOLGATE_TS_SDK=$(ROOT)/test/ts $(GINKGO) -r $(RACE) --fail-on-pending --fail-on-empty --require-suite --timeout=30m test/integration
 
-# The official MCP TypeScript SDK for the gateway suite's client trials (test/ts: package.json
-# and its lockfile; npm ci installs exactly the locked versions from the npm registry).
+# The official MCP TypeScript SDK for the gateway suite's client trials, and the official MCP
+# conformance suite its conformance spec runs (test/ts: package.json and its lockfile; npm ci
+# installs exactly the locked versions from the npm registry, when node_modules lacks one or
+# is older than the lockfile).
 .PHONY: ts-sdk
 ts-sdk:
-	@[ -d test/ts/node_modules/@modelcontextprotocol/sdk ] && [ test/ts/node_modules/.package-lock.json -nt test/ts/package-lock.json ] || \
-	  { echo "npm ci in test/ts (the MCP TypeScript SDK for the gateway suite)"; npm ci --prefix test/ts --no-audit --no-fund --loglevel=error; }
+	@[ -d test/ts/node_modules/@modelcontextprotocol/sdk ] && [ -d test/ts/node_modules/@modelcontextprotocol/conformance ] && \
+	  [ test/ts/node_modules/.package-lock.json -nt test/ts/package-lock.json ] || \
+	  { echo "npm ci in test/ts (the MCP TypeScript SDK and conformance suite for the gateway suite)"; npm ci --prefix test/ts --no-audit --no-fund --loglevel=error; }
 
 # clients/typescript, toolgate as LangChain deepagents' sandbox backend (its unit tests in
 # test-unit, its agent loop in the e2e spec deepagents_test.go): npm ci from its lockfile when

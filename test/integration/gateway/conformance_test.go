@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,18 +67,9 @@ var conformanceExcluded = map[string]string{
 	"server-sse-polling": "fixture tool test_reconnection; without it, SEP-1699's SHOULDs only (warnings)",
 }
 
-// conformanceSDK is the directory whose node_modules holds the conformance suite (test/ts).
-func conformanceSDK() string {
-	dir := os.Getenv("TOOLGATE_TS_SDK")
-	if dir == "" {
-		Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
-	}
-	return dir
-}
-
 var _ = Describe("The official MCP conformance suite (0.1.16) against the HTTP gateway", Label("conformance", "http", "typescript"), func() {
 	It("names each of its server scenarios here: passed or excluded, with why", func(ctx SpecContext) {
-		out, err := tsclient.Conformance(ctx, conformanceSDK(), "", "list", "--server")
+		out, err := tsclient.Conformance(ctx, tsSDK(), "", "list", "--server")
 		Expect(err).NotTo(HaveOccurred(), "%s", out)
 		listed := regexp.MustCompile(`(?m)^\s+- (\S+) \[`).FindAllStringSubmatch(string(out), -1)
 		var names, ours []string
@@ -94,7 +84,7 @@ var _ = Describe("The official MCP conformance suite (0.1.16) against the HTTP g
 	})
 
 	It("passes the scenarios that test the protocol; a 2026-07-28 client then lists and calls tools statelessly", func(ctx SpecContext) {
-		dir := conformanceSDK()
+		dir := tsSDK()
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj())
 		_, tok := serviceAccountAgent(ctx, ns, "conformance", gateway.DefaultAudience)

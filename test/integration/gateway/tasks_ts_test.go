@@ -16,15 +16,20 @@ import (
 	"github.com/toolgate/toolgate/test/internal/tsclient"
 )
 
-// startTSTrial starts test/ts/tasks.mjs against url as tok (TOOLGATE_TS_SDK: a directory
-// whose node_modules holds @modelcontextprotocol/sdk 1.32.x).
-func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ...string) *tsclient.Run {
-	GinkgoHelper()
+// tsSDK is TOOLGATE_TS_SDK, test/ts: a directory whose node_modules holds the MCP TypeScript
+// SDK (@modelcontextprotocol/sdk 1.32.x) and conformance suite; the spec is skipped without it.
+func tsSDK() string {
 	dir := os.Getenv("TOOLGATE_TS_SDK")
 	if dir == "" {
 		Skip("TOOLGATE_TS_SDK is not set: make test-integration sets it after `npm ci` in test/ts (make ts-sdk)")
 	}
-	run, err := tsclient.Start(ctx, dir, GinkgoT().TempDir(), "../../ts/tasks.mjs", env, url, tok, mode, tool, args)
+	return dir
+}
+
+// startTSTrial starts test/ts/tasks.mjs against url as tok (the SDK in tsSDK).
+func startTSTrial(ctx context.Context, url, tok, mode, tool, args string, env ...string) *tsclient.Run {
+	GinkgoHelper()
+	run, err := tsclient.Start(ctx, tsSDK(), GinkgoT().TempDir(), "../../ts/tasks.mjs", env, url, tok, mode, tool, args)
 	Expect(err).NotTo(HaveOccurred())
 	return run
 }
