@@ -3,6 +3,7 @@ package tsclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,7 +51,10 @@ func ServerScenario(ctx context.Context, sdkDir, tmp, url, token, scenario strin
 	out, runErr := Conformance(ctx, sdkDir, token, "server", "--url", url, "--scenario", scenario, "-o", dir)
 	found, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
 	if len(found) != 1 {
-		return nil, string(out), fmt.Errorf("scenario %s left %d checks.json (%v): %s", scenario, len(found), runErr, out)
+		if runErr == nil {
+			runErr = errors.New("it exited 0")
+		}
+		return nil, string(out), fmt.Errorf("scenario %s left %d checks.json (%w): %s", scenario, len(found), runErr, out)
 	}
 	body, err := os.ReadFile(found[0])
 	if err != nil {
