@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -91,9 +92,9 @@ func TestCredentialMissingDetail(t *testing.T) {
 	if got := executedMessage(res, o); !strings.HasSuffix(got, "(kubelet: "+msg+")") || !strings.HasPrefix(got, res.Error) {
 		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
 	}
-	long := configError(`secret "` + strings.Repeat("x", 2*maxDetail) + `" not found`)
+	long := configError(`secret "` + strings.Repeat("x", 2*bounds.MaxDetail) + `" not found`)
 	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil)
-	if len(o.Detail) > maxDetail {
-		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), maxDetail)
+	if len(o.Detail) > bounds.MaxDetail {
+		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), bounds.MaxDetail)
 	}
 }

@@ -364,7 +364,7 @@ func TestTransformJobAndPod(t *testing.T) {
 		Spec:   job.Spec.Template.Spec,
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.ToolContainerName}}}}
 	out, _ = TransformPod(pod)
-	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || toolContainerStatus(p) == nil || p.Annotations[podcontract.AnnotationCallName] != "c" {
+	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || podspec.ToolContainerStatus(p) == nil || p.Annotations[podcontract.AnnotationCallName] != "c" {
 		t.Errorf("cached Pod: spec %d containers, status %v, annotations %v", len(p.Spec.Containers), p.Status, p.Annotations)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -156,7 +157,7 @@ func registeredStatus(spec *v1alpha1.ToolSpec, objName string, generation int64,
 		ResolvedName:       catalog.ToolName(spec, objName),
 	}
 	cond.ObservedGeneration = generation
-	setStatusCondition(&out.Conditions, cond)
+	bounds.SetStatusCondition(&out.Conditions, cond)
 	return out
 }
 

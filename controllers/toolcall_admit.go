@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -216,7 +217,7 @@ func (r *ToolCallReconciler) setStage(call *v1alpha1.ToolCall, condType string, 
 }
 
 func (r *ToolCallReconciler) setCondition(call *v1alpha1.ToolCall, condType string, status metav1.ConditionStatus, reason, msg string) {
-	setStatusCondition(&call.Status.Conditions, metav1.Condition{
+	bounds.SetStatusCondition(&call.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,

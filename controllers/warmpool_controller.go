@@ -92,7 +92,7 @@ func poolPodEnded(pod *corev1.Pod) bool {
 	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return true
 	}
-	cs := toolContainerStatus(pod)
+	cs := podspec.ToolContainerStatus(pod)
 	return cs != nil && cs.State.Terminated != nil
 }
 
