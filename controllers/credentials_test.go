@@ -11,6 +11,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/internal/bounds"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -53,11 +54,11 @@ func TestCredentialMissing(t *testing.T) {
 func TestWarmPoolSizeWithCredentials(t *testing.T) {
 	spec := testJobInput(withCredentials).Tool
 	spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: 3}
-	if n := warmPoolSize(spec); n != 0 {
+	if n := warmpool.Size(spec); n != 0 {
 		t.Errorf("warm pool size %d for a tool with credentials, want 0", n)
 	}
 	spec.Body = testJobInput(nil).Tool.Body
-	if n := warmPoolSize(spec); n != 3 {
+	if n := warmpool.Size(spec); n != 3 {
 		t.Errorf("warm pool size %d without credentials, want 3", n)
 	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"context"
