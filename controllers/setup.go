@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -100,10 +101,10 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, keys: keys},
 		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
 		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
-		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
-		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
-		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
-		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&registration.ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&registration.ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
+		&registration.ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		// after the ToolCallReconciler: it uses the session index that one sets up
 		&workspace.Reconciler{Client: mgr.GetClient(), Clock: opts.Clock},
 	}

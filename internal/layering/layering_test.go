@@ -90,6 +90,12 @@ var rules = []rule{
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
 	},
+	{
+		pkg:            "controllers/registration/...",
+		why:            "the registration reconcilers: controllers (the ToolCall reconciler) uses them, never the reverse",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
+	},
 }
 
 // controllers is the reconcilers' package: the packages split out of it may not import it.

@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -132,8 +132,8 @@ func duplicateCondition(winnerKey string) metav1.Condition {
 
 // specCondition checks what can be checked of a spec alone: its schemas and expressions.
 func specCondition(c *pipeline.Compiler, spec *v1alpha1.ToolSpec) metav1.Condition {
-	for what, raw := range map[string][]byte{"parameters": rawOf(spec.Parameters), "output": rawOf(spec.Output)} {
-		if _, err := compileSchema(c, raw); err != nil {
+	for what, raw := range map[string][]byte{"parameters": RawOf(spec.Parameters), "output": RawOf(spec.Output)} {
+		if _, err := CompileSchema(c, raw); err != nil {
 			return metav1.Condition{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionFalse,
 				Reason: v1alpha1.ReasonSchemaInvalid, Message: what + ": " + err.Error()}
 		}
