@@ -312,25 +312,6 @@ func TestAuditRecoveredAfterAnAmbiguousWrite(t *testing.T) {
 	}
 }
 
-// The history limit keeps the newest by completion time and returns the rest.
-func TestHistoryBeyond(t *testing.T) {
-	now := time.Now()
-	var calls []*v1alpha1.ToolCall
-	for name, minutes := range map[string]time.Duration{"old": -3, "newest": 0, "mid": -1, "older": -4} {
-		calls = append(calls, finishedCall(name, now.Add(minutes*time.Minute)))
-	}
-	var names []string
-	for _, c := range beyond(calls, 2) {
-		names = append(names, c.Name)
-	}
-	if diff := cmp.Diff([]string{"old", "older"}, names); diff != "" {
-		t.Errorf("beyond (-want +got):\n%s", diff)
-	}
-	if got := beyond(calls, 0); got != nil {
-		t.Errorf("limit 0 deletes %d calls", len(got))
-	}
-}
-
 func typeName(o client.Object) string {
 	switch o.(type) {
 	case *v1alpha1.ToolCall:

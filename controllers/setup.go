@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/history"
 	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
@@ -100,7 +101,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
 			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, keys: keys},
 		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
-		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
+		&history.Reconciler{Client: mgr.GetClient(), Succeeded: opts.Call.Retention.HistorySucceeded, Failed: opts.Call.Retention.HistoryFailed},
 		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&registration.ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&registration.ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},

@@ -96,6 +96,12 @@ var rules = []rule{
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
 	},
+	{
+		pkg:            "controllers/history/...",
+		why:            "the call history: controllers (the ToolCall reconciler) uses it, never the reverse",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
+	},
 }
 
 // controllers is the reconcilers' package: the packages split out of it may not import it.
