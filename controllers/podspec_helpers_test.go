@@ -36,11 +36,6 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) podspec.Input {
 	return podspec.Input{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
 }
 
-func scratchNone(s *toolgatev1alpha1.ToolSpec) {
-	s.Body.RunnerInImage = true
-	s.Sandbox.Scratch = toolgatev1alpha1.ScratchNone
-}
-
 func containerIn(spec *corev1.PodSpec, name string) *corev1.Container {
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == name {

@@ -19,12 +19,12 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// Reconciler keeps, per namespace, at most Succeeded Succeeded calls and Failed Failed or
-// Denied calls (0: no limit) and deletes the others, as CronJob's
-// successfulJobsHistoryLimit and failedJobsHistoryLimit do for Jobs; which calls go is
-// shared fairly between requesters (beyond). It works per namespace: every call that is (or becomes) terminal enqueues its
-// namespace, and the queue folds a burst of them into one pass over the namespace's cached
-// calls.
+// Reconciler keeps, per namespace, at most its Succeeded limit of the calls that
+// succeeded and its Failed limit of those that failed or were denied (0: no limit) and
+// deletes the others, as CronJob's successfulJobsHistoryLimit and failedJobsHistoryLimit do
+// for Jobs; which calls go is shared fairly between requesters (beyond). It works per
+// namespace: every call that is (or becomes) terminal enqueues its namespace, and the queue
+// folds a burst of them into one pass over the namespace's cached calls.
 type Reconciler struct {
 	client.Client
 	// Succeeded and Failed are the operator's history limits (RetentionOptions'
