@@ -4,15 +4,7 @@ import (
 	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
-
-	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/catalog"
 )
-
-// hasCredentials is true when the body is given any Secret key.
-func hasCredentials(body toolgatev1alpha1.ToolBody) bool {
-	return len(catalog.Credentials(body)) > 0
-}
 
 // credentialMissingMessage matches the kubelet's CreateContainerConfigError messages for
 // a required Secret key reference: `secret "x" not found` (the API error, "secrets" in

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -52,11 +54,11 @@ func TestCredentialMissing(t *testing.T) {
 func TestWarmPoolSizeWithCredentials(t *testing.T) {
 	spec := testJobInput(withCredentials).Tool
 	spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: 3}
-	if n := warmPoolSize(spec); n != 0 {
+	if n := warmpool.Size(spec); n != 0 {
 		t.Errorf("warm pool size %d for a tool with credentials, want 0", n)
 	}
 	spec.Body = testJobInput(nil).Tool.Body
-	if n := warmPoolSize(spec); n != 3 {
+	if n := warmpool.Size(spec); n != 3 {
 		t.Errorf("warm pool size %d without credentials, want 3", n)
 	}
 }
@@ -91,9 +93,9 @@ func TestCredentialMissingDetail(t *testing.T) {
 	if got := executedMessage(res, o); !strings.HasSuffix(got, "(kubelet: "+msg+")") || !strings.HasPrefix(got, res.Error) {
 		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
 	}
-	long := configError(`secret "` + strings.Repeat("x", 2*maxDetail) + `" not found`)
+	long := configError(`secret "` + strings.Repeat("x", 2*bounds.MaxDetail) + `" not found`)
 	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil)
-	if len(o.Detail) > maxDetail {
-		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), maxDetail)
+	if len(o.Detail) > bounds.MaxDetail {
+		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), bounds.MaxDetail)
 	}
 }

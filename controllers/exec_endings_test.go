@@ -18,6 +18,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -238,7 +239,7 @@ func TestWarmExecutorStream(t *testing.T) {
 func claimedWarmPod(call *v1alpha1.ToolCall) *corev1.Pod {
 	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
 	tool.Spec.ToolSpec = *call.Status.Tool.Spec
-	pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
+	pod := warmpool.BuildPod(warmpool.ToolPool(tool, 1), podspec.DefaultOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
 	delete(pod.Labels, podcontract.LabelPool)
 	pod.Labels[podcontract.LabelAttempt] = "1"

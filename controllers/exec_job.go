@@ -225,7 +225,7 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 		if !metav1.IsControlledBy(p, job) {
 			continue
 		}
-		if cs := toolContainerStatus(p); cs != nil && cs.State.Terminated != nil {
+		if cs := podspec.ToolContainerStatus(p); cs != nil && cs.State.Terminated != nil {
 			return p, nil
 		}
 		found = p
@@ -297,7 +297,7 @@ func containerStartTime(pod *corev1.Pod) time.Time {
 	if pod == nil {
 		return time.Time{}
 	}
-	switch cs := toolContainerStatus(pod); {
+	switch cs := podspec.ToolContainerStatus(pod); {
 	case cs == nil:
 	case cs.State.Terminated != nil:
 		return cs.State.Terminated.StartedAt.Time

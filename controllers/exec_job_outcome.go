@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -122,7 +124,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeli
 		return pipeline.Outcome{}, false
 	}
 	reason := podReason(pod)
-	cs := toolContainerStatus(pod)
+	cs := podspec.ToolContainerStatus(pod)
 	terminated := cs != nil && cs.State.Terminated != nil && !neverCreated(cs)
 	switch {
 	case pod.Status.Phase == corev1.PodFailed && podReasonsKnown[reason]:
@@ -139,7 +141,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeli
 	}
 	if missing := credentialMissingIn(pod); missing != nil {
 		base.TerminationReason, base.Started = pipeline.TerminationCredentialMissing, false
-		base.Detail = boundedText("kubelet: "+missing.State.Waiting.Message, maxDetail)
+		base.Detail = bounds.Text("kubelet: "+missing.State.Waiting.Message, bounds.MaxDetail)
 		return base, true
 	}
 	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
@@ -195,7 +197,7 @@ func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerm
 
 // signerTermination is the signer container's terminated state (nil while it runs).
 func signerTermination(pod *corev1.Pod) *corev1.ContainerStateTerminated {
-	if cs := containerStatusOf(pod, podcontract.SignerContainerName); cs != nil {
+	if cs := podspec.ContainerStatus(pod, podcontract.SignerContainerName); cs != nil {
 		return cs.State.Terminated
 	}
 	return nil
@@ -207,7 +209,7 @@ func signerPending(pod *corev1.Pod, now time.Time) time.Duration {
 	if pod == nil {
 		return 0
 	}
-	cs := toolContainerStatus(pod)
+	cs := podspec.ToolContainerStatus(pod)
 	if cs == nil || cs.State.Terminated == nil || signerTermination(pod) != nil ||
 		pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
 		return 0
@@ -252,25 +254,12 @@ func podReason(pod *corev1.Pod) string {
 	return ""
 }
 
-func toolContainerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
-	return containerStatusOf(pod, podcontract.ToolContainerName)
-}
-
-func containerStatusOf(pod *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if pod.Status.ContainerStatuses[i].Name == name {
-			return &pod.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
 // containerStarted reports whether the tool container ever ran.
 func containerStarted(pod *corev1.Pod) bool {
 	if pod == nil {
 		return false
 	}
-	cs := toolContainerStatus(pod)
+	cs := podspec.ToolContainerStatus(pod)
 	return cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil && !neverCreated(cs) ||
 		cs.LastTerminationState.Terminated != nil || (cs.Started != nil && *cs.Started))
 }
@@ -307,7 +296,7 @@ func podEnded(pod *corev1.Pod) bool {
 	if pod == nil {
 		return false
 	}
-	if cs := toolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
+	if cs := podspec.ToolContainerStatus(pod); cs != nil && cs.State.Terminated != nil {
 		return true
 	}
 	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded

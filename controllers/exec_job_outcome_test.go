@@ -510,7 +510,7 @@ func checkCombination(t *testing.T, name string, o pipeline.Outcome, res pipelin
 	if res.Reason == "" || res.OK == res.IsError {
 		t.Errorf("%s: result without a reason: %+v", name, res)
 	}
-	terminated := pod != nil && toolContainerStatus(pod).State.Terminated != nil
+	terminated := pod != nil && podspec.ToolContainerStatus(pod).State.Terminated != nil
 	vouched := f.honest && terminated
 	if res.OK && !vouched {
 		t.Errorf("%s: succeeded without the runner's honest frame: %s", name, res.Reason)

@@ -112,7 +112,7 @@ func (j *jobExecutor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bo
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if cs := toolContainerStatus(p); metav1.IsControlledBy(p, job) && cs != nil && cs.State.Terminated != nil && cs.State.Terminated.Message != "" {
+		if cs := podspec.ToolContainerStatus(p); metav1.IsControlledBy(p, job) && cs != nil && cs.State.Terminated != nil && cs.State.Terminated.Message != "" {
 			return true
 		}
 	}

@@ -122,7 +122,7 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 }
 
 // warmExecutor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
-// warmpool_*.go, keeps the pools): the claim takes a Pod of exactly the call's admitted
+// the warmpool package keeps the pools): the claim takes a Pod of exactly the call's admitted
 // snapshot, start hands the runner its arguments through attach (WarmExecutor), observe
 // reads the outcome from the attach stream's signed result line or from the Pod, and the
 // Pod is deleted once the outcome is written: one call per Pod, never reused.

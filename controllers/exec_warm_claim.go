@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -37,7 +38,7 @@ const claimTries = 5
 // and a restart before that write finds the claimed Pod again (adoptable).
 func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	snap := call.Status.Tool
-	if w.attach == nil || snap == nil || warmPoolSize(snap.Spec) == 0 {
+	if w.attach == nil || snap == nil || warmpool.Size(snap.Spec) == 0 {
 		return "", false
 	}
 	// A pool Pod started before its call was known: it cannot mount the session's
@@ -124,7 +125,7 @@ func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n 
 // claimable: an idle pool Pod, Ready, not ended, not claimed, not being deleted.
 func claimable(p *corev1.Pod) bool {
 	return p.Labels[podcontract.LabelPool] != "" && p.Annotations[podcontract.AnnotationClaimedBy] == "" &&
-		p.DeletionTimestamp.IsZero() && podReady(p) && !poolPodEnded(p)
+		p.DeletionTimestamp.IsZero() && warmpool.PodReady(p) && !warmpool.PodEnded(p)
 }
 
 // toolUID is the uid of the call's tool (a Tool in the call's namespace, or a ClusterTool),
@@ -144,7 +145,7 @@ func (w *warmExecutor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot,
 // vetted reads candidate c live — the cache keeps no Pod spec, and labels and owners are
 // only what whoever may patch Pods wrote — and returns it when it is still claimable, its
 // controller owner is the call's tool with that tool's uid, and its spec is the one the
-// call's snapshot builds (want: podSpecMismatch). A Pod that is not the tool's is deleted,
+// call's snapshot builds (want: warmpool.PodSpecMismatch). A Pod that is not the tool's is deleted,
 // never claimed; one claimed meanwhile or gone is skipped (nil, nil). This GET is what the
 // check adds to a claim (toolgate_stage_duration_seconds{stage="warm_claim_check"}).
 func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *corev1.Pod, toolUID types.UID, want *corev1.PodSpec) (*corev1.Pod, error) {
@@ -158,7 +159,7 @@ func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *c
 	if err != nil {
 		return nil, err
 	}
-	why := podSpecMismatch(&live.Spec, want)
+	why := warmpool.PodSpecMismatch(&live.Spec, want)
 	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != toolUID || !pooledBy(live, call.Status.Tool) {
 		why = "its owner is not the call's tool"
 	}
@@ -196,7 +197,7 @@ func (w *warmExecutor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, po
 	if err := controllerutil.SetControllerReference(call, pod, w.Scheme); err != nil {
 		return err
 	}
-	pod.Spec.ActiveDeadlineSeconds = ptr.To(claimDeadline(pod, call.Status.Tool.Spec, w.Clock.Now()))
+	pod.Spec.ActiveDeadlineSeconds = ptr.To(warmpool.ClaimDeadline(pod, call.Status.Tool.Spec, w.Clock.Now()))
 	return w.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 

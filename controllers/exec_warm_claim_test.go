@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -32,7 +35,7 @@ func pooledWorld(t *testing.T, mutate func(*corev1.Pod)) (*execWorld, *v1alpha1.
 	w.call.Spec.Arguments = runtime.RawExtension{Raw: []byte(`{}`)}
 	tool := &v1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "tool-uid"}}
 	tool.Spec.ToolSpec = *w.call.Status.Tool.Spec
-	pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
+	pod := warmpool.BuildPod(warmpool.ToolPool(tool, 1), podspec.DefaultOptions())
 	pod.Name, pod.UID = "t-warm-abcde", "pod-uid"
 	pod.CreationTimestamp = metav1.Time{Time: w.clock.Now()} // idle for no time: not retired for that
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Tool", Name: "t",
@@ -112,14 +115,17 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 // creates the pool's own in its place.
 func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
 	w, tool, pod := pooledWorld(t, func(p *corev1.Pod) { p.Spec.Containers[1].Image = "example/other:1" })
+	// Registered: the pool keeps its size (an unregistered Tool's pool is emptied).
+	tool.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Test"}}
 	env := w.env(t)
-	r := &WarmPoolReconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: podspec.DefaultOptions()}
-	if _, err := r.keep(context.Background(), toolPool(tool, 1)); err != nil {
+	r := &warmpool.Reconciler{Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Clock: w.clock, Job: podspec.DefaultOptions(),
+		Keys: framekeys.New(env.Client, env.Client, w.clock)}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tool)}); err != nil {
 		t.Fatal(err)
 	}
 	// The same pass keeps a Pod of the pool's own spec.
 	_, _, own := pooledWorld(t, nil)
-	if why := podSpecMismatch(&own.Spec, ptr.To(podspec.WarmPodSpec(&tool.Spec.ToolSpec, podspec.DefaultOptions()))); why != "" {
+	if why := warmpool.PodSpecMismatch(&own.Spec, ptr.To(podspec.WarmPodSpec(&tool.Spec.ToolSpec, podspec.DefaultOptions()))); why != "" {
 		t.Fatalf("the pool's own Pod mismatches: %s", why)
 	}
 	if err := env.Get(context.Background(), client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
@@ -130,7 +136,7 @@ func TestWarmPoolRetiresAPodOfAnotherSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := podspec.WarmPodSpec(&tool.Spec.ToolSpec, podspec.DefaultOptions())
-	if len(pods.Items) != 1 || podSpecMismatch(&pods.Items[0].Spec, &want) != "" {
+	if len(pods.Items) != 1 || warmpool.PodSpecMismatch(&pods.Items[0].Spec, &want) != "" {
 		t.Fatalf("the pool holds %d Pods, want its own one", len(pods.Items))
 	}
 }
@@ -200,5 +206,26 @@ func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
 		if err := x.APIReader.Get(context.Background(), client.ObjectKeyFromObject(pod), got); err != nil || got.Annotations[podcontract.AnnotationClaimedBy] != "" {
 			t.Fatalf("%s: the pool Pod: %v, annotations %v", access, err, got.Annotations)
 		}
+	}
+}
+
+func TestPooledBy(t *testing.T) {
+	pod := &corev1.Pod{}
+	ct := &v1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo", UID: "u1"}}
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ct, v1alpha1.GroupVersion.WithKind("ClusterTool"))}
+	for _, c := range []struct {
+		snap v1alpha1.ToolSnapshot
+		want bool
+	}{
+		{v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindClusterTool, Name: "echo"}, true},
+		{v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo"}, false},
+		{v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindClusterTool, Name: "other"}, false},
+	} {
+		if got := pooledBy(pod, &c.snap); got != c.want {
+			t.Errorf("pooledBy(%s %s) = %v, want %v", c.snap.Kind, c.snap.Name, got, c.want)
+		}
+	}
+	if pooledBy(&corev1.Pod{}, &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo"}) {
+		t.Error("a Pod without an owner is no pool's")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -22,7 +23,7 @@ func FuzzBounded(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, repeat uint16, which uint8, sameContent bool) {
 		s = strings.Repeat(s, 1+int(repeat%128))
-		limit := []int{maxConditionMessage, pipeline.MaxResultErrorBytes, events.MaxNote, 64 + int(repeat)%4096}[which%4]
+		limit := []int{bounds.MaxConditionMessage, pipeline.MaxResultErrorBytes, events.MaxNote, 64 + int(repeat)%4096}[which%4]
 		out, cut := pipeline.Bounded(s, limit)
 		if cut != (len(s) > limit) || len(out) > limit || !cut && out != s {
 			t.Fatalf("bounded(%d bytes, %d) = %d bytes, cut %v", len(s), limit, len(out), cut)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -22,10 +23,6 @@ const (
 	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
 	// reconcile finds a call's children without scanning the namespace.
 	indexCallName = "index.callName"
-	// indexToolName indexes Tools by their resolved (model-facing) name, so that the Tool
-	// controller compares a Tool with its namesakes only, not with every Tool of the
-	// namespace (which made registering thousands of Tools quadratic).
-	indexToolName = "toolgate.dev/tool-name"
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
@@ -39,7 +36,7 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err != nil {
 		return err
 	}
-	err = indexer.IndexField(ctx, &v1alpha1.Tool{}, indexToolName, func(o client.Object) []string {
+	err = indexer.IndexField(ctx, &v1alpha1.Tool{}, registration.IndexToolName, func(o client.Object) []string {
 		t, ok := o.(*v1alpha1.Tool)
 		if !ok {
 			return nil

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/internal/notify"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/approvalevents"
@@ -99,5 +100,5 @@ func (r *ToolCallReconciler) card(call *v1alpha1.ToolCall, in pipeline.Input) st
 			return s
 		}
 	}
-	return in.Tool.Name + " " + boundedText(frozen.String(), maxFallbackCardArguments)
+	return in.Tool.Name + " " + bounds.Text(frozen.String(), maxFallbackCardArguments)
 }

@@ -6,8 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/google/go-cmp/cmp"
-
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -36,11 +34,6 @@ func testJobInput(mut func(*toolgatev1alpha1.ToolSpec)) podspec.Input {
 	return podspec.Input{Call: call, Tool: spec, Arguments: []byte(`{"text":"hi"}`), Digest: "sha256:abc", Attempt: 1}
 }
 
-func scratchNone(s *toolgatev1alpha1.ToolSpec) {
-	s.Body.RunnerInImage = true
-	s.Sandbox.Scratch = toolgatev1alpha1.ScratchNone
-}
-
 func containerIn(spec *corev1.PodSpec, name string) *corev1.Container {
 	for i := range spec.Containers {
 		if spec.Containers[i].Name == name {
@@ -62,5 +55,3 @@ func secretKeyRef(ref toolgatev1alpha1.CredentialKeySelector) *corev1.EnvVarSour
 	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name}, Key: ref.Key}}
 }
-
-func diff(a, b any) string { return cmp.Diff(a, b) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -77,22 +76,6 @@ func resolveDecision(err error) pipeline.Decision {
 		d.Reason = re.Reason
 	}
 	return d
-}
-
-// compileSchema compiles an optional schema: an absent one is nil (any value passes).
-func compileSchema(c *pipeline.Compiler, raw []byte) (*pipeline.Schema, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	return c.CompileSchema(raw)
-}
-
-// rawOf returns the bytes of an optional raw JSON field (nil when absent).
-func rawOf(ext *runtime.RawExtension) []byte {
-	if ext == nil {
-		return nil
-	}
-	return ext.Raw
 }
 
 // ruleMessage is the message the author of the policy rule that decided d wrote for the

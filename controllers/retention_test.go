@@ -312,25 +312,6 @@ func TestAuditRecoveredAfterAnAmbiguousWrite(t *testing.T) {
 	}
 }
 
-// The history limit keeps the newest by completion time and returns the rest.
-func TestHistoryBeyond(t *testing.T) {
-	now := time.Now()
-	var calls []*v1alpha1.ToolCall
-	for name, minutes := range map[string]time.Duration{"old": -3, "newest": 0, "mid": -1, "older": -4} {
-		calls = append(calls, finishedCall(name, now.Add(minutes*time.Minute)))
-	}
-	var names []string
-	for _, c := range beyond(calls, 2) {
-		names = append(names, c.Name)
-	}
-	if diff := cmp.Diff([]string{"old", "older"}, names); diff != "" {
-		t.Errorf("beyond (-want +got):\n%s", diff)
-	}
-	if got := beyond(calls, 0); got != nil {
-		t.Errorf("limit 0 deletes %d calls", len(got))
-	}
-}
-
 func typeName(o client.Object) string {
 	switch o.(type) {
 	case *v1alpha1.ToolCall:
@@ -364,7 +345,7 @@ func TestTransformJobAndPod(t *testing.T) {
 		Spec:   job.Spec.Template.Spec,
 		Status: corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.ToolContainerName}}}}
 	out, _ = TransformPod(pod)
-	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || toolContainerStatus(p) == nil || p.Annotations[podcontract.AnnotationCallName] != "c" {
+	if p := out.(*corev1.Pod); len(p.Spec.Containers) != 0 || podspec.ToolContainerStatus(p) == nil || p.Annotations[podcontract.AnnotationCallName] != "c" {
 		t.Errorf("cached Pod: spec %d containers, status %v, annotations %v", len(p.Spec.Containers), p.Status, p.Annotations)
 	}
 }

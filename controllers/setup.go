@@ -15,6 +15,9 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/history"
+	"github.com/toolgate/toolgate/controllers/registration"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/notify"
@@ -97,12 +100,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
 			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, keys: keys},
-		&WarmPoolReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, keys: keys},
-		&HistoryReconciler{Client: mgr.GetClient(), Options: opts.Call.Retention},
-		&ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
-		&ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
-		&ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
-		&ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
+		&history.Reconciler{Client: mgr.GetClient(), Succeeded: opts.Call.Retention.HistorySucceeded, Failed: opts.Call.Retention.HistoryFailed},
+		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&registration.ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
+		&registration.ToolScopeReconciler{Client: mgr.GetClient(), Recorder: rec},
+		&registration.ToolPolicyReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		// after the ToolCallReconciler: it uses the session index that one sets up
 		&workspace.Reconciler{Client: mgr.GetClient(), Clock: opts.Clock},
 	}

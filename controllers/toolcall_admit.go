@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -89,12 +91,12 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
 	call.Status.Tool = tool.snapshot
 	call.Status.CallLabels = maps.Clone(call.Labels)
-	params, err := compileSchema(r.Compiler, rawOf(tool.spec.Parameters))
+	params, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Parameters))
 	if err != nil {
 		return r.refuse(call, notReady("parameters", err), now)
 	}
 	// A result that could not be checked would be withheld: do not run the body for it.
-	if _, err := compileSchema(r.Compiler, rawOf(tool.spec.Output)); err != nil {
+	if _, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Output)); err != nil {
 		return r.refuse(call, notReady("output", err), now)
 	}
 	in := catalog.CallInput(call, nil)
@@ -216,7 +218,7 @@ func (r *ToolCallReconciler) setStage(call *v1alpha1.ToolCall, condType string, 
 }
 
 func (r *ToolCallReconciler) setCondition(call *v1alpha1.ToolCall, condType string, status metav1.ConditionStatus, reason, msg string) {
-	setStatusCondition(&call.Status.Conditions, metav1.Condition{
+	bounds.SetStatusCondition(&call.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -115,7 +116,7 @@ func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha
 	case d.Reason == pipeline.ReasonApprovalDigestMismatch:
 		reason, decided = v1alpha1.ReasonDigestMismatch, true
 	}
-	changed := setStatusCondition(&approval.Status.Conditions, metav1.Condition{
+	changed := bounds.SetStatusCondition(&approval.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionConsumed, Status: status, Reason: reason, Message: approvalMessage(call, d),
 		ObservedGeneration: approval.Generation, LastTransitionTime: metav1.NewTime(r.Clock.Now()),
 	})

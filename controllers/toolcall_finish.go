@@ -17,6 +17,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -117,7 +118,7 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
 		return final, d, nil
 	}
-	output, schemaErr := compileSchema(r.Compiler, rawOf(call.Status.Tool.Spec.Output))
+	output, schemaErr := registration.CompileSchema(r.Compiler, registration.RawOf(call.Status.Tool.Spec.Output))
 	reg, err := r.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		deadline := r.postExecuteDeadline(call)

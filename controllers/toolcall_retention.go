@@ -4,13 +4,10 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/controllers/history"
 )
 
 // RetentionOptions say how long finished calls are kept and what their audit record holds.
@@ -52,12 +49,6 @@ const DefaultMaxTTL = 7 * 24 * time.Hour
 func DefaultRetentionOptions() RetentionOptions {
 	return RetentionOptions{TTL: 24 * time.Hour, MinTTL: DefaultMinTTL, MaxTTL: DefaultMaxTTL}
 }
-
-// Reasons a finished call is deleted, the label of toolgate_toolcalls_deleted_total.
-const (
-	deletedTTL     = "ttl"
-	deletedHistory = "history"
-)
 
 // effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished
 // raised to the operator's floor (MinTTL), else its tool snapshot's
@@ -127,47 +118,5 @@ func (r *ToolCallReconciler) expire(ctx context.Context, call *v1alpha1.ToolCall
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	return ctrl.Result{}, deleteFinished(ctx, r.Client, call, deletedTTL)
-}
-
-// deleteFinished deletes a terminal call (only that incarnation: a uid precondition) with
-// background propagation: the garbage collector then deletes what the call owns — its Jobs
-// (controller reference), their Pods (the Jobs' own), and the ToolCallApproval that
-// `toolgate approve` or the test kit bound to it (a non-controller reference). An approval
-// bound to the call by spec.callUID but written without that reference is deleted here.
-func deleteFinished(ctx context.Context, c client.Client, call *v1alpha1.ToolCall, why string) error {
-	if err := deleteUnownedApproval(ctx, c, call); err != nil {
-		return err
-	}
-	uid := call.UID
-	err := c.Delete(ctx, call, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &uid})
-	if err = client.IgnoreNotFound(err); err != nil {
-		return err
-	}
-	metrics.Deleted.WithLabelValues(why).Inc()
-	ctrl.LoggerFrom(ctx).V(1).Info("deleted a finished call", "why", why, "completionTime", call.Status.CompletionTime)
-	return nil
-}
-
-// deleteUnownedApproval deletes the approval named after call when it answered this call
-// (spec.callUID) but holds no ownerReference to it, so garbage collection would leave it.
-func deleteUnownedApproval(ctx context.Context, c client.Client, call *v1alpha1.ToolCall) error {
-	approval := &v1alpha1.ToolCallApproval{}
-	if err := c.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: call.Name}, approval); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if approval.Spec.CallUID != string(call.UID) || ownedBy(approval, call.UID) || !approval.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	uid := approval.UID
-	return client.IgnoreNotFound(c.Delete(ctx, approval, client.Preconditions{UID: &uid}))
-}
-
-func ownedBy(o metav1.Object, uid types.UID) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
+	return ctrl.Result{}, history.DeleteFinished(ctx, r.Client, call, history.DeletedTTL)
 }

@@ -84,6 +84,24 @@ var rules = []rule{
 		forbidden: []string{"k8s.io/", "sigs.k8s.io/"},
 		allowed:   []string{"controllers/internal/coalesce"},
 	},
+	{
+		pkg:            "controllers/warmpool/...",
+		why:            "the warm pools: controllers (the ToolCall reconciler) uses it, never the reverse",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/registration/...",
+		why:            "the registration reconcilers: controllers (the ToolCall reconciler) uses them, never the reverse",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/history/...",
+		why:            "the call history: controllers (the ToolCall reconciler) uses it, never the reverse",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
+	},
 }
 
 // controllers is the reconcilers' package: the packages split out of it may not import it.
@@ -146,4 +164,15 @@ func goList(t *testing.T, args ...string) []string {
 		t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestForbiddenExact: a path forbidden exactly is that package only, not the packages under it.
+func TestForbiddenExact(t *testing.T) {
+	r := rule{forbiddenExact: []string{controllers}, allowed: []string{"controllers"}}
+	if r.forbids(controllers) == "" {
+		t.Error("controllers itself must be forbidden")
+	}
+	if why := r.forbids(controllers + "/warmpool"); why != "" {
+		t.Errorf("controllers/warmpool must be allowed, got %q", why)
+	}
 }

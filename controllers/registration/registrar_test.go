@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func TestToolAndClusterToolRegisterAlike(t *testing.T) {
 			tool("broken", old, spec("", `{"type": 7}`), ""), tool("other", old, spec("", ""), ""),
 			tool("lost", old, spec("", ""), "nowhere")}
 		c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1alpha1.Tool{}).
-			WithIndex(&v1alpha1.Tool{}, indexToolName, func(o client.Object) []string {
+			WithIndex(&v1alpha1.Tool{}, IndexToolName, func(o client.Object) []string {
 				return []string{catalog.ToolName(&o.(*v1alpha1.Tool).Spec.ToolSpec, o.GetName())}
 			}).Build()
 		r := &ToolReconciler{Client: c, Recorder: events.NewFakeRecorder(100), Compiler: compiler}

@@ -1,4 +1,7 @@
-package controllers
+// Package history trims the history of finished ToolCalls: per namespace, at most a number
+// of Succeeded and of Failed or Denied calls are kept (Reconciler), and DeleteFinished is the
+// one way a finished call is deleted, by this trim or when its TTL passed (controllers).
+package history
 
 import (
 	"context"
@@ -16,28 +19,30 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// HistoryReconciler keeps, per namespace, at most HistorySucceeded Succeeded calls and
-// HistoryFailed Failed or Denied calls (0: no limit) and deletes the others, as CronJob's
-// successfulJobsHistoryLimit and failedJobsHistoryLimit do for Jobs; which calls go is
-// shared fairly between requesters (beyond). It works per namespace: every call that is (or becomes) terminal enqueues its
-// namespace, and the queue folds a burst of them into one pass over the namespace's cached
-// calls.
-type HistoryReconciler struct {
+// Reconciler keeps, per namespace, at most its Succeeded limit of the calls that
+// succeeded and its Failed limit of those that failed or were denied (0: no limit) and
+// deletes the others, as CronJob's successfulJobsHistoryLimit and failedJobsHistoryLimit do
+// for Jobs; which calls go is shared fairly between requesters (beyond). It works per
+// namespace: every call that is (or becomes) terminal enqueues its namespace, and the queue
+// folds a burst of them into one pass over the namespace's cached calls.
+type Reconciler struct {
 	client.Client
-	Options RetentionOptions
+	// Succeeded and Failed are the operator's history limits (RetentionOptions'
+	// HistorySucceeded and HistoryFailed in controllers); both 0: the reconciler is not set up.
+	Succeeded, Failed int
 }
 
 // Reconcile trims one namespace's history (the request's Name is empty).
-func (r *HistoryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	calls := &v1alpha1.ToolCallList{}
 	if err := r.List(ctx, calls, client.InNamespace(req.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	succeeded, failed := finishedByClass(calls.Items)
-	for _, over := range [][]*v1alpha1.ToolCall{beyond(succeeded, r.Options.HistorySucceeded), beyond(failed, r.Options.HistoryFailed)} {
+	for _, over := range [][]*v1alpha1.ToolCall{beyond(succeeded, r.Succeeded), beyond(failed, r.Failed)} {
 		for _, call := range over {
 			// A copy: the listed objects are the cache's own (UnsafeDisableDeepCopy).
-			if err := deleteFinished(ctx, r.Client, call.DeepCopy(), deletedHistory); err != nil {
+			if err := DeleteFinished(ctx, r.Client, call.DeepCopy(), DeletedHistory); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
@@ -140,6 +145,7 @@ func newer(a, b *v1alpha1.ToolCall) bool {
 	return a.Name > b.Name
 }
 
+// finishedAt is when the call finished (its creation time when it has no completion time).
 func finishedAt(call *v1alpha1.ToolCall) time.Time {
 	if call.Status.CompletionTime != nil {
 		return call.Status.CompletionTime.Time
@@ -148,8 +154,8 @@ func finishedAt(call *v1alpha1.ToolCall) time.Time {
 }
 
 // SetupWithManager registers the reconciler when a limit is set.
-func (r *HistoryReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Options.HistorySucceeded <= 0 && r.Options.HistoryFailed <= 0 {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Succeeded <= 0 && r.Failed <= 0 {
 		return nil
 	}
 	return ctrl.NewControllerManagedBy(mgr).

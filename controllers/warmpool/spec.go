@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// podSpecMismatch says how a pool Pod's live spec differs from the spec its pool builds
+// PodSpecMismatch says how a pool Pod's live spec differs from the spec its pool builds
 // (warmPodSpec), "" when it does not: labels and owners say which pool a Pod is in, but
 // anyone who can patch Pods can write them, so only the spec the kubelet runs says which
 // body it is. It compares what decides the body and its sandbox — containers (image,
@@ -17,7 +17,7 @@ import (
 // class, volumes, host namespaces, token and service links — semantically (quantities),
 // and no ephemeral container may have been added. Fields the API server or admission
 // fill in (scheduling, service account, defaults) are not compared.
-func podSpecMismatch(live, want *corev1.PodSpec) string {
+func PodSpecMismatch(live, want *corev1.PodSpec) string {
 	if len(live.EphemeralContainers) > 0 {
 		return "an ephemeral container was added"
 	}
@@ -49,6 +49,7 @@ func podSpecMismatch(live, want *corev1.PodSpec) string {
 	return ""
 }
 
+// containersMismatch says how the live containers of a kind differ from want ("" when not).
 func containersMismatch(kind string, live, want []corev1.Container) string {
 	if len(live) != len(want) {
 		return fmt.Sprintf("%d %ss, want %d", len(live), kind, len(want))

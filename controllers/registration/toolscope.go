@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -47,7 +48,7 @@ func (r *ToolScopeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	desired := scope.Status.DeepCopy()
 	desired.ObservedGeneration = scope.Generation
 	desired.Chain = chain
-	setStatusCondition(&desired.Conditions, cond)
+	bounds.SetStatusCondition(&desired.Conditions, cond)
 	if desired.ObservedGeneration == scope.Status.ObservedGeneration && slices.Equal(desired.Chain, scope.Status.Chain) &&
 		conditionsEqual(desired.Conditions, scope.Status.Conditions) {
 		return ctrl.Result{}, nil

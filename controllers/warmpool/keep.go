@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// poolRef is one warm pool: the Pods its owner (a Tool, or a ClusterTool) keeps in one
+// Pool is one warm pool: the Pods its owner (a Tool, or a ClusterTool) keeps in one
 // namespace. A Tool has one pool, in its namespace; a ClusterTool one per namespace of
 // spec.warmPool.namespaces.
-type poolRef struct {
+type Pool struct {
 	owner     client.Object
 	kind      v1alpha1.ToolKind
 	namespace string
@@ -30,21 +30,23 @@ type poolRef struct {
 	size      int
 }
 
-func toolPool(tool *v1alpha1.Tool, size int) poolRef {
-	return poolRef{owner: tool, kind: v1alpha1.ToolKindTool, namespace: tool.Namespace, spec: &tool.Spec.ToolSpec, size: size}
+// ToolPool is a Tool's pool of size Pods, in its namespace.
+func ToolPool(tool *v1alpha1.Tool, size int) Pool {
+	return Pool{owner: tool, kind: v1alpha1.ToolKindTool, namespace: tool.Namespace, spec: &tool.Spec.ToolSpec, size: size}
 }
 
-func clusterToolPool(tool *v1alpha1.ClusterTool, namespace string, size int) poolRef {
-	return poolRef{owner: tool, kind: v1alpha1.ToolKindClusterTool, namespace: namespace, spec: &tool.Spec, size: size}
+// ClusterToolPool is a ClusterTool's pool of size Pods in namespace.
+func ClusterToolPool(tool *v1alpha1.ClusterTool, namespace string, size int) Pool {
+	return Pool{owner: tool, kind: v1alpha1.ToolKindClusterTool, namespace: namespace, spec: &tool.Spec, size: size}
 }
 
 // name is the tool's model-facing name (the metrics' tool label).
-func (p poolRef) name() string { return catalog.ToolName(p.spec, p.owner.GetName()) }
+func (p Pool) name() string { return catalog.ToolName(p.spec, p.owner.GetName()) }
 
 // keep brings one pool to its size: Pods of another template, Pods that ended and Pods
 // idle past maxIdle are retired, missing ones created. It returns when the oldest kept Pod
 // reaches maxIdle (0: no Pod kept).
-func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration, error) {
+func (r *Reconciler) keep(ctx context.Context, p Pool) (time.Duration, error) {
 	pods, err := r.poolPods(ctx, p)
 	if err != nil {
 		return 0, err
@@ -58,7 +60,7 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 		// A Pod moved into this pool (its labels and owner patched) whose spec is another
 		// body's is never kept, hence never claimed.
 		ours := pod.Labels[podcontract.LabelTemplate] == digest && r.specFits(ctx, p, pod, &want)
-		if len(keep) < p.size && ours && !poolPodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
+		if len(keep) < p.size && ours && !PodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
 			keep = append(keep, pod)
 			continue
 		}
@@ -85,7 +87,7 @@ func (r *WarmPoolReconciler) keep(ctx context.Context, p poolRef) (time.Duration
 }
 
 // poolPods are the pool's unclaimed Pods that are not being deleted, read live.
-func (r *WarmPoolReconciler) poolPods(ctx context.Context, p poolRef) ([]*corev1.Pod, error) {
+func (r *Reconciler) poolPods(ctx context.Context, p Pool) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.APIReader.List(ctx, list, client.InNamespace(p.namespace),
 		client.MatchingLabels{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelPool: podspec.ToolLabelValue(p.owner.GetName())}); err != nil {
@@ -108,8 +110,8 @@ func unclaimedOf(pods []corev1.Pod, owner client.Object) []*corev1.Pod {
 
 // specFits reports whether the pool Pod's live spec (the pool is listed live, specs and all)
 // is the one its pool builds; a Pod that is not is counted and logged here, and retired.
-func (r *WarmPoolReconciler) specFits(ctx context.Context, p poolRef, pod *corev1.Pod, want *corev1.PodSpec) bool {
-	why := podSpecMismatch(&pod.Spec, want)
+func (r *Reconciler) specFits(ctx context.Context, p Pool, pod *corev1.Pod, want *corev1.PodSpec) bool {
+	why := PodSpecMismatch(&pod.Spec, want)
 	if why == "" {
 		return true
 	}
@@ -119,7 +121,7 @@ func (r *WarmPoolReconciler) specFits(ctx context.Context, p poolRef, pod *corev
 }
 
 // retire deletes a pool Pod unless it changed since it was read (a claim).
-func (r *WarmPoolReconciler) retire(ctx context.Context, pod *corev1.Pod) error {
+func (r *Reconciler) retire(ctx context.Context, pod *corev1.Pod) error {
 	uid, rv := pod.UID, pod.ResourceVersion
 	err := r.Delete(ctx, pod, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	r.refilled.Delete(pod.UID)
@@ -129,12 +131,13 @@ func (r *WarmPoolReconciler) retire(ctx context.Context, pod *corev1.Pod) error 
 	return err
 }
 
-func (r *WarmPoolReconciler) createPoolPod(ctx context.Context, p poolRef) error {
+// createPoolPod creates one Pod of the pool, once its namespace has a frame key Secret.
+func (r *Reconciler) createPoolPod(ctx context.Context, p Pool) error {
 	// The Pod reads the namespace's frame master from its Secret: it must exist first.
-	if _, err := r.frameKeys().Ensure(ctx, p.namespace); err != nil {
+	if _, err := r.Keys.Ensure(ctx, p.namespace); err != nil {
 		return err
 	}
-	pod := buildWarmPod(p, r.Job)
+	pod := BuildPod(p, r.Job)
 	if err := controllerutil.SetControllerReference(p.owner, pod, r.Scheme); err != nil {
 		return err
 	}
@@ -142,11 +145,11 @@ func (r *WarmPoolReconciler) createPoolPod(ctx context.Context, p poolRef) error
 }
 
 // record sets the pool's gauges and observes each kept Pod's refill latency once.
-func (r *WarmPoolReconciler) record(p poolRef, keep []*corev1.Pod) {
+func (r *Reconciler) record(p Pool, keep []*corev1.Pod) {
 	name, kind := p.name(), string(p.kind)
 	ready := 0
 	for _, pod := range keep {
-		if !podReady(pod) {
+		if !PodReady(pod) {
 			continue
 		}
 		ready++

@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"strings"
@@ -10,15 +10,22 @@ import (
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/google/go-cmp/cmp"
+
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
+// warmTestTool is a Tool "echo" in namespace agents, changed by mut.
 func warmTestTool(mut func(*toolgatev1alpha1.ToolSpec)) *toolgatev1alpha1.Tool {
-	in := testJobInput(mut)
-	return &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "agents"},
-		Spec: toolgatev1alpha1.NamespacedToolSpec{ToolSpec: *in.Tool}}
+	tool := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "agents"}}
+	tool.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
+	tool.Spec.Body = toolgatev1alpha1.ToolBody{Image: "example/echo:1", Command: []string{"/echo"}}
+	if mut != nil {
+		mut(&tool.Spec.ToolSpec)
+	}
+	return tool
 }
 
 func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
@@ -30,9 +37,11 @@ func TestWarmPodPassesPodSecurityRestricted(t *testing.T) {
 	for name, tool := range map[string]*toolgatev1alpha1.Tool{
 		"init-container":  warmTestTool(nil),
 		"runner-in-image": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) { s.Body.RunnerInImage = true }),
-		"scratch-none":    warmTestTool(scratchNone),
+		"scratch-none": warmTestTool(func(s *toolgatev1alpha1.ToolSpec) {
+			s.Body.RunnerInImage, s.Sandbox.Scratch = true, toolgatev1alpha1.ScratchNone
+		}),
 	} {
-		pod := buildWarmPod(toolPool(tool, 1), podspec.DefaultOptions())
+		pod := BuildPod(ToolPool(tool, 1), podspec.DefaultOptions())
 		for _, r := range evaluator.EvaluatePod(level, &pod.ObjectMeta, &pod.Spec) {
 			if !r.Allowed {
 				t.Errorf("%s: restricted profile forbids: %s: %s", name, r.ForbiddenReason, r.ForbiddenDetail)
@@ -58,7 +67,7 @@ func TestWarmTemplateDigest(t *testing.T) {
 	if podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts) == podspec.WarmTemplateDigest(&a.Spec.ToolSpec, opts2) {
 		t.Error("an operator Pod setting change must change the template")
 	}
-	if got := len(buildWarmPod(toolPool(a, 1), opts).Labels[podcontract.LabelTemplate]); got != 32 {
+	if got := len(BuildPod(ToolPool(a, 1), opts).Labels[podcontract.LabelTemplate]); got != 32 {
 		t.Errorf("template label length %d", got)
 	}
 }
@@ -67,10 +76,10 @@ func TestClaimDeadline(t *testing.T) {
 	spec := &toolgatev1alpha1.ToolSpec{Timeout: &metav1.Duration{Duration: 2 * time.Second}}
 	now := time.Now()
 	pod := &corev1.Pod{Status: corev1.PodStatus{StartTime: &metav1.Time{Time: now.Add(-90500 * time.Millisecond)}}}
-	if got := claimDeadline(pod, spec, now); got != 91+2 {
+	if got := ClaimDeadline(pod, spec, now); got != 91+2 {
 		t.Errorf("deadline %d, want 93 (91 s run, rounded up, + 2 s timeout)", got)
 	}
-	if got := claimDeadline(&corev1.Pod{}, spec, now); got != 2 {
+	if got := ClaimDeadline(&corev1.Pod{}, spec, now); got != 2 {
 		t.Errorf("deadline without a start time %d, want 2", got)
 	}
 }
@@ -82,40 +91,19 @@ func TestClusterToolPoolPodIsTheSameInEveryNamespace(t *testing.T) {
 	tool := warmTestTool(nil)
 	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo"}, Spec: tool.Spec.ToolSpec}
 	opts := podspec.DefaultOptions()
-	a := buildWarmPod(clusterToolPool(ct, "team-a", 1), opts)
-	b := buildWarmPod(clusterToolPool(ct, "team-b", 1), opts)
+	a := BuildPod(ClusterToolPool(ct, "team-a", 1), opts)
+	b := BuildPod(ClusterToolPool(ct, "team-b", 1), opts)
 	if a.Namespace != "team-a" || b.Namespace != "team-b" {
 		t.Fatalf("namespaces %q %q", a.Namespace, b.Namespace)
 	}
-	if d := diff(a.Spec, b.Spec); d != "" {
+	if d := cmp.Diff(a.Spec, b.Spec); d != "" {
 		t.Errorf("a ClusterTool's pool Pod differs between namespaces:\n%s", d)
 	}
-	if d := diff(a.Labels, b.Labels); d != "" {
+	if d := cmp.Diff(a.Labels, b.Labels); d != "" {
 		t.Errorf("labels differ between namespaces:\n%s", d)
 	}
-	if d := diff(a.Spec, buildWarmPod(toolPool(tool, 1), opts).Spec); d != "" {
+	if d := cmp.Diff(a.Spec, BuildPod(ToolPool(tool, 1), opts).Spec); d != "" {
 		t.Errorf("a ClusterTool's pool Pod differs from a Tool's of the same spec:\n%s", d)
-	}
-}
-
-func TestPooledBy(t *testing.T) {
-	pod := &corev1.Pod{}
-	ct := &toolgatev1alpha1.ClusterTool{ObjectMeta: metav1.ObjectMeta{Name: "echo", UID: "u1"}}
-	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(ct, toolgatev1alpha1.GroupVersion.WithKind("ClusterTool"))}
-	for _, c := range []struct {
-		snap toolgatev1alpha1.ToolSnapshot
-		want bool
-	}{
-		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindClusterTool, Name: "echo"}, true},
-		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindTool, Name: "echo"}, false},
-		{toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindClusterTool, Name: "other"}, false},
-	} {
-		if got := pooledBy(pod, &c.snap); got != c.want {
-			t.Errorf("pooledBy(%s %s) = %v, want %v", c.snap.Kind, c.snap.Name, got, c.want)
-		}
-	}
-	if pooledBy(&corev1.Pod{}, &toolgatev1alpha1.ToolSnapshot{Kind: toolgatev1alpha1.ToolKindTool, Name: "echo"}) {
-		t.Error("a Pod without an owner is no pool's")
 	}
 }
 

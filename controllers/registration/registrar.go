@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -131,8 +132,8 @@ func duplicateCondition(winnerKey string) metav1.Condition {
 
 // specCondition checks what can be checked of a spec alone: its schemas and expressions.
 func specCondition(c *pipeline.Compiler, spec *v1alpha1.ToolSpec) metav1.Condition {
-	for what, raw := range map[string][]byte{"parameters": rawOf(spec.Parameters), "output": rawOf(spec.Output)} {
-		if _, err := compileSchema(c, raw); err != nil {
+	for what, raw := range map[string][]byte{"parameters": RawOf(spec.Parameters), "output": RawOf(spec.Output)} {
+		if _, err := CompileSchema(c, raw); err != nil {
 			return metav1.Condition{Type: v1alpha1.ConditionRegistered, Status: metav1.ConditionFalse,
 				Reason: v1alpha1.ReasonSchemaInvalid, Message: what + ": " + err.Error()}
 		}
@@ -156,7 +157,7 @@ func registeredStatus(spec *v1alpha1.ToolSpec, objName string, generation int64,
 		ResolvedName:       catalog.ToolName(spec, objName),
 	}
 	cond.ObservedGeneration = generation
-	setStatusCondition(&out.Conditions, cond)
+	bounds.SetStatusCondition(&out.Conditions, cond)
 	return out
 }
 

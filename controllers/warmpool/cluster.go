@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 // deleted) is skipped and named in the ClusterTool's WarmPool condition; its creation
 // brings the ClusterTool back (the Namespace watch). Pods of a namespace dropped from the
 // list, and every Pod once the pool is removed, are retired as a Tool's stale Pods are.
-type clusterPools struct{ *WarmPoolReconciler }
+type clusterPools struct{ *Reconciler }
 
 // Reconcile brings one ClusterTool's pools to their size.
 func (r clusterPools) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -45,7 +45,7 @@ func (r clusterPools) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	if !tool.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // the garbage collector takes the pools with the ClusterTool
 	}
-	size := warmPoolSize(&tool.Spec)
+	size := Size(&tool.Spec)
 	if !meta.IsStatusConditionTrue(tool.Status.Conditions, v1alpha1.ConditionRegistered) {
 		size = 0 // its calls are refused: idle Pods would only cost
 	}
@@ -89,7 +89,7 @@ func (r clusterPools) keepListed(ctx context.Context, tool *v1alpha1.ClusterTool
 			continue
 		}
 		pass.served = append(pass.served, ns)
-		p := clusterToolPool(tool, ns, size)
+		p := ClusterToolPool(tool, ns, size)
 		pass.gauges = append(pass.gauges, gaugeKey{ns, p.name()})
 		d, err := r.keep(ctx, p)
 		if err != nil {
@@ -160,7 +160,7 @@ func (r clusterPools) forgetGauges(name string, now []gaugeKey) {
 // setupClusterPools watches ClusterTools, the Pods they own (a claim changes the owner,
 // which brings the ClusterTool back for a refill) and Namespaces (metadata only: a listed
 // namespace that appears, or goes, brings back the ClusterTools that list it).
-func (r *WarmPoolReconciler) setupClusterPools(mgr ctrl.Manager) error {
+func (r *Reconciler) setupClusterPools(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ClusterTool{}).
 		Owns(&corev1.Pod{}).
@@ -169,7 +169,7 @@ func (r *WarmPoolReconciler) setupClusterPools(mgr ctrl.Manager) error {
 		Complete(clusterPools{r})
 }
 
-func (r *WarmPoolReconciler) listingNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *Reconciler) listingNamespace(ctx context.Context, o client.Object) []reconcile.Request {
 	tools := &v1alpha1.ClusterToolList{}
 	if err := r.List(ctx, tools); err != nil {
 		return nil

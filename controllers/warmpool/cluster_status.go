@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 )
 
@@ -40,7 +41,7 @@ func (r clusterPools) writePoolCondition(ctx context.Context, tool *v1alpha1.Clu
 	conds := append([]metav1.Condition(nil), tool.Status.Conditions...)
 	changed := false
 	if pooled {
-		changed = setStatusCondition(&conds, poolCondition(tool.Generation, listed, missing))
+		changed = bounds.SetStatusCondition(&conds, poolCondition(tool.Generation, listed, missing))
 	} else {
 		changed = meta.RemoveStatusCondition(&conds, v1alpha1.ConditionWarmPool)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // ClusterToolReconciler registers ClusterTools, the global layer. It is the registrar
-// (tool_registrar.go) with the ClusterTool kind.
+// (registrar.go) with the ClusterTool kind.
 type ClusterToolReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder

@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // ToolReconciler registers namespaced Tools: the resolved name, the spec digest, schema
 // checks, the scope's existence, and loud duplicate detection (the oldest keeps the name).
-// It is the registrar (tool_registrar.go) with the Tool kind.
+// It is the registrar (registrar.go) with the Tool kind.
 type ToolReconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
@@ -54,7 +54,7 @@ var toolKindTool = toolKind[*v1alpha1.Tool]{
 	index:        func(regs []pipeline.Registration) *pipeline.Index { return pipeline.NewIndex(nil, regs, nil) },
 	namesakes: func(ctx context.Context, c client.Reader, t *v1alpha1.Tool) ([]*v1alpha1.Tool, error) {
 		return listTools(ctx, c, t.Namespace, func(*v1alpha1.Tool) bool { return true },
-			client.MatchingFields{indexToolName: catalog.ToolName(&t.Spec.ToolSpec, t.Name)})
+			client.MatchingFields{IndexToolName: catalog.ToolName(&t.Spec.ToolSpec, t.Name)})
 	},
 	refusal: func(ctx context.Context, c client.Reader, t *v1alpha1.Tool) *metav1.Condition {
 		if t.Spec.Scope == "" {

@@ -1,4 +1,4 @@
-package controllers
+package history
 
 import (
 	"fmt"
@@ -7,9 +7,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
+
+// finishedCall is a Succeeded call that completed at completed.
+func finishedCall(name string, completed time.Time) *v1alpha1.ToolCall {
+	return &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+		Status: v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseSucceeded, CompletionTime: &metav1.Time{Time: completed}}}
+}
 
 // historyOf makes calls of one requester, named <requester><i>, finished at the given
 // minutes (relative to now; larger is newer).
@@ -101,4 +108,23 @@ func names(prefix string, from, to int) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// The history limit keeps the newest by completion time and returns the rest.
+func TestHistoryBeyond(t *testing.T) {
+	now := time.Now()
+	var calls []*v1alpha1.ToolCall
+	for name, minutes := range map[string]time.Duration{"old": -3, "newest": 0, "mid": -1, "older": -4} {
+		calls = append(calls, finishedCall(name, now.Add(minutes*time.Minute)))
+	}
+	var names []string
+	for _, c := range beyond(calls, 2) {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{"old", "older"}, names); diff != "" {
+		t.Errorf("beyond (-want +got):\n%s", diff)
+	}
+	if got := beyond(calls, 0); got != nil {
+		t.Errorf("limit 0 deletes %d calls", len(got))
+	}
 }

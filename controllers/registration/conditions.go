@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -1,4 +1,4 @@
-package controllers
+package warmpool
 
 import (
 	"math"
@@ -10,6 +10,7 @@ import (
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/podspec"
+	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -18,17 +19,18 @@ const (
 	defaultMaxIdle = 10 * time.Minute
 )
 
-// warmPoolSize is the pool a Tool spec asks for (0: none).
-func warmPoolSize(spec *toolgatev1alpha1.ToolSpec) int {
+// Size is the pool a Tool spec asks for (0: none).
+func Size(spec *toolgatev1alpha1.ToolSpec) int {
 	if spec == nil || spec.WarmPool == nil || spec.WarmPool.Size <= 0 {
 		return 0
 	}
-	if hasCredentials(spec.Body) {
+	if len(catalog.Credentials(spec.Body)) > 0 {
 		return 0 // the API refuses it (CEL): a pool Pod must never hold a Secret value before its call
 	}
 	return int(spec.WarmPool.Size)
 }
 
+// warmMaxIdle is how long a pool Pod may wait for a call before it is replaced.
 func warmMaxIdle(spec *toolgatev1alpha1.ToolSpec) time.Duration {
 	if spec.WarmPool == nil || spec.WarmPool.MaxIdle == nil || spec.WarmPool.MaxIdle.Duration <= 0 {
 		return defaultMaxIdle
@@ -36,10 +38,10 @@ func warmMaxIdle(spec *toolgatev1alpha1.ToolSpec) time.Duration {
 	return spec.WarmPool.MaxIdle.Duration
 }
 
-// buildWarmPod is one Pod of a pool, in the pool's namespace (the owner reference is set
+// BuildPod is one Pod of a pool, in the pool's namespace (the owner reference is set
 // by the caller). Nothing in it depends on the namespace: a ClusterTool's Pods are the same
 // in each, as its cold Pods are.
-func buildWarmPod(p poolRef, opts podspec.Options) *corev1.Pod {
+func BuildPod(p Pool, opts podspec.Options) *corev1.Pod {
 	name := p.name()
 	prefix := strings.TrimRight(truncate(p.owner.GetName(), 40), ".-") + "-warm-"
 	return &corev1.Pod{
@@ -59,6 +61,7 @@ func buildWarmPod(p poolRef, opts podspec.Options) *corev1.Pod {
 	}
 }
 
+// truncate is s cut to at most n bytes.
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
@@ -66,10 +69,10 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// claimDeadline is the activeDeadlineSeconds a claimed Pod gets: the seconds it has
+// ClaimDeadline is the activeDeadlineSeconds a claimed Pod gets: the seconds it has
 // already run (counted, as the kubelet counts, from status.startTime) plus the call's
 // timeout, so the kubelet kills an overrunning body exactly as it would a cold Pod's.
-func claimDeadline(pod *corev1.Pod, spec *toolgatev1alpha1.ToolSpec, now time.Time) int64 {
+func ClaimDeadline(pod *corev1.Pod, spec *toolgatev1alpha1.ToolSpec, now time.Time) int64 {
 	ran := int64(0)
 	if pod.Status.StartTime != nil {
 		ran = int64(math.Ceil(now.Sub(pod.Status.StartTime.Time).Seconds()))
@@ -77,8 +80,8 @@ func claimDeadline(pod *corev1.Pod, spec *toolgatev1alpha1.ToolSpec, now time.Ti
 	return max(ran, 0) + podspec.TimeoutSeconds(spec)
 }
 
-// podReady reports the Pod's Ready condition.
-func podReady(pod *corev1.Pod) bool {
+// PodReady reports the Pod's Ready condition.
+func PodReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

@@ -1,4 +1,4 @@
-package controllers
+package registration
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -37,7 +38,7 @@ func (r *ToolPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	desired := policy.Status.DeepCopy()
 	desired.ObservedGeneration = policy.Generation
-	setStatusCondition(&desired.Conditions, cond)
+	bounds.SetStatusCondition(&desired.Conditions, cond)
 	if desired.ObservedGeneration == policy.Status.ObservedGeneration && conditionsEqual(desired.Conditions, policy.Status.Conditions) {
 		return ctrl.Result{}, nil
 	}
