@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,56 +21,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/controllers/internal/coalesce"
 	"github.com/toolgate/toolgate/controllers/netisolation"
-	"github.com/toolgate/toolgate/controllers/workspace"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/internal/notify"
-	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
-// CallOptions are the operator-wide settings of the ToolCall pipeline.
-type CallOptions struct {
-	// Job configures the Jobs that run tool bodies.
-	Job podspec.Options
-	// MaxArgumentBytes bounds a call's arguments (pipeline default when zero). The arguments
-	// reach the body in one environment variable, which Linux bounds at 128 KiB.
-	MaxArgumentBytes int
-	// DeadlineGrace is added to an attempt's timeout before the operator itself ends an
-	// attempt that no Job or Pod reported on: the last line of "every call ends". It also
-	// bounds how long, after its grace period, a stopped attempt's Pod that has not confirmed
-	// it stopped holds its call (toolcall_stopping.go).
-	DeadlineGrace time.Duration
-	// JobRetention is how long a Job (and its Pod, for logs) is kept after its attempt's
-	// outcome was recorded; then the operator deletes it. Tool Jobs have no
-	// ttlSecondsAfterFinished: nothing else deletes a Job whose result is not recorded.
-	JobRetention time.Duration
-	// Workers is how many calls are reconciled at once (different calls only).
-	Workers int
-	// LogReadTimeout bounds one pods/log read of a result carried in the Pod log; a read
-	// that takes longer ends the attempt ResultUnreadable.
-	LogReadTimeout time.Duration
-	// NetworkPolicy says how sandbox.network is made real before a Job is created.
-	NetworkPolicy netisolation.Options
-	// EgressProxy points tools with sandbox.egress at the egress proxy (controllers/egressgrant).
-	EgressProxy egressgrant.ProxyOptions
-	// Retention says when finished calls are deleted and what the audit record holds.
-	Retention RetentionOptions
-	// Workspace configures session workspaces (controllers/workspace).
-	Workspace workspace.Options
-}
+// CallOptions are the operator-wide settings of the ToolCall pipeline (controllers/options).
+type CallOptions = options.Call
 
 // DefaultCallOptions are the settings used when the manager is given none.
-func DefaultCallOptions() CallOptions {
-	return CallOptions{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
-		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetentionOptions()}
-}
+func DefaultCallOptions() CallOptions { return options.DefaultCall() }
 
 // ToolCallReconciler walks a ToolCall through the pipeline: the pure stages in one pass and
 // one status write, then the Job, then the outcome and one final status write.

@@ -8,47 +8,22 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/history"
+	"github.com/toolgate/toolgate/controllers/options"
 )
 
-// RetentionOptions say how long finished calls are kept and what their audit record holds.
-type RetentionOptions struct {
-	// TTL is the operator-wide default ttlSecondsAfterFinished of calls whose spec and tool
-	// set none; 0 keeps such calls forever (no default TTL).
-	TTL time.Duration
-	// MinTTL is the floor of a call's own spec.ttlSecondsAfterFinished: retention is the
-	// platform's, so a caller may keep its call longer, never shorter than this (0: no
-	// floor). It does not bound the tool's callTTLSecondsAfterFinished nor TTL, which the
-	// platform sets itself.
-	MinTTL time.Duration
-	// MaxTTL is the ceiling of every TTL an object sets (the call's, raised to MinTTL, and
-	// its tool's callTTLSecondsAfterFinished) and of an expiry already recorded: etcd's
-	// room is the platform's, and an int32 of seconds reaches 2094. 0: no ceiling (the
-	// manager refuses 0; TTL is checked against it when the flags are read).
-	MaxTTL time.Duration
-	// HistorySucceeded and HistoryFailed keep, per namespace, at most that many Succeeded
-	// calls and Failed or Denied calls (the most recently finished); 0: no limit.
-	HistorySucceeded, HistoryFailed int
-	// AuditIncludeContent puts the arguments and the result content into the audit record.
-	AuditIncludeContent bool
-}
+// RetentionOptions say how long finished calls are kept and what their audit record holds
+// (controllers/options).
+type RetentionOptions = options.Retention
 
-// DefaultMinTTL is the default floor of a call's own TTL: long enough for the client that
-// waits on the call (the CLI, the MCP gateway) and a person who looks at it right after to
-// read its frozen result, however short a TTL the caller asked for.
-const DefaultMinTTL = 5 * time.Minute
-
-// DefaultMaxTTL is the default ceiling of a call's TTL: a week, so that a review after a
-// weekend or a holiday still finds the call, while agents asking for years cannot make etcd
-// hold their calls past what it can: a day of 50,000 calls is ≈ 0.5 GiB in etcd
-// (docs/retention.md), so a week is ≈ 3.5 GiB and a month ≈ 15 GiB, past etcd's largest
-// recommended quota (8 GiB). What must outlive a week is in the audit record (the log).
-const DefaultMaxTTL = 7 * 24 * time.Hour
+// DefaultMinTTL and DefaultMaxTTL are the default floor and ceiling of a call's TTL.
+const (
+	DefaultMinTTL = options.DefaultMinTTL
+	DefaultMaxTTL = options.DefaultMaxTTL
+)
 
 // DefaultRetentionOptions keep a finished call for 24 hours, at least 5 minutes and at
 // most 7 days whatever the call or its tool asks, with no history limit.
-func DefaultRetentionOptions() RetentionOptions {
-	return RetentionOptions{TTL: 24 * time.Hour, MinTTL: DefaultMinTTL, MaxTTL: DefaultMaxTTL}
-}
+func DefaultRetentionOptions() RetentionOptions { return options.DefaultRetention() }
 
 // effectiveTTL is the TTL that applies to a call: its own spec.ttlSecondsAfterFinished
 // raised to the operator's floor (MinTTL), else its tool snapshot's
@@ -57,23 +32,15 @@ func DefaultRetentionOptions() RetentionOptions {
 func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
 	if t := call.Spec.TTLSecondsAfterFinished; t != nil {
 		// The caller's own value: the agent may lengthen its record's life, not shorten it.
-		return r.Options.Retention.ceiling(max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL)), true
+		return r.Options.Retention.Ceiling(max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL)), true
 	}
 	if snap := call.Status.Tool; snap != nil && snap.Spec != nil && snap.Spec.CallTTLSecondsAfterFinished != nil {
-		return r.Options.Retention.ceiling(time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second), true
+		return r.Options.Retention.Ceiling(time.Duration(*snap.Spec.CallTTLSecondsAfterFinished) * time.Second), true
 	}
 	if d := r.Options.Retention.TTL; d > 0 {
 		return d, true
 	}
 	return 0, false
-}
-
-// ceiling lowers ttl to MaxTTL, when there is one.
-func (o RetentionOptions) ceiling(ttl time.Duration) time.Duration {
-	if o.MaxTTL > 0 {
-		return min(ttl, o.MaxTTL)
-	}
-	return ttl
 }
 
 // setExpiry records, in the terminal status being written, when the call will be deleted.

@@ -25,6 +25,12 @@ type rule struct {
 
 var rules = []rule{
 	{
+		pkg:            "controllers/options",
+		why:            "the operator-wide settings every controller package reads: no edge back to controllers",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
+	},
+	{
 		pkg:       "pipeline/...",
 		why:       "the pure core: no client, no cluster",
 		forbidden: []string{"k8s.io/", "sigs.k8s.io/"},
