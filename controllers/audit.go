@@ -125,7 +125,8 @@ func rawJSON(c *apiextensionsv1.JSON) json.RawMessage {
 
 // auditLogger is the reconciler's audit logger: Options' if set, else the process logger's
 // "audit" child.
-func (r *ToolCallReconciler) auditLogger() logr.Logger {
+func (a *auditWriter) auditLogger() logr.Logger {
+	r := a.r
 	if r.Audit.GetSink() != nil {
 		return r.Audit
 	}
@@ -134,22 +135,25 @@ func (r *ToolCallReconciler) auditLogger() logr.Logger {
 
 // emitAudit logs the audit record of a call whose terminal status was just written (or,
 // recovered, found written after a write whose answer was lost).
-func (r *ToolCallReconciler) emitAudit(_ context.Context, call *v1alpha1.ToolCall, recovered bool) {
-	r.auditLogger().Info(AuditMessage, auditValues(call, r.Options.Retention.AuditIncludeContent, recovered)...)
+func (a *auditWriter) emitAudit(_ context.Context, call *v1alpha1.ToolCall, recovered bool) {
+	r := a.r
+	r.audit.auditLogger().Info(AuditMessage, auditValues(call, r.Options.Retention.AuditIncludeContent, recovered)...)
 }
 
 // emitReleased logs the record of a terminal call the operator is about to let go.
-func (r *ToolCallReconciler) emitReleased(call *v1alpha1.ToolCall) {
-	r.auditLogger().Info(AuditReleasedMessage, auditValues(call, false, false)...)
+func (a *auditWriter) emitReleased(call *v1alpha1.ToolCall) {
+	r := a.r
+	r.audit.auditLogger().Info(AuditReleasedMessage, auditValues(call, false, false)...)
 }
 
 // auditRecovered emits the record of a terminal call whose terminal write this process
 // made but got no answer to (a timeout, a dropped connection: it may have been applied),
 // once the cache shows it was: the same result digest as the write held.
-func (r *ToolCallReconciler) auditRecovered(ctx context.Context, cached *v1alpha1.ToolCall) {
-	held := r.audits.take(cached)
+func (a *auditWriter) auditRecovered(ctx context.Context, cached *v1alpha1.ToolCall) {
+	r := a.r
+	held := r.audit.pending.take(cached)
 	if held != nil && held.Status.ResultDigest == cached.Status.ResultDigest {
-		r.emitAudit(ctx, held, true)
+		r.audit.emitAudit(ctx, held, true)
 	}
 }
 

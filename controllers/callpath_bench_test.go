@@ -53,8 +53,8 @@ func benchCallPath(b *testing.B, argBytes int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme, Recorder: events.NewFakeRecorder(1 << 16),
-		Clock: clocktesting.NewFakeClock(time.Now()), Compiler: compiler, Options: DefaultCallOptions()}
+	r := (&ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme, Recorder: events.NewFakeRecorder(1 << 16),
+		Clock: clocktesting.NewFakeClock(time.Now()), Compiler: compiler, Options: DefaultCallOptions()}).wire()
 	args := []byte(`{"n":1,"text":"` + strings.Repeat("a", argBytes) + `"}`)
 	outcome := pipeline.Outcome{Started: true, Attempt: 1,
 		Report: &pipeline.Report{Stdout: []byte(`{"echo":"x","n":1.0,"list":[1,2,3]}`)}}
@@ -112,10 +112,10 @@ func BenchmarkSetTerminal(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("result=%dKiB", len(size)>>10), func(b *testing.B) {
-			r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now()), Options: DefaultCallOptions()}
+			r := (&ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now()), Options: DefaultCallOptions()}).wire()
 			call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
 			for b.Loop() {
-				r.setTerminal(call, v1alpha1.PhaseSucceeded, res, time.Now())
+				r.status.setTerminal(call, v1alpha1.PhaseSucceeded, res, time.Now())
 				if call.Status.ResultDigest == "" {
 					b.Fatal("no digest")
 				}

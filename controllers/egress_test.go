@@ -175,14 +175,14 @@ func TestRecordEgress(t *testing.T) {
 	o := egressTestOptions()
 	o.RecordsURL = srv.URL
 	now := time.Unix(2_000_000, 0)
-	r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(now), Options: CallOptions{EgressProxy: o, DeadlineGrace: 30 * time.Second}}
+	r := (&ToolCallReconciler{Clock: clocktesting.NewFakeClock(now), Options: CallOptions{EgressProxy: o, DeadlineGrace: 30 * time.Second}}).wire()
 	in := testJobInput(withEgress)
 	call := in.Call
 	call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
 	started := &metav1.Time{Time: now.Add(-10 * time.Second)}
 	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, StartTime: started, CompletionTime: &metav1.Time{}}}
 	signed := egressgrant.GrantExpiry(attemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
-	r.recordEgress(context.Background(), call, 0)
+	r.review.recordEgress(context.Background(), call, 0)
 	got := call.Status.Attempts[0].Egress
 	if gotAuth != "Bearer "+egress.RecordsToken(egressgranttest.Key) {
 		t.Errorf("Authorization %q", gotAuth)
@@ -208,7 +208,7 @@ func TestRecordEgress(t *testing.T) {
 
 	// Read once: a second pass keeps what the first read.
 	srv.Close()
-	r.recordEgress(context.Background(), call, 0)
+	r.review.recordEgress(context.Background(), call, 0)
 	if call.Status.Attempts[0].Egress != got {
 		t.Error("the record was read again")
 	}
@@ -219,7 +219,7 @@ func TestRecordEgress(t *testing.T) {
 	r.Options.EgressProxy.RecordsURL = srv2.URL
 	call.Status.Attempts[0].Egress = nil
 	call.Status.Attempts[0].StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
-	r.recordEgress(context.Background(), call, 0)
+	r.review.recordEgress(context.Background(), call, 0)
 	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "restarted") || len(u.Destinations) == 0 {
 		t.Errorf("a restarted proxy: %+v", u)
 	}
@@ -227,7 +227,7 @@ func TestRecordEgress(t *testing.T) {
 
 	// A proxy that cannot be read: the attempt says so.
 	call.Status.Attempts[0].Egress = nil
-	r.recordEgress(context.Background(), call, 0)
+	r.review.recordEgress(context.Background(), call, 0)
 	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "could not be read") || len(u.Unavailable) > 256 {
 		t.Errorf("unreachable proxy: %+v", u)
 	}

@@ -50,7 +50,8 @@ func terminalEvents(call *v1alpha1.ToolCall) []event {
 }
 
 // afterStatusWrite emits events only once the status that records them is written.
-func (r *ToolCallReconciler) afterStatusWrite(call *v1alpha1.ToolCall, evs []event) {
+func (w *statusWriter) afterStatusWrite(call *v1alpha1.ToolCall, evs []event) {
+	r := w.r
 	for _, e := range evs {
 		events.Emit(r.Recorder, call, e.Type, e.Reason, e.Action, e.Note)
 	}

@@ -23,7 +23,8 @@ const maxFallbackCardArguments = 1 << 10
 // write that parked it, or — for a call that parked before this operator started — at its
 // first reconcile here (at-least-once across restarts; receivers drop repeats by id).
 // It costs no API write, and nothing at all for calls that never ask.
-func (r *ToolCallReconciler) notifyRequested(ctx context.Context, call *v1alpha1.ToolCall) {
+func (n *approvalNotifier) notifyRequested(ctx context.Context, call *v1alpha1.ToolCall) {
+	r := n.r
 	if r.Notifier == nil || !r.Notifier.FirstRequest(client.ObjectKeyFromObject(call), call.UID) {
 		return
 	}
@@ -31,19 +32,20 @@ func (r *ToolCallReconciler) notifyRequested(ctx context.Context, call *v1alpha1
 	if call.Status.AdmittedTime != nil {
 		at = call.Status.AdmittedTime.Time
 	}
-	r.Notifier.Notify(ctx, notify.Event{Kind: v1alpha1.ApprovalEventRequested, Scope: call.Spec.Scope, At: at, Data: r.approvalData(call)})
+	r.Notifier.Notify(ctx, notify.Event{Kind: v1alpha1.ApprovalEventRequested, Scope: call.Spec.Scope, At: at, Data: r.notices.approvalData(call)})
 }
 
 // notifyDecided queues the event of a parked call's answer, after the status write that
 // recorded it: Expired for ApprovalTimeout, Denied for any other ending (the result's reason
 // says which: ApprovalDenied, ApprovalDigestMismatch, …), Approved when it goes on.
-func (r *ToolCallReconciler) notifyDecided(ctx context.Context, call *v1alpha1.ToolCall) {
+func (n *approvalNotifier) notifyDecided(ctx context.Context, call *v1alpha1.ToolCall) {
+	r := n.r
 	if r.Notifier == nil {
 		return
 	}
 	r.Notifier.Forget(client.ObjectKeyFromObject(call))
 	now := r.Clock.Now()
-	data := r.approvalData(call)
+	data := r.notices.approvalData(call)
 	data.DecidedAt, data.Approver = &now, call.Status.Approver
 	kind := v1alpha1.ApprovalEventApproved
 	data.Reason = v1alpha1.ReasonApproved
@@ -58,7 +60,8 @@ func (r *ToolCallReconciler) notifyDecided(ctx context.Context, call *v1alpha1.T
 }
 
 // forgetNotified drops what the notifier remembers of a deleted call.
-func (r *ToolCallReconciler) forgetNotified(key types.NamespacedName) {
+func (n *approvalNotifier) forgetNotified(key types.NamespacedName) {
+	r := n.r
 	if r.Notifier != nil {
 		r.Notifier.Forget(key)
 	}
@@ -66,7 +69,8 @@ func (r *ToolCallReconciler) forgetNotified(key types.NamespacedName) {
 
 // approvalData is what a person needs to decide: the call's card, tool, requester, digest,
 // deadline and the reason it asks. The notifier adds the commands and the console link.
-func (r *ToolCallReconciler) approvalData(call *v1alpha1.ToolCall) approvalevents.Data {
+func (n *approvalNotifier) approvalData(call *v1alpha1.ToolCall) approvalevents.Data {
+	r := n.r
 	in := catalog.CallInput(call, nil)
 	d := approvalevents.Data{Namespace: call.Namespace, Name: call.Name, UID: string(call.UID),
 		Tool: in.Tool.Name, Scope: call.Spec.Scope, Requester: call.Spec.Requester,
@@ -83,14 +87,15 @@ func (r *ToolCallReconciler) approvalData(call *v1alpha1.ToolCall) approvalevent
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); c != nil {
 		d.Message = c.Message
 	}
-	d.Card = r.card(call, in)
+	d.Card = r.notices.card(call, in)
 	return d
 }
 
 // card renders the call for people: the tool's presentation.call over the frozen arguments
 // (what UIs show as present_call), else "<tool> <canonical arguments>" cut at 1 KiB.
-func (r *ToolCallReconciler) card(call *v1alpha1.ToolCall, in pipeline.Input) string {
-	frozen, err := r.frozenArguments(call)
+func (n *approvalNotifier) card(call *v1alpha1.ToolCall, in pipeline.Input) string {
+	r := n.r
+	frozen, err := r.review.frozenArguments(call)
 	if err != nil {
 		return in.Tool.Name
 	}

@@ -25,7 +25,7 @@ func TestApprovalCard(t *testing.T) {
 		{"presentation that is not a string", `1`, `{"a":1}`, `sh {"a":1}`},
 		{"long arguments", "", `{"a":"` + long + `"}`, `sh {"a":"` + long[:1024-len(`{"a":"`)-len("… [truncated; 2008 bytes in full]")] + "… [truncated; 2008 bytes in full]"},
 	}
-	r := &ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}
+	r := (&ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}).wire()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &v1alpha1.ToolSpec{}
@@ -42,7 +42,7 @@ func TestApprovalCard(t *testing.T) {
 				Status: v1alpha1.ToolCallStatus{ArgumentsDigest: frozen.Digest(),
 					Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "sh", Spec: spec}},
 			}
-			d := r.approvalData(call)
+			d := r.notices.approvalData(call)
 			if d.Card != tc.want {
 				t.Errorf("card %q\nwant %q", d.Card, tc.want)
 			}
@@ -56,7 +56,7 @@ func TestApprovalCard(t *testing.T) {
 // BenchmarkApprovalData is what a parked call costs the reconciler before the event is
 // queued: re-freezing the arguments and rendering the card.
 func BenchmarkApprovalData(b *testing.B) {
-	r := &ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}
+	r := (&ToolCallReconciler{Compiler: pipeline.DefaultCompiler(), Options: DefaultCallOptions()}).wire()
 	args := []byte(`{"command":"wget -qO- http://10.0.0.1"}`)
 	frozen, err := pipeline.Freeze(args, pipeline.FreezeOptions{})
 	if err != nil {
@@ -69,7 +69,7 @@ func BenchmarkApprovalData(b *testing.B) {
 			Spec: &v1alpha1.ToolSpec{Presentation: &v1alpha1.Presentation{Call: `'sh: ' + arguments.command`}}}},
 	}
 	for b.Loop() {
-		if r.approvalData(call).Card == "" {
+		if r.notices.approvalData(call).Card == "" {
 			b.Fatal("no card")
 		}
 	}

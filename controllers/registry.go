@@ -53,8 +53,9 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 // liveRegistry is loadRegistry through the API reader, shared with the calls of the
 // namespace that asked at the same time (coalesce.go): its LISTs start after this call, so
 // whatever existed when it was made is in the answer. The registry is shared: read only.
-func (r *ToolCallReconciler) liveRegistry(ctx context.Context, namespace string) (*registry, error) {
-	return r.registries.Do(ctx, namespace, func(ctx context.Context) (*registry, error) {
+func (ad *admitter) liveRegistry(ctx context.Context, namespace string) (*registry, error) {
+	r := ad.r
+	return r.admission.registries.Do(ctx, namespace, func(ctx context.Context) (*registry, error) {
 		return loadRegistry(ctx, r.APIReader, namespace)
 	})
 }

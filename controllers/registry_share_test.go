@@ -36,7 +36,7 @@ func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testin
 			}
 			return err
 		}}).Build()
-	r := &ToolCallReconciler{APIReader: live}
+	r := (&ToolCallReconciler{APIReader: live}).wire()
 	ctx := context.Background()
 	type got struct {
 		reg *registry
@@ -45,7 +45,7 @@ func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testin
 	askRegistry := func() chan got {
 		out := make(chan got, 1)
 		go func() {
-			reg, err := r.liveRegistry(ctx, "ns")
+			reg, err := r.admission.liveRegistry(ctx, "ns")
 			out <- got{reg, err}
 		}()
 		return out
@@ -64,7 +64,7 @@ func TestLiveRegistrySharesListsButNeverAnswersFromAListStartedEarlier(t *testin
 	for range burst {
 		later = append(later, askRegistry())
 	}
-	gomega.NewWithT(t).Eventually(func() int { return r.registries.Waiting("ns") }).WithTimeout(10*time.Second).WithPolling(time.Millisecond).
+	gomega.NewWithT(t).Eventually(func() int { return r.admission.registries.Waiting("ns") }).WithTimeout(10*time.Second).WithPolling(time.Millisecond).
 		Should(gomega.Equal(burst), "waiting until the burst joined the next round")
 	close(release)
 	if g := <-first; g.err != nil || len(g.reg.policies) != 0 {

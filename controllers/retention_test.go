@@ -122,16 +122,16 @@ func TestEffectiveTTLPrecedence(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &ToolCallReconciler{Options: DefaultCallOptions()}
+			r := (&ToolCallReconciler{Options: DefaultCallOptions()}).wire()
 			r.Options.Retention.TTL, r.Options.Retention.MinTTL, r.Options.Retention.MaxTTL = tc.operator, tc.floor, tc.ceiling
 			call := finishedCall("c", time.Now())
 			call.Spec.TTLSecondsAfterFinished = tc.call
 			call.Status.Tool.Spec.CallTTLSecondsAfterFinished = tc.tool
-			got, ok := r.effectiveTTL(call)
+			got, ok := r.retention.effectiveTTL(call)
 			if got != tc.want || ok != tc.wantOK {
 				t.Errorf("effectiveTTL = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
 			}
-			r.setExpiry(call, call.Status.CompletionTime.Time)
+			r.retention.setExpiry(call, call.Status.CompletionTime.Time)
 			if (call.Status.ExpiresAt != nil) != tc.wantOK {
 				t.Errorf("expiresAt %v, want set %v", call.Status.ExpiresAt, tc.wantOK)
 			}
@@ -234,11 +234,11 @@ func TestExpiresAtHonoursTheCeiling(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &ToolCallReconciler{Options: DefaultCallOptions()}
+			r := (&ToolCallReconciler{Options: DefaultCallOptions()}).wire()
 			r.Options.Retention.MaxTTL = tc.ceiling
 			call := finishedCall("c", done)
 			call.Status.ExpiresAt = ptrTime(tc.recorded)
-			got, ok := r.expiresAt(call)
+			got, ok := r.retention.expiresAt(call)
 			if !ok || !got.Equal(tc.want) {
 				t.Errorf("expiresAt = %v, %v; want %v", got, ok, tc.want)
 			}
@@ -251,12 +251,12 @@ func TestExpiresAtHonoursTheCeiling(t *testing.T) {
 func TestAuditRecord(t *testing.T) {
 	for _, include := range []bool{false, true} {
 		var buf bytes.Buffer
-		r := &ToolCallReconciler{Options: DefaultCallOptions(),
-			Audit: crzap.New(crzap.WriteTo(&buf), crzap.UseDevMode(false)).WithName(AuditLoggerName)}
+		r := (&ToolCallReconciler{Options: DefaultCallOptions(),
+			Audit: crzap.New(crzap.WriteTo(&buf), crzap.UseDevMode(false)).WithName(AuditLoggerName)}).wire()
 		r.Options.Retention.AuditIncludeContent = include
 		call := finishedCall("c", time.Now())
 		call.Status.Approver = "bob"
-		r.emitAudit(context.Background(), call, false)
+		r.audit.emitAudit(context.Background(), call, false)
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 		if len(lines) != 1 {
 			t.Fatalf("%d lines, want one record: %s", len(lines), buf.String())
@@ -292,18 +292,18 @@ func TestAuditRecord(t *testing.T) {
 // it landed with the same result; a conflict is never audited.
 func TestAuditRecoveredAfterAnAmbiguousWrite(t *testing.T) {
 	var buf bytes.Buffer
-	r := &ToolCallReconciler{Audit: crzap.New(crzap.WriteTo(&buf)).WithName(AuditLoggerName)}
+	r := (&ToolCallReconciler{Audit: crzap.New(crzap.WriteTo(&buf)).WithName(AuditLoggerName)}).wire()
 	call := finishedCall("c", time.Now())
-	r.audits.hold(call)
+	r.audit.pending.hold(call)
 	other := call.DeepCopy()
 	other.UID = "another"
-	r.auditRecovered(context.Background(), other)
+	r.audit.auditRecovered(context.Background(), other)
 	if buf.Len() != 0 {
 		t.Fatalf("audited a recreated call of the same name: %s", buf.String())
 	}
-	r.audits.hold(call)
-	r.auditRecovered(context.Background(), call)
-	r.auditRecovered(context.Background(), call)
+	r.audit.pending.hold(call)
+	r.audit.auditRecovered(context.Background(), call)
+	r.audit.auditRecovered(context.Background(), call)
 	if n := strings.Count(buf.String(), AuditMessage); n != 1 {
 		t.Fatalf("%d records, want exactly one: %s", n, buf.String())
 	}

@@ -21,7 +21,8 @@ import (
 // admit runs the pure stages in one pass (subject check, resolution, freeze, validate,
 // pre-execute, guards) and persists every verdict in one status write, before any side
 // effect. Only after that write succeeded is the Job created.
-func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+func (ad *admitter) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	r := ad.r
 	start := r.Clock.Now()
 	// Admission reads the registrations and policies live, not from the informer cache:
 	// a ToolPolicy, ToolScope or Tool created before the call governs it even when the
@@ -30,12 +31,12 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 	// error requeues the call; nothing has been written yet. The NetworkPolicy read the
 	// Job needs runs alongside (netisolation.Enforcer.WithRead).
 	ctx = r.enforcer().WithRead(ctx, call.Namespace)
-	reg, err := r.liveRegistry(ctx, call.Namespace)
+	reg, err := r.admission.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	call.Status.ObservedGeneration = call.Generation
-	outcome := r.runAdmission(reg, call)
+	outcome := r.admission.runAdmission(reg, call)
 	traceAdmission(ctx, start, outcome, r.Clock.Now())
 	if outcome.verdict == pipeline.Allow {
 		if err := r.scheduleOrQueue(ctx, call); err != nil {
@@ -43,12 +44,12 @@ func (r *ToolCallReconciler) admit(ctx context.Context, call *v1alpha1.ToolCall)
 		}
 	}
 	metrics.StageDuration.WithLabelValues("admit").Observe(r.Clock.Since(start).Seconds())
-	if err := r.writeStatus(ctx, call); err != nil {
+	if err := r.status.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.afterStatusWrite(call, outcome.events)
+	r.status.afterStatusWrite(call, outcome.events)
 	if call.Status.Phase == v1alpha1.PhaseAwaitingApproval {
-		r.notifyRequested(ctx, call)
+		r.notices.notifyRequested(ctx, call)
 	}
 	ctrl.LoggerFrom(ctx).Info("call admitted", "tool", call.Spec.Tool, "requester", call.Spec.Requester,
 		"verdict", outcome.verdict, "reason", outcome.reason, "phase", call.Status.Phase, "argumentsDigest", call.Status.ArgumentsDigest)
@@ -72,20 +73,21 @@ type admission struct {
 }
 
 // runAdmission mutates call.Status in memory only: conditions, digest, snapshot, phase.
-func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall) admission {
+func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admission {
+	r := ad.r
 	now := r.Clock.Now()
 	if d := reg.index.SubjectGuard(call.Spec.Scope, call.Spec.Requester); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.refuse(call, d, now)
+		return r.admission.refuse(call, d, now)
 	}
 	tool, d := reg.resolve(call.Spec.Scope, call.Spec.Tool)
 	if d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.refuse(call, d, now)
+		return r.admission.refuse(call, d, now)
 	}
 	if d := reg.index.RuntimeClassGuard(call.Spec.Scope, call.Spec.Tool, r.Options.Job.RuntimeClassOf(tool.spec.Sandbox)); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.refuse(call, d, now)
+		return r.admission.refuse(call, d, now)
 	}
 	r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved,
 		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
@@ -93,11 +95,11 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 	call.Status.CallLabels = maps.Clone(call.Labels)
 	params, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Parameters))
 	if err != nil {
-		return r.refuse(call, notReady("parameters", err), now)
+		return r.admission.refuse(call, notReady("parameters", err), now)
 	}
 	// A result that could not be checked would be withheld: do not run the body for it.
 	if _, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Output)); err != nil {
-		return r.refuse(call, notReady("output", err), now)
+		return r.admission.refuse(call, notReady("output", err), now)
 	}
 	in := catalog.CallInput(call, nil)
 	adm := pipeline.Admit(pipeline.AdmitInput{
@@ -109,7 +111,7 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 		Policies:  r.Compiler.CompilePolicies(reg.policies),
 		Now:       r.Clock.Now,
 	})
-	out := r.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
+	out := r.admission.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
 	out.stages = adm
 	if adm.Frozen != nil && !call.Status.Phase.IsTerminal() {
 		// Frozen once, here: the Job, post-execute and the approval card use these bytes.
@@ -119,19 +121,20 @@ func (r *ToolCallReconciler) runAdmission(reg *registry, call *v1alpha1.ToolCall
 }
 
 // recordAdmission writes the stage verdicts of one pure pass into the status (in memory).
-func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, ruleMsg string, now time.Time) admission {
+func (ad *admitter) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, ruleMsg string, now time.Time) admission {
+	r := ad.r
 	if adm.Frozen != nil {
 		call.Status.ArgumentsDigest = adm.Frozen.Digest()
 	}
-	r.setStage(call, v1alpha1.ConditionArgumentsFrozen, adm.Freeze, v1alpha1.ReasonFrozen)
+	r.admission.setStage(call, v1alpha1.ConditionArgumentsFrozen, adm.Freeze, v1alpha1.ReasonFrozen)
 	if adm.Validate.Evaluated() {
-		r.setStage(call, v1alpha1.ConditionArgumentsValid, adm.Validate, v1alpha1.ReasonValid)
+		r.admission.setStage(call, v1alpha1.ConditionArgumentsValid, adm.Validate, v1alpha1.ReasonValid)
 	}
 	if adm.PreExecute.Evaluated() {
-		r.setStage(call, v1alpha1.ConditionAdmitted, adm.PreExecute, v1alpha1.ReasonPolicyAllowed)
+		r.admission.setStage(call, v1alpha1.ConditionAdmitted, adm.PreExecute, v1alpha1.ReasonPolicyAllowed)
 	}
 	if adm.Guard.Evaluated() {
-		r.setStage(call, v1alpha1.ConditionGuarded, adm.Guard, v1alpha1.ReasonPolicyAllowed)
+		r.admission.setStage(call, v1alpha1.ConditionGuarded, adm.Guard, v1alpha1.ReasonPolicyAllowed)
 	}
 	final := adm.Final
 	switch final.Verdict {
@@ -145,7 +148,7 @@ func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *reso
 			// The message lists a few violations; the count is of all of them.
 			meta = map[string]string{pipeline.MetaViolations: strconv.Itoa(len(adm.Validation.Violations) + adm.Validation.Omitted)}
 		}
-		return r.refuseWith(call, final, meta, now)
+		return r.admission.refuseWith(call, final, meta, now)
 	case pipeline.Ask:
 		window := final.ApprovalWindow
 		if window <= 0 && tool.spec.ApprovalWindow != nil {
@@ -165,12 +168,14 @@ func (r *ToolCallReconciler) recordAdmission(call *v1alpha1.ToolCall, tool *reso
 
 // refuse ends a call at admission: Denied for a decision against it (policy, guard,
 // subject, approval), Failed for a call that cannot run (unknown tool, bad arguments).
-func (r *ToolCallReconciler) refuse(call *v1alpha1.ToolCall, d pipeline.Decision, now time.Time) admission {
-	return r.refuseWith(call, d, nil, now)
+func (ad *admitter) refuse(call *v1alpha1.ToolCall, d pipeline.Decision, now time.Time) admission {
+	r := ad.r
+	return r.admission.refuseWith(call, d, nil, now)
 }
 
 // refuseWith is refuse with facts for the result's meta.
-func (r *ToolCallReconciler) refuseWith(call *v1alpha1.ToolCall, d pipeline.Decision, meta map[string]string, now time.Time) admission {
+func (ad *admitter) refuseWith(call *v1alpha1.ToolCall, d pipeline.Decision, meta map[string]string, now time.Time) admission {
+	r := ad.r
 	phase := v1alpha1.PhaseFailed
 	if deniedReasons[d.Reason] {
 		phase = v1alpha1.PhaseDenied
@@ -178,7 +183,7 @@ func (r *ToolCallReconciler) refuseWith(call *v1alpha1.ToolCall, d pipeline.Deci
 	}
 	res := refusal(d)
 	res.Meta = meta
-	r.setTerminal(call, phase, res, now)
+	r.status.setTerminal(call, phase, res, now)
 	return admission{verdict: pipeline.Deny, reason: d.Reason, events: terminalEvents(call)}
 }
 
@@ -202,7 +207,8 @@ func notReady(which string, err error) pipeline.Decision {
 }
 
 // setStage records one stage's decision as a condition: Allow is True, Ask Unknown, Deny False.
-func (r *ToolCallReconciler) setStage(call *v1alpha1.ToolCall, condType string, d pipeline.Decision, okReason string) {
+func (ad *admitter) setStage(call *v1alpha1.ToolCall, condType string, d pipeline.Decision, okReason string) {
+	r := ad.r
 	status, reason := metav1.ConditionTrue, okReason
 	switch d.Verdict {
 	case pipeline.Ask:

@@ -47,16 +47,16 @@ func TestAdmissionReadsPoliciesLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &ToolCallReconciler{Client: cached, APIReader: live, Scheme: scheme,
+	r := (&ToolCallReconciler{Client: cached, APIReader: live, Scheme: scheme,
 		Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(time.Now()),
-		Compiler: compiler, Options: DefaultCallOptions()}
+		Compiler: compiler, Options: DefaultCallOptions()}).wire()
 
 	ctx := context.Background()
 	got := &v1alpha1.ToolCall{}
 	if err := cached.Get(ctx, client.ObjectKeyFromObject(call), got); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.admit(ctx, got); err != nil {
+	if _, err := r.admission.admit(ctx, got); err != nil {
 		t.Fatalf("admit: %v", err)
 	}
 	if err := cached.Get(ctx, client.ObjectKeyFromObject(call), got); err != nil {

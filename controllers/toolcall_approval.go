@@ -19,7 +19,8 @@ import (
 // against the call's uid, the time it was parked, the arguments digest, the requester (no
 // self-approval) and the window. Waiting costs nothing: the approval's watch or
 // RequeueAfter at the deadline wakes the call.
-func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+func (ad *admitter) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	r := ad.r
 	approval := &v1alpha1.ToolCallApproval{}
 	var answer *pipeline.Approval
 	err := r.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: call.Name}, approval)
@@ -44,10 +45,10 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 			// An answer that does not count (another call's, a stale one, a self-approval)
 			// is marked refused so that its author learns why; the call keeps waiting for a
 			// rightful answer, or times out.
-			if err := r.markConsumed(ctx, approval, call, refused); err != nil && !apierrors.IsConflict(err) {
+			if err := r.admission.markConsumed(ctx, approval, call, refused); err != nil && !apierrors.IsConflict(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "could not mark the approval refused", "approval", approval.Name)
 			}
-		} else if err := r.markConsumed(ctx, approval, call, decision); err != nil {
+		} else if err := r.admission.markConsumed(ctx, approval, call, decision); err != nil {
 			// The answer is marked consumed by this call before the call moves on: a crash
 			// or a conflict between the two writes leaves it consumed by this call only,
 			// never free to answer another. Failing to mark it (it changed, or was
@@ -56,13 +57,13 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		}
 	}
 	if decision.Verdict == pipeline.Ask {
-		r.notifyRequested(ctx, call)
+		r.notices.notifyRequested(ctx, call)
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	r.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
+	r.admission.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionGuarded); c != nil && c.Status == metav1.ConditionUnknown {
 		// The guards passed the ask on: the answer settles their stage too.
-		r.setStage(call, v1alpha1.ConditionGuarded, decision, v1alpha1.ReasonApproved)
+		r.admission.setStage(call, v1alpha1.ConditionGuarded, decision, v1alpha1.ReasonApproved)
 	}
 	traceApproval(ctx, call, decision, r.Clock.Now())
 	if answer != nil && decidedBy(decision) {
@@ -70,7 +71,7 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 	}
 	var events []event
 	if decision.Verdict == pipeline.Deny {
-		events = r.refuse(call, decision, r.Clock.Now()).events
+		events = r.admission.refuse(call, decision, r.Clock.Now()).events
 	} else {
 		call.Status.Verdict = v1alpha1.VerdictAllow
 		if err := r.scheduleOrQueue(ctx, call); err != nil {
@@ -78,11 +79,11 @@ func (r *ToolCallReconciler) awaitApproval(ctx context.Context, call *v1alpha1.T
 		}
 		events = []event{callAdmitted(call)}
 	}
-	if err := r.writeStatus(ctx, call); err != nil {
+	if err := r.status.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.afterStatusWrite(call, events)
-	r.notifyDecided(ctx, call)
+	r.status.afterStatusWrite(call, events)
+	r.notices.notifyDecided(ctx, call)
 	if call.Status.Phase == v1alpha1.PhaseRunning {
 		return r.execute(ctx, call)
 	}
@@ -107,7 +108,8 @@ func parkedOf(call *v1alpha1.ToolCall) pipeline.Parked {
 // markConsumed tells the approver what became of their answer: Consumed=True (Applied)
 // when it decided the call as asked, False with the reason when it was refused. An answer
 // that decided the call records the call's uid in status.consumedBy.
-func (r *ToolCallReconciler) markConsumed(ctx context.Context, approval *v1alpha1.ToolCallApproval, call *v1alpha1.ToolCall, d pipeline.Decision) error {
+func (ad *admitter) markConsumed(ctx context.Context, approval *v1alpha1.ToolCallApproval, call *v1alpha1.ToolCall, d pipeline.Decision) error {
+	r := ad.r
 	status, reason := metav1.ConditionFalse, string(d.Reason)
 	decided := false
 	switch {

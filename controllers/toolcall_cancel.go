@@ -53,12 +53,12 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 		}
 		if stopped != "" {
 			msg = fmt.Sprintf("%s while attempt %d ran; %s", e.cause, a.Attempt, stopped)
-			st, err := r.stopAttemptPods(ctx, call, a)
+			st, err := r.stopper.stopAttemptPods(ctx, call, a)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
 			if st.waiting() {
-				return r.awaitStopped(ctx, call, st, msg)
+				return r.stopper.awaitStopped(ctx, call, st, msg)
 			}
 			stage, overdue = pipeline.CancelledWhileRunning, st.overdue
 			confirmed := "every Pod of the attempt has stopped"
@@ -68,20 +68,20 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 			msg += "; " + confirmed
 			if a.CompletionTime == nil {
 				a.CompletionTime = ptrTime(r.Clock.Now())
-				r.recordEgress(ctx, call, len(call.Status.Attempts)-1)
+				r.review.recordEgress(ctx, call, len(call.Status.Attempts)-1)
 			}
 			a.Reason = e.reason
 		}
 	}
 	parked := call.Status.Phase == v1alpha1.PhaseAwaitingApproval
 	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, e.reason, msg)
-	r.setTerminal(call, v1alpha1.PhaseFailed, e.result(stage, int(currentAttempt(call))), r.Clock.Now())
-	if err := r.writeTerminal(ctx, call); err != nil {
+	r.status.setTerminal(call, v1alpha1.PhaseFailed, e.result(stage, int(currentAttempt(call))), r.Clock.Now())
+	if err := r.status.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.forceDelete(ctx, overdue)
+	r.stopper.forceDelete(ctx, overdue)
 	if parked {
-		r.notifyDecided(ctx, call)
+		r.notices.notifyDecided(ctx, call)
 	}
 	return ctrl.Result{}, nil
 }

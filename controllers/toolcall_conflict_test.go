@@ -46,9 +46,9 @@ func unitReconciler(t *testing.T, funcs interceptor.Funcs, objs ...client.Object
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme,
+	return (&ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme,
 		Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakeClock(time.Now()),
-		Compiler: compiler, Options: DefaultCallOptions()}, c
+		Compiler: compiler, Options: DefaultCallOptions()}).wire(), c
 }
 
 func byCallAnnotation(o client.Object) []string {

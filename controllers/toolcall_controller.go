@@ -24,7 +24,6 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
-	"github.com/toolgate/toolgate/controllers/internal/coalesce"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/internal/notify"
@@ -59,14 +58,19 @@ type ToolCallReconciler struct {
 	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
 	Tracer CallTracer
 
-	written written
-	audits  pendingAudits
+	// the collaborators (toolcall_parts.go), wired once by wire
+	wireOnce  sync.Once
+	audit     auditWriter
+	notices   approvalNotifier
+	retention retention
+	status    statusWriter
+	admission admitter
+	stopper   podStopper
+	review    resultReview
 	// frozen carries the arguments admission froze to every later use (controllers/frozenargs).
 	frozen frozenargs.Store
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
-	// registries share live reads among concurrent calls (coalesce.Coalescer).
-	registries coalesce.Coalescer[*registry]
 	// isolation checks tool Pods' network isolation (toolcall_isolation.go), built once.
 	isolationOnce sync.Once
 	isolation     *netisolation.Enforcer
@@ -90,11 +94,12 @@ type ToolCallReconciler struct {
 
 // Reconcile is the thin entry: get, ignore not-found, hand over to the phase's step.
 func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.wire()
 	call := &v1alpha1.ToolCall{}
 	if err := r.Get(ctx, req.NamespacedName, call); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.audits.forget(req.NamespacedName)
-			r.forgetNotified(req.NamespacedName)
+			r.audit.pending.forget(req.NamespacedName)
+			r.notices.forgetNotified(req.NamespacedName)
 			r.frozen.Forget(req.NamespacedName)
 			r.decided.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
@@ -102,7 +107,7 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 		return ctrl.Result{}, err
 	}
-	if r.written.stale(call) {
+	if r.status.written.stale(call) {
 		// The cache is behind this reconciler's own last write: that write's event follows.
 		return ctrl.Result{}, nil
 	}
@@ -112,14 +117,14 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	if !call.DeletionTimestamp.IsZero() {
-		return r.finishDeleted(ctx, call, retained) // toolcall_record.go
+		return r.retention.finishDeleted(ctx, call, retained) // toolcall_record.go
 	}
 	if call.Status.Phase.IsTerminal() {
 		// The cached terminal call is trimmed (cache.go): it is only read here, never written.
-		r.auditRecovered(ctx, call)
-		return r.expire(ctx, call, retained)
+		r.audit.auditRecovered(ctx, call)
+		return r.retention.expire(ctx, call, retained)
 	}
-	if err := r.ensureRecordFinalizer(ctx, call); err != nil {
+	if err := r.retention.ensureRecordFinalizer(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	res, err := r.reconcile(beginTrace(ctx, r.Tracer, call), call)
@@ -139,9 +144,9 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 	}
 	switch call.Status.Phase {
 	case "", v1alpha1.PhasePending:
-		return r.admit(ctx, call)
+		return r.admission.admit(ctx, call)
 	case v1alpha1.PhaseAwaitingApproval:
-		return r.awaitApproval(ctx, call)
+		return r.admission.awaitApproval(ctx, call)
 	case v1alpha1.PhaseQueued:
 		return r.startWhenRunnable(ctx, call)
 	case v1alpha1.PhaseRunning:
@@ -154,22 +159,23 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 // A terminal write that succeeded is counted and audited here, once; one whose outcome is
 // unknown (an error other than a conflict: it may have been applied) is audited when the
 // call is next seen terminal (auditRecovered).
-func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
+func (w *statusWriter) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
+	r := w.r
 	written := r.Clock.Now()
 	if err := r.Status().Update(ctx, call); err != nil {
 		if call.Status.Phase.IsTerminal() && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
-			r.audits.hold(call)
+			r.audit.pending.hold(call)
 		}
 		return err
 	}
-	r.written.record(call)
+	r.status.written.record(call)
 	tracing.Flush(ctx, call, written)
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
-		r.audits.forget(client.ObjectKeyFromObject(call))
+		r.audit.pending.forget(client.ObjectKeyFromObject(call))
 		r.frozen.Forget(client.ObjectKeyFromObject(call))
 		r.decided.forget(client.ObjectKeyFromObject(call))
-		r.emitAudit(ctx, call, false)
+		r.audit.emitAudit(ctx, call, false)
 	}
 	return nil
 }
@@ -178,6 +184,7 @@ func (r *ToolCallReconciler) writeStatus(ctx context.Context, call *v1alpha1.Too
 // other calls of its session (a call ending may let a queued one start), and after a
 // restart the live calls ahead of the terminal ones (liveCallsFirst).
 func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.wire()
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}

@@ -37,13 +37,13 @@ const (
 func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (ctrl.Result, error) {
 	var overdue []*corev1.Pod
 	if o.Report == nil {
-		st, err := r.stopAttemptPods(ctx, call, current(call))
+		st, err := r.stopper.stopAttemptPods(ctx, call, current(call))
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if st.waiting() {
 			r.decided.keep(ctx, call, o)
-			return r.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", currentAttempt(call)))
+			return r.stopper.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", currentAttempt(call)))
 		}
 		if overdue = st.overdue; len(overdue) > 0 {
 			o.Detail = strings.TrimPrefix(o.Detail+"; "+st.unconfirmed(r.Options.DeadlineGrace), "; ")
@@ -57,7 +57,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 		// Kept across passes: the post-execute deadline counts from the first time the end
 		// was seen.
 		call.Status.Attempts[n].CompletionTime = ptrTime(start)
-		r.recordEgress(ctx, call, n)
+		r.review.recordEgress(ctx, call, n)
 		traceAttempt(ctx, call, n, res, start, r.Clock.Now())
 	}
 	if res.IsError {
@@ -69,10 +69,10 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
 	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
 		r.startAttempt(ctx, call, int32(retry.NextAttempt))
-		if err := r.writeStatus(ctx, call); err != nil {
+		if err := r.status.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.forceDelete(ctx, overdue)
+		r.stopper.forceDelete(ctx, overdue)
 		exec.Release(ctx, call, ended, o)
 		return r.execute(ctx, call)
 	}
@@ -82,24 +82,24 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	}
 	r.setCondition(call, v1alpha1.ConditionExecuted, executed, string(res.Reason), executedMessage(res, o))
 	postStart := r.Clock.Now()
-	final, decision, err := r.postExecute(ctx, call, res)
+	final, decision, err := r.review.postExecute(ctx, call, res)
 	if err != nil {
-		return r.policiesUnavailable(ctx, call, err)
+		return r.review.policiesUnavailable(ctx, call, err)
 	}
 	postExecuted := r.Clock.Now()
 	// Allow is ResultAccepted or ResultRedacted: the condition says which.
-	r.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(decision.Reason))
+	r.admission.setStage(call, v1alpha1.ConditionResultAccepted, decision, string(decision.Reason))
 	phase := v1alpha1.PhaseSucceeded
 	if final.IsError {
 		phase = v1alpha1.PhaseFailed
 	}
-	r.setTerminal(call, phase, final, r.Clock.Now())
+	r.status.setTerminal(call, phase, final, r.Clock.Now())
 	traceFinal(ctx, decision, final, postStart, postExecuted, r.Clock.Now())
 	defer metrics.StageDuration.WithLabelValues("outcome").Observe(r.Clock.Since(start).Seconds())
-	if err := r.writeTerminal(ctx, call); err != nil {
+	if err := r.status.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.forceDelete(ctx, overdue)
+	r.stopper.forceDelete(ctx, overdue)
 	exec.Release(ctx, call, ended, o)
 	return ctrl.Result{}, nil
 }
@@ -111,17 +111,18 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 // then the result is withheld as PolicyError; arguments that no longer freeze to the
 // admitted digest withhold it as PolicyError, an output schema that does not compile as
 // OutputSchemaInvalid.
-func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
-	frozen, err := r.frozenArguments(call)
+func (rv *resultReview) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
+	r := rv.r
+	frozen, err := r.review.frozenArguments(call)
 	if err != nil {
 		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
 			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
 		return final, d, nil
 	}
 	output, schemaErr := registration.CompileSchema(r.Compiler, registration.RawOf(call.Status.Tool.Spec.Output))
-	reg, err := r.liveRegistry(ctx, call.Namespace)
+	reg, err := r.admission.liveRegistry(ctx, call.Namespace)
 	if err != nil {
-		deadline := r.postExecuteDeadline(call)
+		deadline := r.review.postExecuteDeadline(call)
 		if r.Clock.Now().Before(deadline) {
 			return res, pipeline.Decision{}, err
 		}
@@ -140,12 +141,13 @@ func (r *ToolCallReconciler) postExecute(ctx context.Context, call *v1alpha1.Too
 // policiesUnavailable records, once, that the result waits for the PostExecute policies
 // (ResultAccepted=Unknown, and the attempt's completion time the deadline counts from),
 // then returns err so that the controller retries the pass with its rate limiter.
-func (r *ToolCallReconciler) policiesUnavailable(ctx context.Context, call *v1alpha1.ToolCall, err error) (ctrl.Result, error) {
+func (rv *resultReview) policiesUnavailable(ctx context.Context, call *v1alpha1.ToolCall, err error) (ctrl.Result, error) {
+	r := rv.r
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionResultAccepted); c == nil || c.Reason != v1alpha1.ReasonPolicyUnavailable {
 		r.setCondition(call, v1alpha1.ConditionResultAccepted, metav1.ConditionUnknown, v1alpha1.ReasonPolicyUnavailable,
 			"the PostExecute policies could not be read ("+err.Error()+"); retrying until "+
-				r.postExecuteDeadline(call).UTC().Format(time.RFC3339)+", then the result is withheld")
-		if werr := r.writeStatus(ctx, call); werr != nil {
+				r.review.postExecuteDeadline(call).UTC().Format(time.RFC3339)+", then the result is withheld")
+		if werr := r.status.writeStatus(ctx, call); werr != nil {
 			return ctrl.Result{}, errors.Join(err, werr)
 		}
 	}
@@ -156,7 +158,8 @@ func (r *ToolCallReconciler) policiesUnavailable(ctx context.Context, call *v1al
 // postExecuteDeadline is when a result whose PostExecute policies cannot be read is
 // withheld: DeadlineGrace after the attempt's end was first seen, and never before the
 // attempt's own deadline (the call ends by the time it would have timed out anyway).
-func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.Time {
+func (rv *resultReview) postExecuteDeadline(call *v1alpha1.ToolCall) time.Time {
+	r := rv.r
 	deadline := r.attemptDeadline(call)
 	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].CompletionTime != nil {
 		if end := call.Status.Attempts[n-1].CompletionTime.Add(r.Options.DeadlineGrace); end.After(deadline) {
@@ -169,7 +172,8 @@ func (r *ToolCallReconciler) postExecuteDeadline(call *v1alpha1.ToolCall) time.T
 // recordEgress ends the grant of attempt n, the call's current one, and records what the
 // proxy saw of it in its status, once, when the attempt ended (tools with sandbox.egress
 // only; egressgrant.ProxyOptions.EndGrant).
-func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *v1alpha1.ToolCall, n int) {
+func (rv *resultReview) recordEgress(ctx context.Context, call *v1alpha1.ToolCall, n int) {
+	r := rv.r
 	a := &call.Status.Attempts[n]
 	if !egressgrant.Uses(call) || a.Egress != nil {
 		return
@@ -180,13 +184,15 @@ func (r *ToolCallReconciler) recordEgress(ctx context.Context, call *v1alpha1.To
 
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest
 // recorded in status, carried rather than frozen again (controllers/frozenargs).
-func (r *ToolCallReconciler) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+func (rv *resultReview) frozenArguments(call *v1alpha1.ToolCall) (*pipeline.Frozen, error) {
+	r := rv.r
 	return r.frozen.Get(call, r.Options.MaxArgumentBytes)
 }
 
 // setTerminal is the one terminal path: result, digest, Normalized and Completed
 // conditions, phase, completion time and duration. In memory; the caller writes.
-func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
+func (w *statusWriter) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolCallPhase, res pipeline.Result, now time.Time) {
+	r := w.r
 	stored, err := pipeline.StoreResult(res)
 	if err != nil {
 		// A result JSON cannot hold (a NaN a policy produced, say) would leave the digest
@@ -203,7 +209,7 @@ func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1
 	call.Status.Phase = phase
 	call.Status.CompletionTime = ptrTime(now)
 	call.Status.Duration = now.Sub(call.CreationTimestamp.Time).Round(100 * time.Millisecond).String()
-	r.setExpiry(call, now)
+	r.retention.setExpiry(call, now)
 	if call.Status.Verdict == "" && phase == v1alpha1.PhaseDenied {
 		call.Status.Verdict = v1alpha1.VerdictDeny
 	}
@@ -213,18 +219,19 @@ func (r *ToolCallReconciler) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1
 
 // writeTerminal writes a terminal status. A result too large for the API server (etcd's
 // object limit) is replaced by an OutputTooLarge error rather than lost in a retry loop.
-func (r *ToolCallReconciler) writeTerminal(ctx context.Context, call *v1alpha1.ToolCall) error {
-	err := r.writeStatus(ctx, call)
+func (w *statusWriter) writeTerminal(ctx context.Context, call *v1alpha1.ToolCall) error {
+	r := w.r
+	err := r.status.writeStatus(ctx, call)
 	if apierrors.IsRequestEntityTooLargeError(err) || (apierrors.IsInvalid(err) && call.Status.Result != nil && call.Status.Result.Content != nil) {
 		ctrl.LoggerFrom(ctx).Info("result rejected by the API server; recording OutputTooLarge", "error", err.Error())
-		r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
+		r.status.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
 			Error: "the tool's output is too large to store", Content: "the tool's output is too large to store"}, r.Clock.Now())
-		err = r.writeStatus(ctx, call)
+		err = r.status.writeStatus(ctx, call)
 	}
 	if err != nil {
 		return err
 	}
-	r.afterStatusWrite(call, terminalEvents(call))
+	r.status.afterStatusWrite(call, terminalEvents(call))
 	res := call.Status.Result
 	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
 		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)

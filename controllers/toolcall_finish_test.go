@@ -91,8 +91,8 @@ func newFinishFixture(t *testing.T, call *v1alpha1.ToolCall, listErr error, poli
 		t.Fatal(err)
 	}
 	clock := clocktesting.NewFakeClock(call.Status.Attempts[0].StartTime.Add(time.Second))
-	r := &ToolCallReconciler{Client: cache, APIReader: live, Scheme: scheme,
-		Recorder: events.NewFakeRecorder(100), Clock: clock, Compiler: compiler, Options: DefaultCallOptions()}
+	r := (&ToolCallReconciler{Client: cache, APIReader: live, Scheme: scheme,
+		Recorder: events.NewFakeRecorder(100), Clock: clock, Compiler: compiler, Options: DefaultCallOptions()}).wire()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns"},
 		Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
@@ -270,7 +270,7 @@ func TestPostExecuteUnreadablePoliciesRetryThenWithhold(t *testing.T) {
 // attempt's own deadline.
 func TestPostExecuteDeadline(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(start), Options: DefaultCallOptions()}
+	r := (&ToolCallReconciler{Clock: clocktesting.NewFakeClock(start), Options: DefaultCallOptions()}).wire()
 	tests := []struct {
 		name  string
 		ended time.Duration // after start; 0: not recorded
@@ -286,7 +286,7 @@ func TestPostExecuteDeadline(t *testing.T) {
 			if tc.ended > 0 {
 				call.Status.Attempts[0].CompletionTime = ptrTime(start.Add(tc.ended))
 			}
-			if got := r.postExecuteDeadline(call); !got.Equal(start.Add(tc.want)) {
+			if got := r.review.postExecuteDeadline(call); !got.Equal(start.Add(tc.want)) {
 				t.Errorf("deadline %v, want start+%v", got.Sub(start), tc.want)
 			}
 		})

@@ -22,7 +22,8 @@ import (
 
 // ensureRecordFinalizer puts FinalizerRecord on a live call that lacks it, with the call's
 // resourceVersion as precondition (the patch then carries the whole list safely).
-func (r *ToolCallReconciler) ensureRecordFinalizer(ctx context.Context, call *v1alpha1.ToolCall) error {
+func (t *retention) ensureRecordFinalizer(ctx context.Context, call *v1alpha1.ToolCall) error {
+	r := t.r
 	if controllerutil.ContainsFinalizer(call, v1alpha1.FinalizerRecord) {
 		return nil
 	}
@@ -37,7 +38,8 @@ func (r *ToolCallReconciler) ensureRecordFinalizer(ctx context.Context, call *v1
 // unfinished, its session's barrier); a terminal call's audit record, if its write's was
 // lost, is emitted. Then the "toolcall released" record is logged and the finalizer
 // removed. Without FinalizerRecord (a call from before it existed) there is nothing to hold.
-func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
+func (t *retention) finishDeleted(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
+	r := t.r
 	if !controllerutil.ContainsFinalizer(call, v1alpha1.FinalizerRecord) {
 		return ctrl.Result{RequeueAfter: retained}, nil
 	}
@@ -54,7 +56,7 @@ func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.T
 		call = fresh
 	}
 	if call.Status.Phase.IsTerminal() {
-		r.auditRecovered(ctx, call)
+		r.audit.auditRecovered(ctx, call)
 	} else {
 		res, err := r.endEarly(ctx, call, earlyEnd{reason: v1alpha1.ReasonDeleted, cause: "deleted", result: pipeline.Deleted})
 		if err != nil {
@@ -65,7 +67,7 @@ func (r *ToolCallReconciler) finishDeleted(ctx context.Context, call *v1alpha1.T
 		}
 		ctrl.LoggerFrom(ctx).Info("recorded the end of a call deleted before it finished")
 	}
-	r.emitReleased(call)
+	r.audit.emitReleased(call)
 	patch := client.MergeFromWithOptions(call.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(call, v1alpha1.FinalizerRecord)
 	if err := r.Patch(ctx, call, patch); client.IgnoreNotFound(err) != nil {

@@ -25,13 +25,13 @@ func (r *ToolCallReconciler) endRefused(ctx context.Context, call *v1alpha1.Tool
 		a.CompletionTime = ptrTime(now)
 		a.Reason = f.Reason
 	}
-	r.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.Reason(f.Reason),
+	r.status.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.Reason(f.Reason),
 		Error: f.Message, Content: f.Message, Meta: maps.Clone(f.Meta)}, now)
-	if err := r.writeTerminal(ctx, call); err != nil {
+	if err := r.status.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	if f.Event != nil {
-		r.afterStatusWrite(call, []event{*f.Event})
+		r.status.afterStatusWrite(call, []event{*f.Event})
 	}
 	return ctrl.Result{}, nil
 }

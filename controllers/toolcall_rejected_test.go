@@ -84,8 +84,8 @@ func newRefusingCluster(t *testing.T, refuse func() error) *refusingCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.r = &ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme, Recorder: events.NewFakeRecorder(100),
-		Clock: clock, Compiler: compiler, Options: DefaultCallOptions()}
+	rc.r = (&ToolCallReconciler{Client: c, APIReader: c, Scheme: scheme, Recorder: events.NewFakeRecorder(100),
+		Clock: clock, Compiler: compiler, Options: DefaultCallOptions()}).wire()
 	return rc
 }
 

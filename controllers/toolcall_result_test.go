@@ -40,9 +40,9 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}
+			r := (&ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}).wire()
 			call := unitCall("c", "echo")
-			r.setTerminal(call, tc.phase, tc.res, r.Clock.Now())
+			r.status.setTerminal(call, tc.phase, tc.res, r.Clock.Now())
 			if call.Status.Phase != tc.wantPhase {
 				t.Errorf("phase %q, want %q", call.Status.Phase, tc.wantPhase)
 			}
@@ -67,9 +67,9 @@ func TestSetTerminalEndsAnUnrepresentableResultAsAnError(t *testing.T) {
 // so that the stored result matches its digest.
 func TestResultDigestIsOfTheStoredContent(t *testing.T) {
 	content := map[string]any{"one": json.Number("1.0"), "exp": json.Number("1E+2"), "big": json.Number("123456789012345678901234567890")}
-	r := &ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}
+	r := (&ToolCallReconciler{Clock: clocktesting.NewFakeClock(time.Now())}).wire()
 	call := unitCall("c", "echo")
-	r.setTerminal(call, v1alpha1.PhaseSucceeded, pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: content}, r.Clock.Now())
+	r.status.setTerminal(call, v1alpha1.PhaseSucceeded, pipeline.Result{OK: true, Reason: pipeline.ReasonSucceeded, Content: content}, r.Clock.Now())
 	const stored = `{"big":1.2345678901234568e29,"exp":100,"one":1}`
 	if got := string(call.Status.Result.Content.Raw); got != stored {
 		t.Errorf("content %s, want %s", got, stored)

@@ -29,7 +29,8 @@ func DefaultRetentionOptions() RetentionOptions { return options.DefaultRetentio
 // raised to the operator's floor (MinTTL), else its tool snapshot's
 // callTTLSecondsAfterFinished, either lowered to the operator's ceiling (MaxTTL), else the
 // operator's default. ok is false when none applies (the call is kept).
-func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
+func (t *retention) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok bool) {
+	r := t.r
 	if t := call.Spec.TTLSecondsAfterFinished; t != nil {
 		// The caller's own value: the agent may lengthen its record's life, not shorten it.
 		return r.Options.Retention.Ceiling(max(time.Duration(*t)*time.Second, r.Options.Retention.MinTTL)), true
@@ -44,9 +45,10 @@ func (r *ToolCallReconciler) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Dur
 }
 
 // setExpiry records, in the terminal status being written, when the call will be deleted.
-func (r *ToolCallReconciler) setExpiry(call *v1alpha1.ToolCall, finished time.Time) {
+func (t *retention) setExpiry(call *v1alpha1.ToolCall, finished time.Time) {
+	r := t.r
 	call.Status.ExpiresAt = nil
-	if ttl, ok := r.effectiveTTL(call); ok {
+	if ttl, ok := r.retention.effectiveTTL(call); ok {
 		call.Status.ExpiresAt = ptrTime(finished.Add(ttl))
 	}
 }
@@ -57,7 +59,8 @@ func (r *ToolCallReconciler) setExpiry(call *v1alpha1.ToolCall, finished time.Ti
 // ended without status.expiresAt (before this operator version, or while no TTL applied)
 // is due at its completion time plus its own TTL or the operator's default (its tool
 // snapshot is not in the cache, see TransformToolCall); ok is false when it is kept.
-func (r *ToolCallReconciler) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
+func (t *retention) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
+	r := t.r
 	if due := call.Status.ExpiresAt; due != nil {
 		if done, most := call.Status.CompletionTime, r.Options.Retention.MaxTTL; done != nil && most > 0 && due.After(done.Add(most)) {
 			return done.Add(most), true
@@ -67,15 +70,16 @@ func (r *ToolCallReconciler) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool
 	if call.Status.CompletionTime == nil {
 		return time.Time{}, false
 	}
-	ttl, ok := r.effectiveTTL(call)
+	ttl, ok := r.retention.effectiveTTL(call)
 	return call.Status.CompletionTime.Add(ttl), ok
 }
 
 // expire deletes a terminal call whose TTL has passed, or requeues it for when it will
 // (or for its next retained Job, whichever comes first). The expiry is read from status,
 // so an operator restart resumes it: the informer's initial list reconciles every call.
-func (r *ToolCallReconciler) expire(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
-	due, ok := r.expiresAt(call)
+func (t *retention) expire(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
+	r := t.r
+	due, ok := r.retention.expiresAt(call)
 	if !ok {
 		return ctrl.Result{RequeueAfter: retained}, nil
 	}

@@ -50,7 +50,7 @@ func (r *ToolCallReconciler) startWhenRunnable(ctx context.Context, call *v1alph
 	if call.Status.Phase != v1alpha1.PhaseRunning {
 		return ctrl.Result{}, nil
 	}
-	if err := r.writeStatus(ctx, call); err != nil {
+	if err := r.status.writeStatus(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.execute(ctx, call)

@@ -70,19 +70,20 @@ func (s attemptStop) unconfirmed(bound time.Duration) string {
 // deleted (gracefully) unless it is being deleted already. It reads the cache first and,
 // when the cache shows nothing running, confirms with the API server: a Pod created a
 // moment ago may not be in the cache yet.
-func (r *ToolCallReconciler) stopAttemptPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (attemptStop, error) {
+func (s *podStopper) stopAttemptPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (attemptStop, error) {
+	r := s.r
 	pods, err := attemptPods(ctx, r.Client, call, a.Attempt, false)
 	if err != nil {
 		return attemptStop{}, err
 	}
-	st, err := r.stopPods(ctx, pods)
+	st, err := r.stopper.stopPods(ctx, pods)
 	if err != nil || st.waiting() || r.APIReader == nil {
 		return st, err
 	}
 	if pods, err = attemptPods(ctx, r.APIReader, call, a.Attempt, true); err != nil {
 		return attemptStop{}, err
 	}
-	return r.stopPods(ctx, pods)
+	return r.stopper.stopPods(ctx, pods)
 }
 
 // attemptPods lists the Pods of the call's attempt (a Job's Pod or a claimed warm Pod: both
@@ -110,7 +111,8 @@ func attemptPods(ctx context.Context, reader client.Reader, call *v1alpha1.ToolC
 
 // stopPods deletes every Pod that is not quiet and not being deleted yet, and sorts the rest
 // into running (wait) and overdue.
-func (r *ToolCallReconciler) stopPods(ctx context.Context, pods []*corev1.Pod) (attemptStop, error) {
+func (s *podStopper) stopPods(ctx context.Context, pods []*corev1.Pod) (attemptStop, error) {
+	r := s.r
 	var st attemptStop
 	now := r.Clock.Now()
 	for _, p := range pods {
@@ -167,7 +169,8 @@ func forceDeleted(p *corev1.Pod) bool {
 }
 
 // forceDelete force-deletes the overdue Pods of an attempt whose end is recorded.
-func (r *ToolCallReconciler) forceDelete(ctx context.Context, pods []*corev1.Pod) {
+func (s *podStopper) forceDelete(ctx context.Context, pods []*corev1.Pod) {
+	r := s.r
 	for _, p := range pods {
 		if forceDeleted(p) {
 			continue
@@ -185,12 +188,13 @@ func (r *ToolCallReconciler) forceDelete(ctx context.Context, pods []*corev1.Pod
 // awaitStopped records, once, that the end of the call's attempt waits for its Pods to stop
 // (Executed=Unknown, ReasonStopping; what says why the attempt ends), and waits: the Pods'
 // events wake the call, and at the latest it looks again when the first becomes overdue.
-func (r *ToolCallReconciler) awaitStopped(ctx context.Context, call *v1alpha1.ToolCall, st attemptStop, what string) (ctrl.Result, error) {
+func (s *podStopper) awaitStopped(ctx context.Context, call *v1alpha1.ToolCall, st attemptStop, what string) (ctrl.Result, error) {
+	r := s.r
 	msg := fmt.Sprintf("%s; waiting for Pod %s to stop before the end is recorded", what, strings.Join(st.running, ", "))
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted); c == nil ||
 		c.Reason != v1alpha1.ReasonStopping || c.Message != msg {
 		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonStopping, msg)
-		if err := r.writeStatus(ctx, call); err != nil {
+		if err := r.status.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
