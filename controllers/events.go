@@ -7,7 +7,6 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
-	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -47,12 +46,4 @@ func terminalEvents(call *v1alpha1.ToolCall) []event {
 	}
 	return []event{{Type: eventType, Reason: EventResultFrozen, Action: "Complete",
 		Note: fmt.Sprintf("call of %s ended %s (%s); result %s", call.Spec.Tool, call.Status.Phase, res.Reason, call.Status.ResultDigest)}}
-}
-
-// afterStatusWrite emits events only once the status that records them is written.
-func (w *statusWriter) afterStatusWrite(call *v1alpha1.ToolCall, evs []event) {
-	r := w.r
-	for _, e := range evs {
-		events.Emit(r.Recorder, call, e.Type, e.Reason, e.Action, e.Note)
-	}
 }

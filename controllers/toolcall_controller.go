@@ -27,7 +27,6 @@ import (
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/internal/notify"
-	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -58,7 +57,7 @@ type ToolCallReconciler struct {
 	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
 	Tracer CallTracer
 
-	// the collaborators (toolcall_parts.go), wired once by wire
+	// the collaborators (toolcall_collaborators.go), wired once by wire
 	wireOnce  sync.Once
 	audit     auditWriter
 	notices   approvalNotifier
@@ -117,10 +116,10 @@ func (r *ToolCallReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	if !call.DeletionTimestamp.IsZero() {
-		return r.retention.finishDeleted(ctx, call, retained) // toolcall_record.go
+		return r.retention.finishDeleted(ctx, call, retained) // toolcall_record_finalizer.go
 	}
 	if call.Status.Phase.IsTerminal() {
-		// The cached terminal call is trimmed (cache.go): it is only read here, never written.
+		// The cached terminal call is trimmed (cache_transforms.go): it is only read here, never written.
 		r.audit.auditRecovered(ctx, call)
 		return r.retention.expire(ctx, call, retained)
 	}
@@ -153,31 +152,6 @@ func (r *ToolCallReconciler) reconcile(ctx context.Context, call *v1alpha1.ToolC
 		return r.observe(ctx, call)
 	}
 	return ctrl.Result{}, nil
-}
-
-// writeStatus writes the call's status and remembers how far it moved the call.
-// A terminal write that succeeded is counted and audited here, once; one whose outcome is
-// unknown (an error other than a conflict: it may have been applied) is audited when the
-// call is next seen terminal (auditRecovered).
-func (w *statusWriter) writeStatus(ctx context.Context, call *v1alpha1.ToolCall) error {
-	r := w.r
-	written := r.Clock.Now()
-	if err := r.Status().Update(ctx, call); err != nil {
-		if call.Status.Phase.IsTerminal() && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsRequestEntityTooLargeError(err) {
-			r.audit.pending.hold(call)
-		}
-		return err
-	}
-	r.status.written.record(call)
-	tracing.Flush(ctx, call, written)
-	if call.Status.Phase.IsTerminal() {
-		countTerminal(call)
-		r.audit.pending.forget(client.ObjectKeyFromObject(call))
-		r.frozen.Forget(client.ObjectKeyFromObject(call))
-		r.decided.forget(client.ObjectKeyFromObject(call))
-		r.audit.emitAudit(ctx, call, false)
-	}
-	return nil
 }
 
 // SetupWithManager wires the watches: the call, its Jobs and Pods, its approval, the

@@ -26,15 +26,15 @@ type retention struct {
 }
 
 // statusWriter is the one path every status write goes through, the terminal ones above
-// all (toolcall_terminal.go): it remembers how far it moved each call (written) and emits
-// the events and audit record a write carries.
+// all (toolcall_status_write.go): it remembers how far it moved each call (written,
+// toolcall_status_written.go) and emits the events and audit record a write carries.
 type statusWriter struct {
 	r       *ToolCallReconciler
 	written written
 }
 
 // admitter runs admission and the approval wait (toolcall_admit.go, toolcall_approval.go)
-// against the live registry, whose reads concurrent calls share (registries).
+// against the live registry (registry.go), whose reads concurrent calls share (registries).
 type admitter struct {
 	r          *ToolCallReconciler
 	registries coalesce.Coalescer[*registry]
@@ -45,7 +45,7 @@ type podStopper struct {
 	r *ToolCallReconciler
 }
 
-// resultReview runs the PostExecute stage on an attempt's result (toolcall_review.go).
+// resultReview runs the PostExecute stage on an attempt's result (toolcall_review.go; toolcall_outcome.go calls it).
 type resultReview struct {
 	r *ToolCallReconciler
 }

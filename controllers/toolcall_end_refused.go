@@ -35,3 +35,31 @@ func (r *ToolCallReconciler) endRefused(ctx context.Context, call *v1alpha1.Tool
 	}
 	return ctrl.Result{}, nil
 }
+
+// finishInternal ends a call that cannot continue; it never stays without a result.
+func (r *ToolCallReconciler) finishInternal(ctx context.Context, call *v1alpha1.ToolCall, msg string) (ctrl.Result, error) {
+	return r.endRefused(ctx, call, *executor.Internal(msg).Refused)
+}
+
+// refusal is the model-facing result of a call refused before running. Policy internals
+// (policy and rule names, CEL errors) stay in the conditions; the model sees the rule's own
+// message or a generic sentence.
+func refusal(d pipeline.Decision) pipeline.Result {
+	msg := d.Message
+	if d.Feedback != "" {
+		msg = d.Feedback // Message names host configuration (DESIGN rule 4)
+	}
+	switch d.Reason {
+	case pipeline.ReasonPolicyDenied, pipeline.ReasonGuardDenied:
+		if msg == "" {
+			msg = "the call was denied by policy"
+		}
+	case pipeline.ReasonPolicyError:
+		msg = "the call was denied: a policy could not be evaluated"
+	case pipeline.ReasonNotASubject:
+		msg = "the requester may not make calls in this scope"
+	case pipeline.ReasonRuntimeClassRequired:
+		msg = "the tool may not run in this scope: the scope requires another sandbox runtime"
+	}
+	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
+}
