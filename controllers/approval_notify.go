@@ -32,7 +32,7 @@ func (n *approvalNotifier) notifyRequested(ctx context.Context, call *v1alpha1.T
 	if call.Status.AdmittedTime != nil {
 		at = call.Status.AdmittedTime.Time
 	}
-	r.Notifier.Notify(ctx, notify.Event{Kind: v1alpha1.ApprovalEventRequested, Scope: call.Spec.Scope, At: at, Data: r.notices.approvalData(call)})
+	r.Notifier.Notify(ctx, notify.Event{Kind: v1alpha1.ApprovalEventRequested, Scope: call.Spec.Scope, At: at, Data: n.approvalData(call)})
 }
 
 // notifyDecided queues the event of a parked call's answer, after the status write that
@@ -45,7 +45,7 @@ func (n *approvalNotifier) notifyDecided(ctx context.Context, call *v1alpha1.Too
 	}
 	r.Notifier.Forget(client.ObjectKeyFromObject(call))
 	now := r.Clock.Now()
-	data := r.notices.approvalData(call)
+	data := n.approvalData(call)
 	data.DecidedAt, data.Approver = &now, call.Status.Approver
 	kind := v1alpha1.ApprovalEventApproved
 	data.Reason = v1alpha1.ReasonApproved
@@ -70,7 +70,6 @@ func (n *approvalNotifier) forgetNotified(key types.NamespacedName) {
 // approvalData is what a person needs to decide: the call's card, tool, requester, digest,
 // deadline and the reason it asks. The notifier adds the commands and the console link.
 func (n *approvalNotifier) approvalData(call *v1alpha1.ToolCall) approvalevents.Data {
-	r := n.r
 	in := catalog.CallInput(call, nil)
 	d := approvalevents.Data{Namespace: call.Namespace, Name: call.Name, UID: string(call.UID),
 		Tool: in.Tool.Name, Scope: call.Spec.Scope, Requester: call.Spec.Requester,
@@ -87,7 +86,7 @@ func (n *approvalNotifier) approvalData(call *v1alpha1.ToolCall) approvalevents.
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); c != nil {
 		d.Message = c.Message
 	}
-	d.Card = r.notices.card(call, in)
+	d.Card = n.card(call, in)
 	return d
 }
 

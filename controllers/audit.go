@@ -137,23 +137,21 @@ func (a *auditWriter) auditLogger() logr.Logger {
 // recovered, found written after a write whose answer was lost).
 func (a *auditWriter) emitAudit(_ context.Context, call *v1alpha1.ToolCall, recovered bool) {
 	r := a.r
-	r.audit.auditLogger().Info(AuditMessage, auditValues(call, r.Options.Retention.AuditIncludeContent, recovered)...)
+	a.auditLogger().Info(AuditMessage, auditValues(call, r.Options.Retention.AuditIncludeContent, recovered)...)
 }
 
 // emitReleased logs the record of a terminal call the operator is about to let go.
 func (a *auditWriter) emitReleased(call *v1alpha1.ToolCall) {
-	r := a.r
-	r.audit.auditLogger().Info(AuditReleasedMessage, auditValues(call, false, false)...)
+	a.auditLogger().Info(AuditReleasedMessage, auditValues(call, false, false)...)
 }
 
 // auditRecovered emits the record of a terminal call whose terminal write this process
 // made but got no answer to (a timeout, a dropped connection: it may have been applied),
 // once the cache shows it was: the same result digest as the write held.
 func (a *auditWriter) auditRecovered(ctx context.Context, cached *v1alpha1.ToolCall) {
-	r := a.r
-	held := r.audit.pending.take(cached)
+	held := a.pending.take(cached)
 	if held != nil && held.Status.ResultDigest == cached.Status.ResultDigest {
-		r.audit.emitAudit(ctx, held, true)
+		a.emitAudit(ctx, held, true)
 	}
 }
 

@@ -55,7 +55,7 @@ func loadRegistry(ctx context.Context, c client.Reader, namespace string) (*regi
 // whatever existed when it was made is in the answer. The registry is shared: read only.
 func (ad *admitter) liveRegistry(ctx context.Context, namespace string) (*registry, error) {
 	r := ad.r
-	return r.admission.registries.Do(ctx, namespace, func(ctx context.Context) (*registry, error) {
+	return ad.registries.Do(ctx, namespace, func(ctx context.Context) (*registry, error) {
 		return loadRegistry(ctx, r.APIReader, namespace)
 	})
 }

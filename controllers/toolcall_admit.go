@@ -31,12 +31,12 @@ func (ad *admitter) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Re
 	// error requeues the call; nothing has been written yet. The NetworkPolicy read the
 	// Job needs runs alongside (netisolation.Enforcer.WithRead).
 	ctx = r.enforcer().WithRead(ctx, call.Namespace)
-	reg, err := r.admission.liveRegistry(ctx, call.Namespace)
+	reg, err := ad.liveRegistry(ctx, call.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	call.Status.ObservedGeneration = call.Generation
-	outcome := r.admission.runAdmission(reg, call)
+	outcome := ad.runAdmission(reg, call)
 	traceAdmission(ctx, start, outcome, r.Clock.Now())
 	if outcome.verdict == pipeline.Allow {
 		if err := r.scheduleOrQueue(ctx, call); err != nil {
@@ -78,16 +78,16 @@ func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admissi
 	now := r.Clock.Now()
 	if d := reg.index.SubjectGuard(call.Spec.Scope, call.Spec.Requester); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.admission.refuse(call, d, now)
+		return ad.refuse(call, d, now)
 	}
 	tool, d := reg.resolve(call.Spec.Scope, call.Spec.Tool)
 	if d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.admission.refuse(call, d, now)
+		return ad.refuse(call, d, now)
 	}
 	if d := reg.index.RuntimeClassGuard(call.Spec.Scope, call.Spec.Tool, r.Options.Job.RuntimeClassOf(tool.spec.Sandbox)); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
-		return r.admission.refuse(call, d, now)
+		return ad.refuse(call, d, now)
 	}
 	r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved,
 		"resolved to "+string(tool.snapshot.Kind)+" "+tool.snapshot.Name)
@@ -95,11 +95,11 @@ func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admissi
 	call.Status.CallLabels = maps.Clone(call.Labels)
 	params, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Parameters))
 	if err != nil {
-		return r.admission.refuse(call, notReady("parameters", err), now)
+		return ad.refuse(call, notReady("parameters", err), now)
 	}
 	// A result that could not be checked would be withheld: do not run the body for it.
 	if _, err := registration.CompileSchema(r.Compiler, registration.RawOf(tool.spec.Output)); err != nil {
-		return r.admission.refuse(call, notReady("output", err), now)
+		return ad.refuse(call, notReady("output", err), now)
 	}
 	in := catalog.CallInput(call, nil)
 	adm := pipeline.Admit(pipeline.AdmitInput{
@@ -111,7 +111,7 @@ func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admissi
 		Policies:  r.Compiler.CompilePolicies(reg.policies),
 		Now:       r.Clock.Now,
 	})
-	out := r.admission.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
+	out := ad.recordAdmission(call, tool, adm, reg.ruleMessage(adm.Final), now)
 	out.stages = adm
 	if adm.Frozen != nil && !call.Status.Phase.IsTerminal() {
 		// Frozen once, here: the Job, post-execute and the approval card use these bytes.
@@ -122,19 +122,18 @@ func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admissi
 
 // recordAdmission writes the stage verdicts of one pure pass into the status (in memory).
 func (ad *admitter) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool, adm pipeline.Admission, ruleMsg string, now time.Time) admission {
-	r := ad.r
 	if adm.Frozen != nil {
 		call.Status.ArgumentsDigest = adm.Frozen.Digest()
 	}
-	r.admission.setStage(call, v1alpha1.ConditionArgumentsFrozen, adm.Freeze, v1alpha1.ReasonFrozen)
+	ad.setStage(call, v1alpha1.ConditionArgumentsFrozen, adm.Freeze, v1alpha1.ReasonFrozen)
 	if adm.Validate.Evaluated() {
-		r.admission.setStage(call, v1alpha1.ConditionArgumentsValid, adm.Validate, v1alpha1.ReasonValid)
+		ad.setStage(call, v1alpha1.ConditionArgumentsValid, adm.Validate, v1alpha1.ReasonValid)
 	}
 	if adm.PreExecute.Evaluated() {
-		r.admission.setStage(call, v1alpha1.ConditionAdmitted, adm.PreExecute, v1alpha1.ReasonPolicyAllowed)
+		ad.setStage(call, v1alpha1.ConditionAdmitted, adm.PreExecute, v1alpha1.ReasonPolicyAllowed)
 	}
 	if adm.Guard.Evaluated() {
-		r.admission.setStage(call, v1alpha1.ConditionGuarded, adm.Guard, v1alpha1.ReasonPolicyAllowed)
+		ad.setStage(call, v1alpha1.ConditionGuarded, adm.Guard, v1alpha1.ReasonPolicyAllowed)
 	}
 	final := adm.Final
 	switch final.Verdict {
@@ -148,7 +147,7 @@ func (ad *admitter) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool,
 			// The message lists a few violations; the count is of all of them.
 			meta = map[string]string{pipeline.MetaViolations: strconv.Itoa(len(adm.Validation.Violations) + adm.Validation.Omitted)}
 		}
-		return r.admission.refuseWith(call, final, meta, now)
+		return ad.refuseWith(call, final, meta, now)
 	case pipeline.Ask:
 		window := final.ApprovalWindow
 		if window <= 0 && tool.spec.ApprovalWindow != nil {
@@ -169,8 +168,7 @@ func (ad *admitter) recordAdmission(call *v1alpha1.ToolCall, tool *resolvedTool,
 // refuse ends a call at admission: Denied for a decision against it (policy, guard,
 // subject, approval), Failed for a call that cannot run (unknown tool, bad arguments).
 func (ad *admitter) refuse(call *v1alpha1.ToolCall, d pipeline.Decision, now time.Time) admission {
-	r := ad.r
-	return r.admission.refuseWith(call, d, nil, now)
+	return ad.refuseWith(call, d, nil, now)
 }
 
 // refuseWith is refuse with facts for the result's meta.

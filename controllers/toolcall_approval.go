@@ -45,10 +45,10 @@ func (ad *admitter) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) 
 			// An answer that does not count (another call's, a stale one, a self-approval)
 			// is marked refused so that its author learns why; the call keeps waiting for a
 			// rightful answer, or times out.
-			if err := r.admission.markConsumed(ctx, approval, call, refused); err != nil && !apierrors.IsConflict(err) {
+			if err := ad.markConsumed(ctx, approval, call, refused); err != nil && !apierrors.IsConflict(err) {
 				ctrl.LoggerFrom(ctx).Error(err, "could not mark the approval refused", "approval", approval.Name)
 			}
-		} else if err := r.admission.markConsumed(ctx, approval, call, decision); err != nil {
+		} else if err := ad.markConsumed(ctx, approval, call, decision); err != nil {
 			// The answer is marked consumed by this call before the call moves on: a crash
 			// or a conflict between the two writes leaves it consumed by this call only,
 			// never free to answer another. Failing to mark it (it changed, or was
@@ -60,10 +60,10 @@ func (ad *admitter) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) 
 		r.notices.notifyRequested(ctx, call)
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	r.admission.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
+	ad.setStage(call, v1alpha1.ConditionAdmitted, decision, v1alpha1.ReasonApproved)
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionGuarded); c != nil && c.Status == metav1.ConditionUnknown {
 		// The guards passed the ask on: the answer settles their stage too.
-		r.admission.setStage(call, v1alpha1.ConditionGuarded, decision, v1alpha1.ReasonApproved)
+		ad.setStage(call, v1alpha1.ConditionGuarded, decision, v1alpha1.ReasonApproved)
 	}
 	traceApproval(ctx, call, decision, r.Clock.Now())
 	if answer != nil && decidedBy(decision) {
@@ -71,7 +71,7 @@ func (ad *admitter) awaitApproval(ctx context.Context, call *v1alpha1.ToolCall) 
 	}
 	var events []event
 	if decision.Verdict == pipeline.Deny {
-		events = r.admission.refuse(call, decision, r.Clock.Now()).events
+		events = ad.refuse(call, decision, r.Clock.Now()).events
 	} else {
 		call.Status.Verdict = v1alpha1.VerdictAllow
 		if err := r.scheduleOrQueue(ctx, call); err != nil {

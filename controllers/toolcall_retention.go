@@ -46,9 +46,8 @@ func (t *retention) effectiveTTL(call *v1alpha1.ToolCall) (ttl time.Duration, ok
 
 // setExpiry records, in the terminal status being written, when the call will be deleted.
 func (t *retention) setExpiry(call *v1alpha1.ToolCall, finished time.Time) {
-	r := t.r
 	call.Status.ExpiresAt = nil
-	if ttl, ok := r.retention.effectiveTTL(call); ok {
+	if ttl, ok := t.effectiveTTL(call); ok {
 		call.Status.ExpiresAt = ptrTime(finished.Add(ttl))
 	}
 }
@@ -70,7 +69,7 @@ func (t *retention) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
 	if call.Status.CompletionTime == nil {
 		return time.Time{}, false
 	}
-	ttl, ok := r.retention.effectiveTTL(call)
+	ttl, ok := t.effectiveTTL(call)
 	return call.Status.CompletionTime.Add(ttl), ok
 }
 
@@ -79,7 +78,7 @@ func (t *retention) expiresAt(call *v1alpha1.ToolCall) (time.Time, bool) {
 // so an operator restart resumes it: the informer's initial list reconciles every call.
 func (t *retention) expire(ctx context.Context, call *v1alpha1.ToolCall, retained time.Duration) (ctrl.Result, error) {
 	r := t.r
-	due, ok := r.retention.expiresAt(call)
+	due, ok := t.expiresAt(call)
 	if !ok {
 		return ctrl.Result{RequeueAfter: retained}, nil
 	}

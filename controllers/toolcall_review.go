@@ -26,7 +26,7 @@ import (
 // OutputSchemaInvalid.
 func (rv *resultReview) postExecute(ctx context.Context, call *v1alpha1.ToolCall, res pipeline.Result) (pipeline.Result, pipeline.Decision, error) {
 	r := rv.r
-	frozen, err := r.review.frozenArguments(call)
+	frozen, err := rv.frozenArguments(call)
 	if err != nil {
 		final, d := pipeline.Withhold(res, pipeline.ReasonPolicyError,
 			"the PostExecute policies could not be evaluated: the admitted arguments could not be reproduced: "+err.Error())
@@ -35,7 +35,7 @@ func (rv *resultReview) postExecute(ctx context.Context, call *v1alpha1.ToolCall
 	output, schemaErr := registration.CompileSchema(r.Compiler, registration.RawOf(call.Status.Tool.Spec.Output))
 	reg, err := r.admission.liveRegistry(ctx, call.Namespace)
 	if err != nil {
-		deadline := r.review.postExecuteDeadline(call)
+		deadline := rv.postExecuteDeadline(call)
 		if r.Clock.Now().Before(deadline) {
 			return res, pipeline.Decision{}, err
 		}
@@ -59,7 +59,7 @@ func (rv *resultReview) policiesUnavailable(ctx context.Context, call *v1alpha1.
 	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionResultAccepted); c == nil || c.Reason != v1alpha1.ReasonPolicyUnavailable {
 		r.setCondition(call, v1alpha1.ConditionResultAccepted, metav1.ConditionUnknown, v1alpha1.ReasonPolicyUnavailable,
 			"the PostExecute policies could not be read ("+err.Error()+"); retrying until "+
-				r.review.postExecuteDeadline(call).UTC().Format(time.RFC3339)+", then the result is withheld")
+				rv.postExecuteDeadline(call).UTC().Format(time.RFC3339)+", then the result is withheld")
 		if werr := r.status.writeStatus(ctx, call); werr != nil {
 			return ctrl.Result{}, errors.Join(err, werr)
 		}

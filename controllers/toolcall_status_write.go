@@ -29,7 +29,7 @@ func (w *statusWriter) writeStatus(ctx context.Context, call *v1alpha1.ToolCall)
 		}
 		return err
 	}
-	r.status.written.record(call)
+	w.written.record(call)
 	tracing.Flush(ctx, call, written)
 	if call.Status.Phase.IsTerminal() {
 		countTerminal(call)
@@ -73,17 +73,17 @@ func (w *statusWriter) setTerminal(call *v1alpha1.ToolCall, phase v1alpha1.ToolC
 // object limit) is replaced by an OutputTooLarge error rather than lost in a retry loop.
 func (w *statusWriter) writeTerminal(ctx context.Context, call *v1alpha1.ToolCall) error {
 	r := w.r
-	err := r.status.writeStatus(ctx, call)
+	err := w.writeStatus(ctx, call)
 	if apierrors.IsRequestEntityTooLargeError(err) || (apierrors.IsInvalid(err) && call.Status.Result != nil && call.Status.Result.Content != nil) {
 		ctrl.LoggerFrom(ctx).Info("result rejected by the API server; recording OutputTooLarge", "error", err.Error())
-		r.status.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
+		w.setTerminal(call, v1alpha1.PhaseFailed, pipeline.Result{IsError: true, Reason: pipeline.ReasonOutputTooLarge,
 			Error: "the tool's output is too large to store", Content: "the tool's output is too large to store"}, r.Clock.Now())
-		err = r.status.writeStatus(ctx, call)
+		err = w.writeStatus(ctx, call)
 	}
 	if err != nil {
 		return err
 	}
-	r.status.afterStatusWrite(call, terminalEvents(call))
+	w.afterStatusWrite(call, terminalEvents(call))
 	res := call.Status.Result
 	ctrl.LoggerFrom(ctx).Info("call completed", "tool", call.Spec.Tool, "phase", call.Status.Phase,
 		"reason", res.Reason, "attempts", len(call.Status.Attempts), "duration", call.Status.Duration, "resultDigest", call.Status.ResultDigest)

@@ -76,14 +76,14 @@ func (s *podStopper) stopAttemptPods(ctx context.Context, call *v1alpha1.ToolCal
 	if err != nil {
 		return attemptStop{}, err
 	}
-	st, err := r.stopper.stopPods(ctx, pods)
+	st, err := s.stopPods(ctx, pods)
 	if err != nil || st.waiting() || r.APIReader == nil {
 		return st, err
 	}
 	if pods, err = attemptPods(ctx, r.APIReader, call, a.Attempt, true); err != nil {
 		return attemptStop{}, err
 	}
-	return r.stopper.stopPods(ctx, pods)
+	return s.stopPods(ctx, pods)
 }
 
 // attemptPods lists the Pods of the call's attempt (a Job's Pod or a claimed warm Pod: both
