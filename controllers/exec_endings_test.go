@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -110,7 +111,7 @@ func frameKeySecret(master string, previous ...string) *corev1.Secret {
 	return s
 }
 
-func (w *execWorld) env(t *testing.T) execEnv {
+func (w *execWorld) env(t *testing.T) execenv.Env {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -119,9 +120,9 @@ func (w *execWorld) env(t *testing.T) execEnv {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.objs...).
 		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
 		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
-	return execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
-		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
-		keys:    framekeys.New(c, c, w.clock)}
+	return execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
+		Isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
+		Keys:    framekeys.New(c, c, w.clock)}
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).

@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -29,17 +30,17 @@ import (
 // under a deterministic name, owned by the call and held by podspec.JobFinalizer until its end is
 // recorded. It takes every attempt no other executor claimed.
 type jobExecutor struct {
-	execEnv
+	execenv.Env
 	refusals refusals
 	binder   *egressgrant.Binder
 }
 
 // newJobExecutor is the Job executor of env; its session workspaces are env's clients'
 // and settings (workspace.Claims).
-func newJobExecutor(env execEnv) *jobExecutor {
-	j := &jobExecutor{execEnv: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
-	j.workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
-		Options: env.Options.Workspace, Deadline: j.attemptDeadline}
+func newJobExecutor(env execenv.Env) *jobExecutor {
+	j := &jobExecutor{Env: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
+	j.Workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
+		Options: env.Options.Workspace, Deadline: j.AttemptDeadline}
 	return j
 }
 
@@ -55,12 +56,12 @@ func (j *jobExecutor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alp
 // start creates the current attempt's Job, or adopts it when it already exists (a restart
 // between the status write and the create): one Job per attempt, whatever happens.
 func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
-	attempt := currentAttempt(call)
-	frozen, err := j.frozenArguments(call)
+	attempt := executor.CurrentAttempt(call)
+	frozen, err := j.FrozenArguments(call)
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
-	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
+	if !j.Clock.Now().Before(j.AttemptDeadline(call)) {
 		return j.tooLate(ctx, call, attempt), nil
 	}
 	px, st, ok, err := j.attemptEgress(ctx, call, attempt)
@@ -73,12 +74,12 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return executor.Step{}, err
 	}
-	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
+	if why, err := j.Isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
 		return netisolation.Refuse(why), err
 	}
 	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
 	// namespace's master: both must exist first.
-	masters, st, ok, err := j.frameKeyReady(ctx, call)
+	masters, st, ok, err := j.FrameKeyReady(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -86,7 +87,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
-	ws, st, ok, err := j.workspaces.For(ctx, call)
+	ws, st, ok, err := j.Workspaces.For(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -111,7 +112,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 	default:
 		return j.createRefused(ctx, call, job.Name, err)
 	}
-	return executor.Step{Requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+	return executor.Step{Requeue: j.AttemptDeadline(call).Sub(j.Clock.Now())}, nil
 }
 
 // createRefused decides what a refused Job create means. An object the API server will
@@ -120,8 +121,8 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 // maxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
 // ends Failed ExecutionRejected with the API server's message: it never stays Running.
 func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (executor.Step, error) {
-	n := j.refusals.add(call, currentAttempt(call), err)
-	if !persistentCreateError(err) && n < maxCreateRefusals && j.Clock.Now().Before(j.attemptDeadline(call)) {
+	n := j.refusals.add(call, executor.CurrentAttempt(call), err)
+	if !persistentCreateError(err) && n < maxCreateRefusals && j.Clock.Now().Before(j.AttemptDeadline(call)) {
 		ctrl.LoggerFrom(ctx).Info("Job create refused; retrying", "job", jobName, "refusals", n, "error", err.Error())
 		return executor.Step{}, err
 	}
@@ -142,7 +143,7 @@ func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, atte
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
-	if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
+	if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
 		return st
 	}
 	return executor.Step{Outcome: &o}
@@ -187,16 +188,16 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 		}
 	}
 	now := j.Clock.Now()
-	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
-		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
-	read := j.trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
+	view := attemptView{Job: job, Pod: pod, Attempt: int(executor.CurrentAttempt(call)),
+		PastDeadline: !now.Before(j.AttemptDeadline(call)), Now: now}
+	read := j.Trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := attemptOutcome(ctx, view, read); ok {
-		if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
+		if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
 			return st, nil
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil
 	}
-	wait := j.attemptDeadline(call).Sub(now)
+	wait := j.AttemptDeadline(call).Sub(now)
 	if pending := signerPending(pod, now); pending > 0 {
 		wait = pending
 	}
@@ -283,13 +284,6 @@ func (j *jobExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ende
 	if err := j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "could not delete a stopped Job", "job", job.Name)
 	}
-}
-
-func currentAttempt(call *v1alpha1.ToolCall) int32 {
-	if a := current(call); a != nil {
-		return a.Attempt
-	}
-	return 1
 }
 
 // containerStartTime is when pod's tool container started (zero: unknown).

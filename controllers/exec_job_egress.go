@@ -15,7 +15,7 @@ import (
 // (egressgrant.ProxyOptions.ForAttempt). Not ok: the attempt ends or is refused with st,
 // or err is retried.
 func (j *jobExecutor) attemptEgress(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) (egressgrant.AttemptProxy, executor.Step, bool, error) {
-	px, unavailable, ended, err := j.Options.EgressProxy.ForAttempt(ctx, j.APIReader, call, attempt, j.attemptDeadline(call))
+	px, unavailable, ended, err := j.Options.EgressProxy.ForAttempt(ctx, j.APIReader, call, attempt, j.AttemptDeadline(call))
 	switch {
 	case unavailable != "":
 		return egressgrant.AttemptProxy{}, netisolation.Refuse(unavailable), false, nil
@@ -32,5 +32,5 @@ func (j *jobExecutor) bindEgress(ctx context.Context, call *v1alpha1.ToolCall, p
 	if pod == nil || podEnded(pod) || !egressgrant.Uses(call) {
 		return false
 	}
-	return j.binder.Bind(ctx, call, pod, currentAttempt(call), j.attemptDeadline(call), j.Clock.Now())
+	return j.binder.Bind(ctx, call, pod, executor.CurrentAttempt(call), j.AttemptDeadline(call), j.Clock.Now())
 }

@@ -19,6 +19,7 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -67,7 +68,7 @@ func TestBindEgress(t *testing.T) {
 	opts := DefaultCallOptions()
 	opts.EgressProxy = egressTestOptions()
 	opts.EgressProxy.RecordsURL = srv.URL
-	j := newJobExecutor(execEnv{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec})
+	j := newJobExecutor(execenv.Env{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec})
 	call := injectCall(withEgress)
 	ctx := context.Background()
 	pod := runningPod("pod-1", "10.244.0.7")

@@ -15,6 +15,7 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -74,7 +75,7 @@ func TestAttemptEgress(t *testing.T) {
 		}
 		opts := DefaultCallOptions()
 		opts.EgressProxy = o
-		return newJobExecutor(execEnv{APIReader: b.Build(), Clock: clk, Options: opts})
+		return newJobExecutor(execenv.Env{APIReader: b.Build(), Clock: clk, Options: opts})
 	}
 	call := injectCall(withInjection)
 	noCA := egressTestOptions()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -164,7 +165,7 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 		}}).Build()
 	opts := DefaultCallOptions()
 	opts.JobRetention = retention
-	return newJobExecutor(execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
+	return newJobExecutor(execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -127,26 +128,26 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 // reads the outcome from the attach stream's signed result line or from the Pod, and the
 // Pod is deleted once the outcome is written: one call per Pod, never reused.
 type warmExecutor struct {
-	execEnv
+	execenv.Env
 	attach WarmExecutor
 	runs   warmRuns
 }
 
-func newWarmExecutor(env execEnv, attach WarmExecutor) *warmExecutor {
-	return &warmExecutor{execEnv: env, attach: attach,
+func newWarmExecutor(env execenv.Env, attach WarmExecutor) *warmExecutor {
+	return &warmExecutor{Env: env, attach: attach,
 		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
 }
 
 func (w *warmExecutor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 
-func (w *warmExecutor) wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
+func (w *warmExecutor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
 
 // start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
 // waits for its end or its deadline.
 func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
-	a := current(call)
-	frozen, err := w.frozenArguments(call)
+	a := executor.Current(call)
+	frozen, err := w.FrozenArguments(call)
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
@@ -155,12 +156,12 @@ func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (exec
 		return w.Observe(ctx, call) // gone or not cached yet: observing decides
 	}
 	isolating := time.Now()
-	why, err := w.isolate(ctx, call, pod.Labels)
+	why, err := w.Isolate(ctx, call, pod.Labels)
 	observeIsolation(isolating)
 	if err != nil || why != "" {
 		return netisolation.Refuse(why), err
 	}
-	masters, st, ok, err := w.frameKeyReady(ctx, call)
+	masters, st, ok, err := w.FrameKeyReady(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -169,7 +170,7 @@ func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (exec
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be handed over"), nil
 	}
-	deadline := w.attemptDeadline(call)
+	deadline := w.AttemptDeadline(call)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
 	w.runs.start(call, func() (WarmStream, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)

@@ -53,7 +53,7 @@ func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
 		why = "error"
 		// A pool Pod reads the namespace's frame master; the handover is authenticated with it.
-		if _, err := w.keys.Ensure(ctx, ns); err == nil {
+		if _, err := w.Keys.Ensure(ctx, ns); err == nil {
 			pod, why = w.claimPod(ctx, call, a.Attempt)
 		}
 	}

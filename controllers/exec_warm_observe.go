@@ -29,7 +29,7 @@ import (
 // stream in this process) the Pod is attached again: the runner takes one Handover only,
 // so the body never runs twice.
 func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
-	a := current(call)
+	a := executor.Current(call)
 	pod, err := w.warmPod(ctx, call, a.PodName)
 	if err != nil {
 		return executor.Step{}, err
@@ -47,7 +47,7 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 		return executor.Step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
 	}
 	now := w.Clock.Now()
-	past := !now.Before(w.attemptDeadline(call))
+	past := !now.Before(w.AttemptDeadline(call))
 	if inFlight && !run.done && !past && pod != nil && podEnded(pod) {
 		// The container ended, so its attach stream is ending too, and its end wakes the call
 		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
@@ -72,7 +72,7 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 	if wait := signerPending(pod, now); wait > 0 {
 		return executor.Step{Requeue: wait}, nil
 	}
-	return executor.Step{Requeue: w.attemptDeadline(call).Sub(w.Clock.Now())}, nil
+	return executor.Step{Requeue: w.AttemptDeadline(call).Sub(w.Clock.Now())}, nil
 }
 
 // ended is the step of an attempt whose outcome o was read from source: the handover time
@@ -81,8 +81,8 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) executor.Step {
 	// Read the run again: its stream may have ended since observe looked (the Pod's end can
 	// reach the informer before the attach goroutine records the stream's).
-	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && current(call).HandoverTime == nil {
-		a := current(call)
+	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && executor.Current(call).HandoverTime == nil {
+		a := executor.Current(call)
 		a.HandoverTime = ptrTime(run.stream.HandedOver)
 	}
 	w.runs.decided(call.UID, source)
@@ -123,18 +123,18 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 	if !ok {
 		return pipeline.Outcome{}, false
 	}
-	f, _, needLog, err := w.trust(call).Termination(ctx, msg)
+	f, _, needLog, err := w.Trust(call).Termination(ctx, msg)
 	if err != nil || needLog || f.Signal != "" || f.Reason == frame.ReasonBodyLost {
 		// BodyLost vouches for no run: the kubelet's account of the Pod decides.
 		return pipeline.Outcome{}, false
 	}
-	return pipeline.Outcome{Attempt: int(currentAttempt(call)), Started: true, Report: reportOf(f)}, true
+	return pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: true, Report: reportOf(f)}, true
 }
 
 // frameReader reads the claimed Pod's termination message (and log) as a cold Pod's: with
 // the key derived for the call's attempt, for the call's arguments.
 func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametrust.Reader {
-	return w.trust(call).PodReader(pod, w.Logs, w.Options.LogReadTimeout)
+	return w.Trust(call).PodReader(pod, w.Logs, w.Options.LogReadTimeout)
 }
 
 // release deletes the attempt's Pod once its outcome is written (one call per Pod, never
@@ -156,7 +156,7 @@ func (w *warmExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, end
 // the Pod is never used again) and forgets its handover. A Pod already gone needs nothing;
 // one the cache has not seen yet is read from the API server.
 func (w *warmExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
-	name := current(call).PodName
+	name := executor.Current(call).PodName
 	w.runs.forget(call.UID)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
 	pod := &corev1.Pod{}
@@ -191,7 +191,7 @@ func (w *warmExecutor) Tidy(ctx context.Context, _ types.NamespacedName, call *v
 	if err := w.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
 		return 0, err
 	}
-	running := current(call)
+	running := executor.Current(call)
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Annotations[podcontract.AnnotationClaimedBy] != string(call.UID) || !p.DeletionTimestamp.IsZero() {

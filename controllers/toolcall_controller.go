@@ -190,8 +190,8 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
 		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{})
 	for _, e := range r.executors() {
-		if w, ok := e.(wakeSource); ok {
-			b = b.WatchesRawSource(source.Channel(w.wakeups(), &handler.EnqueueRequestForObject{}))
+		if w, ok := e.(executor.WakeSource); ok {
+			b = b.WatchesRawSource(source.Channel(w.Wakeups(), &handler.EnqueueRequestForObject{}))
 		}
 	}
 	return b.Named("toolcall").

@@ -37,13 +37,13 @@ const (
 func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (ctrl.Result, error) {
 	var overdue []*corev1.Pod
 	if o.Report == nil {
-		st, err := r.stopAttemptPods(ctx, call, current(call))
+		st, err := r.stopAttemptPods(ctx, call, executor.Current(call))
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if st.waiting() {
 			r.decided.keep(ctx, call, o)
-			return r.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", currentAttempt(call)))
+			return r.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", executor.CurrentAttempt(call)))
 		}
 		if overdue = st.overdue; len(overdue) > 0 {
 			o.Detail = strings.TrimPrefix(o.Detail+"; "+st.unconfirmed(r.Options.DeadlineGrace), "; ")
@@ -67,7 +67,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	// written: stopped first, a write that lost a race would be retried against a deleting
 	// Job and record JobDeleted instead.
 	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
-	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
+	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(executor.CurrentAttempt(call))); retry.Retry {
 		r.startAttempt(ctx, call, int32(retry.NextAttempt))
 		if err := r.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
