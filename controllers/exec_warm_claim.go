@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -44,10 +45,10 @@ func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	// A pool Pod started before its call was known: it cannot mount the session's
 	// workspace volume now. Such attempts run cold, where the Job's Pod mounts it.
 	if workspace.Access(snap.Spec) != "" {
-		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "workspace").Inc()
+		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), "workspace").Inc()
 		return "", false
 	}
-	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
+	ns, kind, tool := call.Namespace, string(snap.Kind), executor.MetricTool(call)
 	var pod *corev1.Pod
 	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
 	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
@@ -167,7 +168,7 @@ func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *c
 		return live, nil
 	}
 	snap := call.Status.Tool
-	metrics.WarmPodsRejected.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "claim").Inc()
+	metrics.WarmPodsRejected.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), "claim").Inc()
 	ctrl.LoggerFrom(ctx).Info("deleting a pool Pod that is not the call's tool's; not claimed", "pod", live.Name, "why", why)
 	uid := live.UID
 	if err := w.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {

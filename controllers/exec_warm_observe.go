@@ -15,6 +15,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -40,7 +41,7 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 			return w.ended(call, o, sourceStream), nil
 		}
 	}
-	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !podEnded(pod) {
+	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !jobexec.PodEnded(pod) {
 		// The attach failed before the whole Handover was written: try again, through the
 		// controller's rate limiter (the runner takes one whole line only, never two).
 		w.runs.forget(call.UID)
@@ -48,28 +49,28 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 	}
 	now := w.Clock.Now()
 	past := !now.Before(w.AttemptDeadline(call))
-	if inFlight && !run.done && !past && pod != nil && podEnded(pod) {
+	if inFlight && !run.done && !past && pod != nil && jobexec.PodEnded(pod) {
 		// The container ended, so its attach stream is ending too, and its end wakes the call
 		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
 		// line, handover time and figures, whichever event came first.
 		return executor.Step{Requeue: time.Second}, nil
 	}
 	base := pipeline.Outcome{Attempt: int(a.Attempt), Started: true}
-	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !podEnded(pod)) {
+	if pod == nil || (!pod.DeletionTimestamp.IsZero() && !jobexec.PodEnded(pod)) {
 		base.TerminationReason = pipeline.TerminationPodDeleted
 		if past {
 			base.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
 		return w.ended(call, base, sourcePod), nil
 	}
-	view := attemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past, Now: now}
-	if o, ok := attemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
+	view := jobexec.AttemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past, Now: now}
+	if o, ok := jobexec.AttemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
 		return w.ended(call, o, sourcePod), nil
 	}
 	if !inFlight {
 		return w.Start(ctx, call)
 	}
-	if wait := signerPending(pod, now); wait > 0 {
+	if wait := jobexec.SignerPending(pod, now); wait > 0 {
 		return executor.Step{Requeue: wait}, nil
 	}
 	return executor.Step{Requeue: w.AttemptDeadline(call).Sub(w.Clock.Now())}, nil
@@ -128,7 +129,7 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 		// BodyLost vouches for no run: the kubelet's account of the Pod decides.
 		return pipeline.Outcome{}, false
 	}
-	return pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: true, Report: reportOf(f)}, true
+	return pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: true, Report: jobexec.ReportOf(f)}, true
 }
 
 // frameReader reads the claimed Pod's termination message (and log) as a cold Pod's: with

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 )
 
@@ -25,7 +26,7 @@ func (r *ToolCallReconciler) executors() []executor.Executor {
 		}
 		env := execenv.Env{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
 			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.keys, Frozen: &r.frozen}
-		r.execs = []executor.Executor{newWarmExecutor(env, r.Warm), newJobExecutor(env)}
+		r.execs = []executor.Executor{newWarmExecutor(env, r.Warm), jobexec.New(env)}
 	})
 	return r.execs
 }
