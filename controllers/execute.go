@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
+	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 )
 
@@ -26,7 +27,7 @@ func (r *ToolCallReconciler) executors() []executor.Executor {
 		}
 		env := execenv.Env{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
 			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.keys, Frozen: &r.frozen}
-		r.execs = []executor.Executor{newWarmExecutor(env, r.Warm), jobexec.New(env)}
+		r.execs = []executor.Executor{warmexec.New(env, r.Warm), jobexec.New(env)}
 	})
 	return r.execs
 }

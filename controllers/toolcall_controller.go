@@ -54,7 +54,7 @@ type ToolCallReconciler struct {
 	Audit logr.Logger
 	// Notifier sends approval CloudEvents to the sinks of parked calls; nil: none.
 	Notifier *notify.Notifier
-	// Warm hands warm pool Pods their arguments (exec_warm.go); nil: every call runs cold.
+	// Warm hands warm pool Pods their arguments (controllers/executor/warmexec); nil: every call runs cold.
 	Warm WarmExecutor
 	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
 	Tracer CallTracer

@@ -1,9 +1,11 @@
-package controllers
+package warmexec
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +31,7 @@ import (
 // ends it PodDeleted; the operator's own deadline stays the backstop. After a restart (no
 // stream in this process) the Pod is attached again: the runner takes one Handover only,
 // so the body never runs twice.
-func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
+func (w *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	a := executor.Current(call)
 	pod, err := w.warmPod(ctx, call, a.PodName)
 	if err != nil {
@@ -79,12 +81,12 @@ func (w *warmExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (ex
 // ended is the step of an attempt whose outcome o was read from source: the handover time
 // goes into the attempt (in memory: finishing it writes it), the source into the run for
 // release's figures.
-func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) executor.Step {
+func (w *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) executor.Step {
 	// Read the run again: its stream may have ended since observe looked (the Pod's end can
 	// reach the informer before the attach goroutine records the stream's).
 	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && executor.Current(call).HandoverTime == nil {
 		a := executor.Current(call)
-		a.HandoverTime = ptrTime(run.stream.HandedOver)
+		a.HandoverTime = &metav1.Time{Time: run.stream.HandedOver}
 	}
 	w.runs.decided(call.UID, source)
 	return executor.Step{Outcome: &o}
@@ -93,7 +95,7 @@ func (w *warmExecutor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source
 // warmPod is the attempt's claimed Pod: from the cache, else (a claim the cache has not
 // seen yet, or a Pod gone from it) from the API server; nil when it is gone or is not
 // this call's.
-func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, name string) (*corev1.Pod, error) {
+func (w *Executor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, name string) (*corev1.Pod, error) {
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
 	pod := &corev1.Pod{}
 	err := w.Get(ctx, key, pod)
@@ -119,7 +121,7 @@ func (w *warmExecutor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, nam
 // arguments (frametrust.Trust). A body killed by a
 // signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
 // names the reason; a pointer frame is read from the Pod log as usual.
-func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, run warmRun) (pipeline.Outcome, bool) {
+func (w *Executor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, run warmRun) (pipeline.Outcome, bool) {
 	msg, ok := frame.LastResultLine(run.stream.StdoutTail)
 	if !ok {
 		return pipeline.Outcome{}, false
@@ -134,13 +136,13 @@ func (w *warmExecutor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCal
 
 // frameReader reads the claimed Pod's termination message (and log) as a cold Pod's: with
 // the key derived for the call's attempt, for the call's arguments.
-func (w *warmExecutor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametrust.Reader {
+func (w *Executor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametrust.Reader {
 	return w.Trust(call).PodReader(pod, w.Logs, w.Options.LogReadTimeout)
 }
 
 // release deletes the attempt's Pod once its outcome is written (one call per Pod, never
 // reused) and reports how the attempt spent its time.
-func (w *warmExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
+func (w *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
 	run, _ := w.runs.get(call.UID)
 	recordWarmRun(ctx, run, run.source)
 	w.runs.forget(call.UID)
@@ -156,7 +158,7 @@ func (w *warmExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, end
 // stop deletes the warm Pod a cancelled call's running attempt claimed (the body stops now;
 // the Pod is never used again) and forgets its handover. A Pod already gone needs nothing;
 // one the cache has not seen yet is read from the API server.
-func (w *warmExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+func (w *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	name := executor.Current(call).PodName
 	w.runs.forget(call.UID)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
@@ -175,7 +177,7 @@ func (w *warmExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (strin
 	return "warm Pod " + name + " deleted", nil
 }
 
-func (w *warmExecutor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
+func (w *Executor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
 	uid := pod.UID
 	if err := w.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "could not delete a used warm Pod", "pod", pod.Name)
@@ -184,12 +186,12 @@ func (w *warmExecutor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
 
 // tidy deletes the call's claimed Pods whose attempt's outcome is recorded (a restart
 // between the outcome's write and release's delete): no Pod serves twice.
-func (w *warmExecutor) Tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+func (w *Executor) Tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
 	if call == nil || !ranWarm(call) {
 		return 0, nil // a cold call costs this nothing; a gone call's Pods go with it (owner)
 	}
 	pods := &corev1.PodList{}
-	if err := w.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+	if err := w.List(ctx, pods, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexCallName: call.Name}); err != nil {
 		return 0, err
 	}
 	running := executor.Current(call)

@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"context"
@@ -122,30 +122,30 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 	}()
 }
 
-// warmExecutor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
+// Executor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
 // the warmpool package keeps the pools): the claim takes a Pod of exactly the call's admitted
 // snapshot, start hands the runner its arguments through attach (WarmExecutor), observe
 // reads the outcome from the attach stream's signed result line or from the Pod, and the
 // Pod is deleted once the outcome is written: one call per Pod, never reused.
-type warmExecutor struct {
+type Executor struct {
 	execenv.Env
 	attach WarmExecutor
 	runs   warmRuns
 }
 
-func newWarmExecutor(env execenv.Env, attach WarmExecutor) *warmExecutor {
-	return &warmExecutor{Env: env, attach: attach,
+func New(env execenv.Env, attach WarmExecutor) *Executor {
+	return &Executor{Env: env, attach: attach,
 		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
 }
 
-func (w *warmExecutor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
+func (w *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 
-func (w *warmExecutor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
+func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
 
 // start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
 // waits for its end or its deadline.
-func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
+func (w *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	a := executor.Current(call)
 	frozen, err := w.FrozenArguments(call)
 	if err != nil {

@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w, _, pod := pooledWorld(t, tc.mutate)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0])
 			if ok != tc.claimed {
 				t.Fatalf("claim = %q, %v; want claimed %v", where, ok, tc.claimed)
@@ -156,7 +156,7 @@ func (r recordingAttach) Handover(_ context.Context, _ types.NamespacedName, lin
 func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 	w, _, pod := pooledWorld(t, nil)
 	attach := recordingAttach{lines: make(chan []byte, 1)}
-	x := newWarmExecutor(w.env(t), attach)
+	x := New(w.env(t), attach)
 	a := &w.call.Status.Attempts[0]
 	if _, ok := x.Claim(context.Background(), w.call, a); !ok {
 		t.Fatal("no claim")
@@ -199,7 +199,7 @@ func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
 				tool.Spec.Sandbox.Workspace = access
 			}
 		}
-		x := newWarmExecutor(w.env(t), stubAttach{})
+		x := New(w.env(t), stubAttach{})
 		if where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
 			t.Fatalf("%s: the warm executor claimed %q", access, where)
 		}

@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/executortest"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -120,9 +121,9 @@ func (w *execWorld) env(t *testing.T) execenv.Env {
 	utilruntime.Must(batchv1.AddToScheme(scheme))
 	utilruntime.Must(corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.objs...).
-		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
-		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
-	return execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
+		WithIndex(&batchv1.Job{}, executor.IndexCallName, executor.ByCall).
+		WithIndex(&corev1.Pod{}, executor.IndexCallName, executor.ByCall).Build()
+	return execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: options.DefaultCall(),
 		Isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
 		Keys:    framekeys.New(c, c, w.clock)}
 }
@@ -181,7 +182,7 @@ func TestWarmExecutorEndings(t *testing.T) {
 			pod.Status.Phase, pod.Status.Reason = e.phase, e.reason
 			pod.Status.ContainerStatuses = executortest.StatusesFor(e.state)
 			w.objs = append(w.objs, pod)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			// The stream of this process ended without a result line (the body was killed).
 			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true, stream: WarmStream{HandedOver: w.clock.Now()}}}
 			st, err := x.Observe(context.Background(), w.call)
@@ -220,7 +221,7 @@ func TestWarmExecutorStream(t *testing.T) {
 			pod.Status.Phase = corev1.PodRunning
 			pod.Status.ContainerStatuses = executortest.StatusesFor(executortest.Running())
 			w.objs = append(w.objs, pod)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			tail := []byte("body output\n")
 			if tc.line != "" {
 				tail = append(tail, frame.ResultLine([]byte(tc.line))...)
