@@ -1,3 +1,6 @@
+// Package jobexec is the Job executor (an executor.Executor): an attempt runs in a Job made
+// for it, the cold path that takes every attempt no other executor claimed. It returns what
+// its steps came to; the ToolCall reconciler writes the call's status.
 package jobexec
 
 import (
@@ -44,16 +47,17 @@ func New(env execenv.Env) *Executor {
 	return j
 }
 
+// Path is "": the Job executor runs the attempts recorded without a path.
 func (j *Executor) Path() v1alpha1.ExecutionPath { return "" }
 
-// claim takes the attempt: its Job is named after the call and the attempt.
+// Claim takes the attempt: its Job is named after the call and the attempt.
 func (j *Executor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	a.JobName = podspec.JobName(call.Name, a.Attempt)
 	call.Status.Job = &v1alpha1.JobReference{Name: a.JobName}
 	return "Job " + a.JobName, true
 }
 
-// start creates the current attempt's Job, or adopts it when it already exists (a restart
+// Start creates the current attempt's Job, or adopts it when it already exists (a restart
 // between the status write and the create): one Job per attempt, whatever happens.
 func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	attempt := executor.CurrentAttempt(call)
@@ -154,7 +158,7 @@ func (j *Executor) rejected(call *v1alpha1.ToolCall, jobName string, err error) 
 	return executor.Refuse(rejectedRefusal(call, jobName, err))
 }
 
-// observe reads the running attempt's outcome: from the Pod's terminated container as soon
+// Observe reads the running attempt's outcome: from the Pod's terminated container as soon
 // as the kubelet reports it (not the Job's later condition), and from the Job for what only
 // the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
 func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
@@ -234,7 +238,7 @@ func (j *Executor) attemptPod(ctx context.Context, live bool, call *v1alpha1.Too
 	return found, nil
 }
 
-// stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
+// Stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
 // before the Job, and the body gets SIGTERM now (it may run on for its grace period: the
 // caller waits for the Pod, toolcall_stopping.go). A Job that is absent (never created) or
 // already being deleted needs nothing. The cache may not hold a Job created a moment ago
@@ -264,7 +268,7 @@ func (j *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, e
 	return "Job " + name + " deleted", nil
 }
 
-// release deletes a Job whose Pod will not end by itself (an image that is never pulled,
+// Release deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are kept for the retention (tidy).
 func (j *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
 	if ended.JobName == "" {

@@ -19,7 +19,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// tidy keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
+// Tidy keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
 // ttlSecondsAfterFinished (the TTL controller deletes with foreground propagation, which
 // removes the Pod, the result's carrier, first: an operator down longer than the TTL would
 // find its result gone); the operator deletes them itself:

@@ -1,3 +1,6 @@
+// Package warmexec is the warm executor (an executor.Executor): an attempt runs in a claimed
+// Ready Pod of its tool's warm pool, handed its arguments over pods/attach. It returns what
+// its steps came to; the ToolCall reconciler writes the call's status.
 package warmexec
 
 import (
@@ -133,16 +136,19 @@ type Executor struct {
 	runs   warmRuns
 }
 
+// New is the warm executor of env, handing Pods their arguments with attach.
 func New(env execenv.Env, attach WarmExecutor) *Executor {
 	return &Executor{Env: env, attach: attach,
 		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
 }
 
+// Path is v1alpha1.PathWarm.
 func (w *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 
+// Wakeups are the events of attach streams that ended (executor.WakeSource).
 func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
 
-// start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
+// Start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
 // waits for its end or its deadline.
 func (w *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {

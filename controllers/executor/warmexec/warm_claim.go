@@ -29,7 +29,7 @@ import (
 // another call's claim of the same Pod).
 const claimTries = 5
 
-// claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
+// Claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
 // in the call's namespace, when the tool has a pool there (a Tool's is in its namespace; a
 // ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt runs cold, a
 // miss "unlisted") and the executor can attach: the attempt is then Warm, with the Pod's

@@ -23,7 +23,7 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// observe reads a warm attempt's outcome: from the attach stream's result line as soon as
+// Observe reads a warm attempt's outcome: from the attach stream's result line as soon as
 // the body ended, when it verifies for the call's attempt and arguments and reports a body that exited
 // by itself; otherwise from the Pod as a cold attempt's is read (the terminated
 // container's termination message, the kubelet's reasons: the Pod's DeadlineExceeded at
@@ -140,7 +140,7 @@ func (w *Executor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametr
 	return w.Trust(call).PodReader(pod, w.Logs, w.Options.LogReadTimeout)
 }
 
-// release deletes the attempt's Pod once its outcome is written (one call per Pod, never
+// Release deletes the attempt's Pod once its outcome is written (one call per Pod, never
 // reused) and reports how the attempt spent its time.
 func (w *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
 	run, _ := w.runs.get(call.UID)
@@ -155,7 +155,7 @@ func (w *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v
 	}
 }
 
-// stop deletes the warm Pod a cancelled call's running attempt claimed (the body stops now;
+// Stop deletes the warm Pod a cancelled call's running attempt claimed (the body stops now;
 // the Pod is never used again) and forgets its handover. A Pod already gone needs nothing;
 // one the cache has not seen yet is read from the API server.
 func (w *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
@@ -184,7 +184,7 @@ func (w *Executor) deleteWarmPod(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
-// tidy deletes the call's claimed Pods whose attempt's outcome is recorded (a restart
+// Tidy deletes the call's claimed Pods whose attempt's outcome is recorded (a restart
 // between the outcome's write and release's delete): no Pod serves twice.
 func (w *Executor) Tidy(ctx context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
 	if call == nil || !ranWarm(call) {
