@@ -1,19 +1,12 @@
 package controllers
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/pipeline"
-	"github.com/toolgate/toolgate/pkg/frame"
 )
 
 func withCredentials(s *toolgatev1alpha1.ToolSpec) {
@@ -22,30 +15,6 @@ func withCredentials(s *toolgatev1alpha1.ToolSpec) {
 	s.Body.SecretFiles = []toolgatev1alpha1.SecretFile{
 		{Name: "kubeconfig", SecretKeyRef: toolgatev1alpha1.CredentialKeySelector{Name: "deploy", Key: "config"}},
 		{Name: "ca.pem", SecretKeyRef: toolgatev1alpha1.CredentialKeySelector{Name: "deploy", Key: "ca"}},
-	}
-}
-
-func TestCredentialMissing(t *testing.T) {
-	status := func(reason, msg string) *corev1.ContainerStatus {
-		return &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
-	}
-	for _, tc := range []struct {
-		name string
-		cs   *corev1.ContainerStatus
-		want bool
-	}{
-		{"Secret not found", status("CreateContainerConfigError", `secret "github" not found`), true},
-		{"Secret not found, plural", status("CreateContainerConfigError", `secrets "github" not found`), true},
-		{"key not found", status("CreateContainerConfigError", "couldn't find key token in Secret agents/github"), true},
-		{"ConfigMap not found", status("CreateContainerConfigError", `configmap "c" not found`), false},
-		{"runAsNonRoot", status("CreateContainerConfigError", "container has runAsNonRoot and image will run as root"), false},
-		{"other reason", status("ErrImagePull", `secret "github" not found`), false},
-		{"running", &corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, false},
-		{"none", nil, false},
-	} {
-		if got := credentialMissing(tc.cs); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
 	}
 }
 
@@ -63,39 +32,13 @@ func TestWarmPoolSizeWithCredentials(t *testing.T) {
 	}
 }
 
-// The pipeline core does not import pkg/frame: reportOf passes the runner's reason through
-// as Report.RunnerReason, and Normalize recognises CredentialTooShort by its own copy of
-// the name, which must be the runner's.
-func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
-	if pipeline.RunnerCredentialTooShort != frame.ReasonCredentialTooShort {
-		t.Errorf("pipeline.RunnerCredentialTooShort %q, frame.ReasonCredentialTooShort %q",
-			pipeline.RunnerCredentialTooShort, frame.ReasonCredentialTooShort)
-	}
-	r := reportOf(frame.Frame{ExitCode: frame.ExitRunnerError, Reason: frame.ReasonCredentialTooShort, Redactions: 2})
-	if r.RunnerReason != pipeline.RunnerCredentialTooShort || r.Redactions != 2 {
-		t.Errorf("report %+v: the runner's reason and count are not carried", r)
-	}
-}
-
-// The kubelet's words name the missing Secret or key: they reach the Executed condition
-// (bounded), never the result.
-func TestCredentialMissingDetail(t *testing.T) {
+// The kubelet's words naming a missing Secret reach the Executed condition, after the
+// result's error (jobexec's TestCredentialMissingDetail: never the result).
+func TestCredentialMissingExecutedMessage(t *testing.T) {
 	msg := `secret "github" not found`
-	pod := podWith(corev1.PodPending, "", configError(msg))
-	o, ok := podOutcome(context.Background(), pod, time.Now(), pipeline.Outcome{Attempt: 1}, nil)
-	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != "kubelet: "+msg {
-		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
-	}
+	o := pipeline.Outcome{Attempt: 1, TerminationReason: pipeline.TerminationCredentialMissing, Detail: "kubelet: " + msg}
 	res := pipeline.Normalize(o, pipeline.NormalizeOptions{})
-	if strings.Contains(res.Error, "github") || strings.Contains(fmt.Sprint(res.Content), "github") {
-		t.Errorf("result names the Secret: %q", res.Content)
-	}
 	if got := executedMessage(res, o); !strings.HasSuffix(got, "(kubelet: "+msg+")") || !strings.HasPrefix(got, res.Error) {
 		t.Errorf("Executed message %q, want the result's error and the kubelet's words", got)
-	}
-	long := configError(`secret "` + strings.Repeat("x", 2*bounds.MaxDetail) + `" not found`)
-	o, _ = podOutcome(context.Background(), podWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil)
-	if len(o.Detail) > bounds.MaxDetail {
-		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), bounds.MaxDetail)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/egress"
@@ -181,7 +182,7 @@ func TestRecordEgress(t *testing.T) {
 	call.Status.Tool = &toolgatev1alpha1.ToolSnapshot{Spec: in.Tool}
 	started := &metav1.Time{Time: now.Add(-10 * time.Second)}
 	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, StartTime: started, CompletionTime: &metav1.Time{}}}
-	signed := egressgrant.GrantExpiry(attemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
+	signed := egressgrant.GrantExpiry(executor.AttemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
 	r.review.recordEgress(context.Background(), call, 0)
 	got := call.Status.Attempts[0].Egress
 	if gotAuth != "Bearer "+egress.RecordsToken(egressgranttest.Key) {

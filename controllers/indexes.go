@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -22,7 +23,7 @@ const (
 	indexActivePhase = "status.activePhase"
 	// indexCallName indexes toolgate's Jobs and Pods by the call they run for, so that a
 	// reconcile finds a call's children without scanning the namespace.
-	indexCallName = "index.callName"
+	indexCallName = executor.IndexCallName
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
@@ -49,12 +50,7 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, indexActivePhase, activePhase); err != nil {
 		return err
 	}
-	byCall := func(o client.Object) []string {
-		if name := o.GetAnnotations()[podcontract.AnnotationCallName]; name != "" {
-			return []string{name}
-		}
-		return nil
-	}
+	byCall := executor.ByCall
 	if err := indexer.IndexField(ctx, &batchv1.Job{}, indexCallName, byCall); err != nil {
 		return err
 	}

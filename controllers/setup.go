@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/history"
 	"github.com/toolgate/toolgate/controllers/registration"
@@ -25,6 +26,15 @@ import (
 	"github.com/toolgate/toolgate/pkg/notifyconfig"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
+
+// WarmExecutor hands a claimed warm Pod's runner its Handover line (warmexec.WarmExecutor).
+type WarmExecutor = warmexec.WarmExecutor
+
+// WarmStream is what a WarmExecutor saw of one warm attempt (warmexec.WarmStream).
+type WarmStream = warmexec.WarmStream
+
+// PodAttach is the WarmExecutor of a real cluster: pods/attach (warmexec.PodAttach).
+type PodAttach = warmexec.PodAttach
 
 // Options configure the reconcilers as a whole.
 type Options struct {

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -53,7 +54,7 @@ func (ad *admitter) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Re
 	}
 	ctrl.LoggerFrom(ctx).Info("call admitted", "tool", call.Spec.Tool, "requester", call.Spec.Requester,
 		"verdict", outcome.verdict, "reason", outcome.reason, "phase", call.Status.Phase, "argumentsDigest", call.Status.ArgumentsDigest)
-	metrics.Verdicts.WithLabelValues(metricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()
+	metrics.Verdicts.WithLabelValues(executor.MetricTool(call), string(outcome.verdict), string(outcome.reason)).Inc()
 	switch call.Status.Phase {
 	case v1alpha1.PhaseRunning:
 		return r.execute(ctx, call)

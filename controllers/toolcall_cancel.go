@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -46,7 +47,7 @@ type earlyEnd struct {
 func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCall, e earlyEnd) (ctrl.Result, error) {
 	stage, msg := pipeline.CancelledBeforeRunning, e.cause+" before the body ran"
 	var overdue []*corev1.Pod
-	if a := current(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil {
+	if a := executor.Current(call); call.Status.Phase == v1alpha1.PhaseRunning && a != nil {
 		stopped, err := r.executorFor(a).Stop(ctx, call)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -75,7 +76,7 @@ func (r *ToolCallReconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCa
 	}
 	parked := call.Status.Phase == v1alpha1.PhaseAwaitingApproval
 	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, e.reason, msg)
-	r.status.setTerminal(call, v1alpha1.PhaseFailed, e.result(stage, int(currentAttempt(call))), r.Clock.Now())
+	r.status.setTerminal(call, v1alpha1.PhaseFailed, e.result(stage, int(executor.CurrentAttempt(call))), r.Clock.Now())
 	if err := r.status.writeTerminal(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}

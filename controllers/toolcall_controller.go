@@ -52,7 +52,7 @@ type ToolCallReconciler struct {
 	Audit logr.Logger
 	// Notifier sends approval CloudEvents to the sinks of parked calls; nil: none.
 	Notifier *notify.Notifier
-	// Warm hands warm pool Pods their arguments (exec_warm.go); nil: every call runs cold.
+	// Warm hands warm pool Pods their arguments (controllers/executor/warmexec); nil: every call runs cold.
 	Warm WarmExecutor
 	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
 	Tracer CallTracer
@@ -171,8 +171,8 @@ func (r *ToolCallReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).
 		Watches(&v1alpha1.ToolCall{}, liveCallsFirst{})
 	for _, e := range r.executors() {
-		if w, ok := e.(wakeSource); ok {
-			b = b.WatchesRawSource(source.Channel(w.wakeups(), &handler.EnqueueRequestForObject{}))
+		if w, ok := e.(executor.WakeSource); ok {
+			b = b.WatchesRawSource(source.Channel(w.Wakeups(), &handler.EnqueueRequestForObject{}))
 		}
 	}
 	return b.Named("toolcall").

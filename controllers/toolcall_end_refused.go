@@ -21,7 +21,7 @@ func (r *ToolCallReconciler) endRefused(ctx context.Context, call *v1alpha1.Tool
 	ctrl.LoggerFrom(ctx).Info("refusing a call: its attempt could not start", "reason", f.Reason, "detail", f.Detail)
 	now := r.Clock.Now()
 	r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionFalse, f.Reason, f.Detail)
-	if a := current(call); a != nil && a.CompletionTime == nil {
+	if a := executor.Current(call); a != nil && a.CompletionTime == nil {
 		a.CompletionTime = ptrTime(now)
 		a.Reason = f.Reason
 	}

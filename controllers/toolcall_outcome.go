@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -29,13 +30,13 @@ const (
 func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) (ctrl.Result, error) {
 	var overdue []*corev1.Pod
 	if o.Report == nil {
-		st, err := r.stopper.stopAttemptPods(ctx, call, current(call))
+		st, err := r.stopper.stopAttemptPods(ctx, call, executor.Current(call))
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if st.waiting() {
 			r.decided.keep(ctx, call, o)
-			return r.stopper.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", currentAttempt(call)))
+			return r.stopper.awaitStopped(ctx, call, st, fmt.Sprintf("attempt %d ended without the runner's account", executor.CurrentAttempt(call)))
 		}
 		if overdue = st.overdue; len(overdue) > 0 {
 			o.Detail = strings.TrimPrefix(o.Detail+"; "+st.unconfirmed(r.Options.DeadlineGrace), "; ")
@@ -59,7 +60,7 @@ func (r *ToolCallReconciler) finishAttempt(ctx context.Context, call *v1alpha1.T
 	// written: stopped first, a write that lost a race would be retried against a deleting
 	// Job and record JobDeleted instead.
 	ended, exec := call.Status.Attempts[n], r.executorFor(&call.Status.Attempts[n])
-	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(currentAttempt(call))); retry.Retry {
+	if retry := pipeline.DecideRetry(catalog.RetryPolicy(spec), res, int(executor.CurrentAttempt(call))); retry.Retry {
 		r.startAttempt(ctx, call, int32(retry.NextAttempt))
 		if err := r.status.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err

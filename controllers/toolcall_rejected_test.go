@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -118,9 +119,9 @@ func TestRefusedJobCreateEndsTheCall(t *testing.T) {
 	}{
 		{"invalid ends at once", invalid, 0, 0, "Invalid", "a valid label must"},
 		{"bad request ends at once", apierrors.NewBadRequest("malformed request body"), 0, 0, "BadRequest", "malformed request body"},
-		{"quota ends after bounded retries", quota, maxCreateRefusals - 1, 0, "Forbidden", "exceeded quota"},
-		{"admission webhook timeout ends after bounded retries", apierrors.NewTimeoutError("webhook", 1), maxCreateRefusals - 1, 0, "Timeout", "webhook"},
-		{"a transport error ends after bounded retries", errors.New("connection refused"), maxCreateRefusals - 1, 0, "", "connection refused"},
+		{"quota ends after bounded retries", quota, jobexec.MaxCreateRefusals - 1, 0, "Forbidden", "exceeded quota"},
+		{"admission webhook timeout ends after bounded retries", apierrors.NewTimeoutError("webhook", 1), jobexec.MaxCreateRefusals - 1, 0, "Timeout", "webhook"},
+		{"a transport error ends after bounded retries", errors.New("connection refused"), jobexec.MaxCreateRefusals - 1, 0, "", "connection refused"},
 		{"the attempt's deadline ends it sooner", quota, 2, 2, "Forbidden", "exceeded quota"},
 	}
 	for _, tc := range tests {

@@ -228,7 +228,7 @@ func (d *decidedEnds) keep(ctx context.Context, call *v1alpha1.ToolCall, o pipel
 		d.m = map[types.NamespacedName]decidedEnd{}
 	}
 	started, _ := ctx.Value(containerStartKey{}).(time.Time)
-	d.m[client.ObjectKeyFromObject(call)] = decidedEnd{uid: call.UID, attempt: currentAttempt(call), outcome: o, containerStart: started}
+	d.m[client.ObjectKeyFromObject(call)] = decidedEnd{uid: call.UID, attempt: executor.CurrentAttempt(call), outcome: o, containerStart: started}
 }
 
 // get is the kept outcome of the call's current attempt, if any.
@@ -236,7 +236,7 @@ func (d *decidedEnds) get(call *v1alpha1.ToolCall) (executor.Step, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e, ok := d.m[client.ObjectKeyFromObject(call)]
-	if !ok || e.uid != call.UID || e.attempt != currentAttempt(call) {
+	if !ok || e.uid != call.UID || e.attempt != executor.CurrentAttempt(call) {
 		return executor.Step{}, false
 	}
 	o := e.outcome

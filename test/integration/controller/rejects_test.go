@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -59,7 +60,7 @@ func expectRejected(ctx SpecContext, call *v1alpha1.ToolCall, apiReason string) 
 	Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(k8sClient.List(ctx, events, client.InNamespace(call.Namespace))).To(Succeed())
-		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", controllers.EventExecutionRejected),
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", jobexec.EventExecutionRejected),
 			HaveField("Type", corev1.EventTypeWarning), HaveField("Note", ContainSubstring(refusalMessage)))))
 	}).WithContext(ctx).Should(Succeed())
 	expectNoJobs(ctx, call.Namespace)

@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -19,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -70,14 +73,14 @@ func TestJobExecutorTidy(t *testing.T) {
 			call := &v1alpha1.ToolCall{
 				ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
 				Status: v1alpha1.ToolCallStatus{Phase: tc.phase,
-					Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended), Reason: string(tc.reason)}}},
+					Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: &metav1.Time{Time: ended}, Reason: string(tc.reason)}}},
 			}
 			if tc.phase == v1alpha1.PhaseRunning {
 				call.Status.Attempts = append(call.Status.Attempts, v1alpha1.Attempt{Attempt: 2, JobName: "c-2"})
 				call.Status.Job = &v1alpha1.JobReference{Name: "c-2"}
 			} else {
 				call.Status.Job = &v1alpha1.JobReference{Name: "c-1"}
-				call.Status.CompletionTime = ptrTime(ended)
+				call.Status.CompletionTime = &metav1.Time{Time: ended}
 			}
 			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tc.job, Namespace: "ns", UID: "job-uid",
 				Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, Finalizers: []string{podspec.JobFinalizer},
@@ -137,7 +140,7 @@ func TestJobExecutorTidyReleasesDeletedJobs(t *testing.T) {
 	}
 }
 
-func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*jobExecutor, client.Client) {
+func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batchv1.Job, propagation **metav1.DeletionPropagation) (*Executor, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
@@ -148,10 +151,10 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 	key := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: podcontract.AttemptKeySecret(job.Name),
 		OwnerReferences: job.OwnerReferences}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(job, key).
-		WithIndex(&batchv1.Job{}, indexCallName, func(o client.Object) []string {
+		WithIndex(&batchv1.Job{}, executor.IndexCallName, func(o client.Object) []string {
 			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
-		WithIndex(&corev1.Pod{}, indexCallName, func(o client.Object) []string {
+		WithIndex(&corev1.Pod{}, executor.IndexCallName, func(o client.Object) []string {
 			return []string{o.GetAnnotations()[podcontract.AnnotationCallName]}
 		}).
 		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -162,9 +165,9 @@ func tidyFixture(t *testing.T, now time.Time, retention time.Duration, job *batc
 			}
 			return c.Delete(ctx, obj, opts...)
 		}}).Build()
-	opts := DefaultCallOptions()
+	opts := options.DefaultCall()
 	opts.JobRetention = retention
-	return newJobExecutor(execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
+	return New(execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: clocktesting.NewFakeClock(now), Options: opts}), c
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -205,8 +208,8 @@ func TestTidyDeletesAtOnceAPodShowingTheBodysMessage(t *testing.T) {
 	ended := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, message := range []string{"", forgedFrameText} {
 		call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "call-uid"},
-			Status: v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseFailed, Job: &v1alpha1.JobReference{Name: "c-1"}, CompletionTime: ptrTime(ended),
-				Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: ptrTime(ended), Reason: string(pipeline.ReasonOOMKilled)}}}}
+			Status: v1alpha1.ToolCallStatus{Phase: v1alpha1.PhaseFailed, Job: &v1alpha1.JobReference{Name: "c-1"}, CompletionTime: &metav1.Time{Time: ended},
+				Attempts: []v1alpha1.Attempt{{Attempt: 1, JobName: "c-1", CompletionTime: &metav1.Time{Time: ended}, Reason: string(pipeline.ReasonOOMKilled)}}}}
 		ref := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall", Name: "c", UID: call.UID, Controller: ptrTo(true)}}
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Namespace: "ns", UID: "job-uid",
 			Annotations: map[string]string{podcontract.AnnotationCallName: "c"}, OwnerReferences: ref}}

@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"sync"
@@ -9,11 +9,11 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 )
 
-// maxCreateRefusals is how many times an attempt's Job create may be refused before the
+// MaxCreateRefusals is how many times an attempt's Job create may be refused before the
 // call ends ExecutionRejected. The retries go through the controller's rate limiter
 // (exponential from 5 ms), so ten refusals span about five seconds; the attempt's deadline
 // (timeout + grace) ends it sooner when it comes first.
-const maxCreateRefusals = 10
+const MaxCreateRefusals = 10
 
 // refusals counts the refused Job creates of each call's current attempt, in memory: a
 // restart starts counting again, and the attempt's deadline still bounds the whole.

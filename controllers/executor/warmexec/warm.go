@@ -1,4 +1,7 @@
-package controllers
+// Package warmexec is the warm executor (an executor.Executor): an attempt runs in a claimed
+// Ready Pod of its tool's warm pool, handed its arguments over pods/attach. It returns what
+// its steps came to; the ToolCall reconciler writes the call's status.
+package warmexec
 
 import (
 	"context"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -121,32 +125,35 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 	}()
 }
 
-// warmExecutor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
+// Executor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
 // the warmpool package keeps the pools): the claim takes a Pod of exactly the call's admitted
 // snapshot, start hands the runner its arguments through attach (WarmExecutor), observe
 // reads the outcome from the attach stream's signed result line or from the Pod, and the
 // Pod is deleted once the outcome is written: one call per Pod, never reused.
-type warmExecutor struct {
-	execEnv
+type Executor struct {
+	execenv.Env
 	attach WarmExecutor
 	runs   warmRuns
 }
 
-func newWarmExecutor(env execEnv, attach WarmExecutor) *warmExecutor {
-	return &warmExecutor{execEnv: env, attach: attach,
+// New is the warm executor of env, handing Pods their arguments with attach.
+func New(env execenv.Env, attach WarmExecutor) *Executor {
+	return &Executor{Env: env, attach: attach,
 		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
 }
 
-func (w *warmExecutor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
+// Path is v1alpha1.PathWarm.
+func (w *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 
-func (w *warmExecutor) wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
+// Wakeups are the events of attach streams that ended (executor.WakeSource).
+func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
 
-// start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
+// Start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
 // waits for its end or its deadline.
-func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
-	a := current(call)
-	frozen, err := w.frozenArguments(call)
+func (w *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
+	a := executor.Current(call)
+	frozen, err := w.FrozenArguments(call)
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
@@ -155,12 +162,12 @@ func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (exec
 		return w.Observe(ctx, call) // gone or not cached yet: observing decides
 	}
 	isolating := time.Now()
-	why, err := w.isolate(ctx, call, pod.Labels)
+	why, err := w.Isolate(ctx, call, pod.Labels)
 	observeIsolation(isolating)
 	if err != nil || why != "" {
 		return netisolation.Refuse(why), err
 	}
-	masters, st, ok, err := w.frameKeyReady(ctx, call)
+	masters, st, ok, err := w.FrameKeyReady(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -169,7 +176,7 @@ func (w *warmExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (exec
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be handed over"), nil
 	}
-	deadline := w.attemptDeadline(call)
+	deadline := w.AttemptDeadline(call)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
 	w.runs.start(call, func() (WarmStream, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)

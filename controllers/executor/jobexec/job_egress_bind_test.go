@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
 
@@ -64,11 +66,11 @@ func TestBindEgress(t *testing.T) {
 	srv := httptest.NewServer(proxy)
 	defer srv.Close()
 	rec := events.NewFakeRecorder(10)
-	opts := DefaultCallOptions()
+	opts := options.DefaultCall()
 	opts.EgressProxy = egressTestOptions()
 	opts.EgressProxy.RecordsURL = srv.URL
-	j := newJobExecutor(execEnv{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec})
-	call := injectCall(withEgress)
+	j := New(execenv.Env{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec})
+	call := injectCall(egressgranttest.WithEgress)
 	ctx := context.Background()
 	pod := runningPod("pod-1", "10.244.0.7")
 	want := "/records/call-uid/1/pod 10.244.0.7"

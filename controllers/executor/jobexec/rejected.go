@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ const rejectedMessage = "the tool could not be run: the cluster refused to start
 // API server's message in the Executed condition and a Warning event, its reason in _meta.
 func rejectedRefusal(call *v1alpha1.ToolCall, jobName string, err error) executor.Refusal {
 	apiMessage := "Kubernetes refused to create the Job " + jobName + ": " + err.Error()
-	meta := map[string]string{pipeline.MetaAttempt: strconv.Itoa(int(currentAttempt(call)))}
+	meta := map[string]string{pipeline.MetaAttempt: strconv.Itoa(int(executor.CurrentAttempt(call)))}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Reason != "" {
 		meta[pipeline.MetaKubernetesReason] = string(status.Status().Reason)

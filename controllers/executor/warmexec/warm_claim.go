@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -28,7 +29,7 @@ import (
 // another call's claim of the same Pod).
 const claimTries = 5
 
-// claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
+// Claim runs the call's new attempt in a Ready pool Pod of exactly its admitted snapshot,
 // in the call's namespace, when the tool has a pool there (a Tool's is in its namespace; a
 // ClusterTool's in the namespaces its snapshot lists: elsewhere the attempt runs cold, a
 // miss "unlisted") and the executor can attach: the attempt is then Warm, with the Pod's
@@ -36,7 +37,7 @@ const claimTries = 5
 // executor at once: a call never waits for a pool. In memory but for the claim itself (a
 // Pod patch with the Pod's resourceVersion as precondition): the caller writes the status,
 // and a restart before that write finds the claimed Pod again (adoptable).
-func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+func (w *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	snap := call.Status.Tool
 	if w.attach == nil || snap == nil || warmpool.Size(snap.Spec) == 0 {
 		return "", false
@@ -44,16 +45,16 @@ func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 	// A pool Pod started before its call was known: it cannot mount the session's
 	// workspace volume now. Such attempts run cold, where the Job's Pod mounts it.
 	if workspace.Access(snap.Spec) != "" {
-		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "workspace").Inc()
+		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), "workspace").Inc()
 		return "", false
 	}
-	ns, kind, tool := call.Namespace, string(snap.Kind), metricTool(call)
+	ns, kind, tool := call.Namespace, string(snap.Kind), executor.MetricTool(call)
 	var pod *corev1.Pod
 	why := "unlisted" // a ClusterTool keeps pools only in its listed namespaces
 	if snap.Kind == v1alpha1.ToolKindTool || slices.Contains(snap.Spec.WarmPool.Namespaces, ns) {
 		why = "error"
 		// A pool Pod reads the namespace's frame master; the handover is authenticated with it.
-		if _, err := w.keys.Ensure(ctx, ns); err == nil {
+		if _, err := w.Keys.Ensure(ctx, ns); err == nil {
 			pod, why = w.claimPod(ctx, call, a.Attempt)
 		}
 	}
@@ -70,10 +71,10 @@ func (w *warmExecutor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1
 
 // claimPod adopts the Pod this call's attempt already claimed (a restart before the status
 // write), else claims a Ready one of the call's template; why says why none was had.
-func (w *warmExecutor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n int32) (*corev1.Pod, string) {
+func (w *Executor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n int32) (*corev1.Pod, string) {
 	attempt := strconv.Itoa(int(n))
 	mine := &corev1.PodList{}
-	if err := w.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{indexCallName: call.Name}); err != nil {
+	if err := w.List(ctx, mine, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexCallName: call.Name}); err != nil {
 		return nil, "error"
 	}
 	for i := range mine.Items {
@@ -130,7 +131,7 @@ func claimable(p *corev1.Pod) bool {
 
 // toolUID is the uid of the call's tool (a Tool in the call's namespace, or a ClusterTool),
 // from the cache: a pool Pod must be owned by that very object.
-func (w *warmExecutor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot, namespace string) (types.UID, error) {
+func (w *Executor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot, namespace string) (types.UID, error) {
 	var tool client.Object = &v1alpha1.Tool{}
 	key := types.NamespacedName{Namespace: namespace, Name: snap.Name}
 	if snap.Kind == v1alpha1.ToolKindClusterTool {
@@ -148,7 +149,7 @@ func (w *warmExecutor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot,
 // call's snapshot builds (want: warmpool.PodSpecMismatch). A Pod that is not the tool's is deleted,
 // never claimed; one claimed meanwhile or gone is skipped (nil, nil). This GET is what the
 // check adds to a claim (toolgate_stage_duration_seconds{stage="warm_claim_check"}).
-func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *corev1.Pod, toolUID types.UID, want *corev1.PodSpec) (*corev1.Pod, error) {
+func (w *Executor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *corev1.Pod, toolUID types.UID, want *corev1.PodSpec) (*corev1.Pod, error) {
 	begun := time.Now() // a latency, on the process clock (the injected one may be a test's)
 	live := &corev1.Pod{}
 	err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live)
@@ -167,7 +168,7 @@ func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *c
 		return live, nil
 	}
 	snap := call.Status.Tool
-	metrics.WarmPodsRejected.WithLabelValues(call.Namespace, string(snap.Kind), metricTool(call), "claim").Inc()
+	metrics.WarmPodsRejected.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), "claim").Inc()
 	ctrl.LoggerFrom(ctx).Info("deleting a pool Pod that is not the call's tool's; not claimed", "pod", live.Name, "why", why)
 	uid := live.UID
 	if err := w.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
@@ -180,7 +181,7 @@ func (w *warmExecutor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *c
 // at: two calls can never both win one Pod. The Pod leaves its pool (podcontract.LabelPool removed,
 // owned by the call instead of the Tool, so it goes with the call) and gets the call's
 // labels (NetworkPolicies select podcontract.LabelNetwork, kept) and its deadline.
-func (w *warmExecutor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
+func (w *Executor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod, attempt string) error {
 	orig := pod.DeepCopy()
 	delete(pod.Labels, podcontract.LabelPool)
 	pod.Labels[podcontract.LabelCall] = podspec.CallLabelValue(call.Name)

@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // attemptEgress prepares the egress proxy of the attempt about to start
 // (egressgrant.ProxyOptions.ForAttempt). Not ok: the attempt ends or is refused with st,
 // or err is retried.
-func (j *jobExecutor) attemptEgress(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) (egressgrant.AttemptProxy, executor.Step, bool, error) {
-	px, unavailable, ended, err := j.Options.EgressProxy.ForAttempt(ctx, j.APIReader, call, attempt, j.attemptDeadline(call))
+func (j *Executor) attemptEgress(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) (egressgrant.AttemptProxy, executor.Step, bool, error) {
+	px, unavailable, ended, err := j.Options.EgressProxy.ForAttempt(ctx, j.APIReader, call, attempt, j.AttemptDeadline(call))
 	switch {
 	case unavailable != "":
 		return egressgrant.AttemptProxy{}, netisolation.Refuse(unavailable), false, nil
@@ -28,9 +28,9 @@ func (j *jobExecutor) attemptEgress(ctx context.Context, call *v1alpha1.ToolCall
 // bindEgress binds the call's current attempt's grant to pod when the tool goes out through
 // the proxy and the Pod has not ended (egressgrant.Binder). retry is true when the proxy was
 // not told and should be, on a later reconcile (soon: egressgrant.BindRetry).
-func (j *jobExecutor) bindEgress(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod) (retry bool) {
-	if pod == nil || podEnded(pod) || !egressgrant.Uses(call) {
+func (j *Executor) bindEgress(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod) (retry bool) {
+	if pod == nil || PodEnded(pod) || !egressgrant.Uses(call) {
 		return false
 	}
-	return j.binder.Bind(ctx, call, pod, currentAttempt(call), j.attemptDeadline(call), j.Clock.Now())
+	return j.binder.Bind(ctx, call, pod, executor.CurrentAttempt(call), j.AttemptDeadline(call), j.Clock.Now())
 }

@@ -1,4 +1,7 @@
-package controllers
+// Package jobexec is the Job executor (an executor.Executor): an attempt runs in a Job made
+// for it, the cold path that takes every attempt no other executor claimed. It returns what
+// its steps came to; the ToolCall reconciler writes the call's status.
+package jobexec
 
 import (
 	"context"
@@ -16,6 +19,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -25,42 +29,43 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// jobExecutor runs an attempt in a Job made for it (the cold path): one Job per attempt,
+// Executor runs an attempt in a Job made for it (the cold path): one Job per attempt,
 // under a deterministic name, owned by the call and held by podspec.JobFinalizer until its end is
 // recorded. It takes every attempt no other executor claimed.
-type jobExecutor struct {
-	execEnv
+type Executor struct {
+	execenv.Env
 	refusals refusals
 	binder   *egressgrant.Binder
 }
 
-// newJobExecutor is the Job executor of env; its session workspaces are env's clients'
+// New is the Job executor of env; its session workspaces are env's clients'
 // and settings (workspace.Claims).
-func newJobExecutor(env execEnv) *jobExecutor {
-	j := &jobExecutor{execEnv: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
-	j.workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
-		Options: env.Options.Workspace, Deadline: j.attemptDeadline}
+func New(env execenv.Env) *Executor {
+	j := &Executor{Env: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
+	j.Workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
+		Options: env.Options.Workspace, Deadline: j.AttemptDeadline}
 	return j
 }
 
-func (j *jobExecutor) Path() v1alpha1.ExecutionPath { return "" }
+// Path is "": the Job executor runs the attempts recorded without a path.
+func (j *Executor) Path() v1alpha1.ExecutionPath { return "" }
 
-// claim takes the attempt: its Job is named after the call and the attempt.
-func (j *jobExecutor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
+// Claim takes the attempt: its Job is named after the call and the attempt.
+func (j *Executor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	a.JobName = podspec.JobName(call.Name, a.Attempt)
 	call.Status.Job = &v1alpha1.JobReference{Name: a.JobName}
 	return "Job " + a.JobName, true
 }
 
-// start creates the current attempt's Job, or adopts it when it already exists (a restart
+// Start creates the current attempt's Job, or adopts it when it already exists (a restart
 // between the status write and the create): one Job per attempt, whatever happens.
-func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
-	attempt := currentAttempt(call)
-	frozen, err := j.frozenArguments(call)
+func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
+	attempt := executor.CurrentAttempt(call)
+	frozen, err := j.FrozenArguments(call)
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
-	if !j.Clock.Now().Before(j.attemptDeadline(call)) {
+	if !j.Clock.Now().Before(j.AttemptDeadline(call)) {
 		return j.tooLate(ctx, call, attempt), nil
 	}
 	px, st, ok, err := j.attemptEgress(ctx, call, attempt)
@@ -73,12 +78,12 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return executor.Step{}, err
 	}
-	if why, err := j.isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
+	if why, err := j.Isolate(ctx, call, job.Spec.Template.Labels); err != nil || why != "" {
 		return netisolation.Refuse(why), err
 	}
 	// The Pod's signer reads the attempt's key from a Secret of its own, made from the
 	// namespace's master: both must exist first.
-	masters, st, ok, err := j.frameKeyReady(ctx, call)
+	masters, st, ok, err := j.FrameKeyReady(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -86,7 +91,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 		return executor.Step{}, err
 	}
 	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
-	ws, st, ok, err := j.workspaces.For(ctx, call)
+	ws, st, ok, err := j.Workspaces.For(ctx, call)
 	if !ok {
 		return st, err
 	}
@@ -97,7 +102,7 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 	switch {
 	case err == nil:
 		j.refusals.forget(client.ObjectKeyFromObject(call))
-		metrics.JobsCreated.WithLabelValues(metricTool(call)).Inc()
+		metrics.JobsCreated.WithLabelValues(executor.MetricTool(call)).Inc()
 		ctrl.LoggerFrom(ctx).Info("created Job", "job", job.Name, "attempt", attempt)
 	case apierrors.IsAlreadyExists(err):
 		existing := &batchv1.Job{}
@@ -111,17 +116,17 @@ func (j *jobExecutor) Start(ctx context.Context, call *v1alpha1.ToolCall) (execu
 	default:
 		return j.createRefused(ctx, call, job.Name, err)
 	}
-	return executor.Step{Requeue: j.attemptDeadline(call).Sub(j.Clock.Now())}, nil
+	return executor.Step{Requeue: j.AttemptDeadline(call).Sub(j.Clock.Now())}, nil
 }
 
 // createRefused decides what a refused Job create means. An object the API server will
 // never accept ends the call at once; any other refusal (a quota, an admission policy or
 // webhook, a timeout, an unavailable API server) is retried through the rate limiter until
-// maxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
+// MaxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
 // ends Failed ExecutionRejected with the API server's message: it never stays Running.
-func (j *jobExecutor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (executor.Step, error) {
-	n := j.refusals.add(call, currentAttempt(call), err)
-	if !persistentCreateError(err) && n < maxCreateRefusals && j.Clock.Now().Before(j.attemptDeadline(call)) {
+func (j *Executor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (executor.Step, error) {
+	n := j.refusals.add(call, executor.CurrentAttempt(call), err)
+	if !persistentCreateError(err) && n < MaxCreateRefusals && j.Clock.Now().Before(j.AttemptDeadline(call)) {
 		ctrl.LoggerFrom(ctx).Info("Job create refused; retrying", "job", jobName, "refusals", n, "error", err.Error())
 		return executor.Step{}, err
 	}
@@ -137,26 +142,26 @@ const noJobDetail = "operator: no Job was created for this attempt before its de
 // started (the operator was down between recording the attempt and creating its Job).
 // Either way the Job is not created: a body never starts after its deadline. An attempt
 // that waited for its session claim to bind, in vain, ends WorkspaceUnbound.
-func (j *jobExecutor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) executor.Step {
+func (j *Executor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) executor.Step {
 	if err := j.refusals.last(call, attempt); err != nil {
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
-	if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
+	if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
 		return st
 	}
 	return executor.Step{Outcome: &o}
 }
 
-func (j *jobExecutor) rejected(call *v1alpha1.ToolCall, jobName string, err error) executor.Step {
+func (j *Executor) rejected(call *v1alpha1.ToolCall, jobName string, err error) executor.Step {
 	j.refusals.forget(types.NamespacedName{Namespace: call.Namespace, Name: call.Name})
 	return executor.Refuse(rejectedRefusal(call, jobName, err))
 }
 
-// observe reads the running attempt's outcome: from the Pod's terminated container as soon
+// Observe reads the running attempt's outcome: from the Pod's terminated container as soon
 // as the kubelet reports it (not the Job's later condition), and from the Job for what only
 // the Job knows (DeadlineExceeded, deletion). The operator's own deadline is the backstop.
-func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
+func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	if call.Status.Job == nil {
 		return executor.Internal("the call is running without a Job"), nil
 	}
@@ -179,7 +184,7 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 	if err != nil {
 		return executor.Step{}, err
 	}
-	if !podEnded(pod) && jobEnded(job) {
+	if !PodEnded(pod) && jobEnded(job) {
 		// The Job's informer can deliver its end before the Pod's informer delivers the
 		// status it was computed from: read the Pod from the API server before concluding.
 		if pod, err = j.attemptPod(ctx, true, call, job); err != nil {
@@ -187,17 +192,17 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 		}
 	}
 	now := j.Clock.Now()
-	view := attemptView{Job: job, Pod: pod, Attempt: int(currentAttempt(call)),
-		PastDeadline: !now.Before(j.attemptDeadline(call)), Now: now}
-	read := j.trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
-	if o, ok := attemptOutcome(ctx, view, read); ok {
-		if st, unbound := j.workspaces.Unbound(ctx, call, o); unbound {
+	view := AttemptView{Job: job, Pod: pod, Attempt: int(executor.CurrentAttempt(call)),
+		PastDeadline: !now.Before(j.AttemptDeadline(call)), Now: now}
+	read := j.Trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
+	if o, ok := AttemptOutcome(ctx, view, read); ok {
+		if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
 			return st, nil
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil
 	}
-	wait := j.attemptDeadline(call).Sub(now)
-	if pending := signerPending(pod, now); pending > 0 {
+	wait := j.AttemptDeadline(call).Sub(now)
+	if pending := SignerPending(pod, now); pending > 0 {
 		wait = pending
 	}
 	if j.bindEgress(ctx, call, pod) {
@@ -208,10 +213,10 @@ func (j *jobExecutor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (exe
 
 // attemptPod finds the Pod of the attempt's Job (from the cache, by labels).
 // live reads the API server instead of the cache (by labels: it has no field index).
-func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
+func (j *Executor) attemptPod(ctx context.Context, live bool, call *v1alpha1.ToolCall, job *batchv1.Job) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	var reader client.Reader = j.Client
-	selector := client.ListOption(client.MatchingFields{indexCallName: call.Name})
+	selector := client.ListOption(client.MatchingFields{executor.IndexCallName: call.Name})
 	if live {
 		reader = j.APIReader
 		selector = client.MatchingLabels{podcontract.LabelCall: podspec.CallLabelValue(call.Name), podcontract.LabelAttempt: job.Labels[podcontract.LabelAttempt]}
@@ -233,13 +238,13 @@ func (j *jobExecutor) attemptPod(ctx context.Context, live bool, call *v1alpha1.
 	return found, nil
 }
 
-// stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
+// Stop deletes the running attempt's Job, foreground: the garbage collector deletes its Pod
 // before the Job, and the body gets SIGTERM now (it may run on for its grace period: the
 // caller waits for the Pod, toolcall_stopping.go). A Job that is absent (never created) or
 // already being deleted needs nothing. The cache may not hold a Job created a moment ago
 // (a call cancelled right after it started): absent there, it is read from the API server.
 // Its podspec.JobFinalizer is released by tidy once the call is terminal.
-func (j *jobExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
+func (j *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	if call.Status.Job == nil {
 		return "", nil
 	}
@@ -263,9 +268,9 @@ func (j *jobExecutor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string
 	return "Job " + name + " deleted", nil
 }
 
-// release deletes a Job whose Pod will not end by itself (an image that is never pulled,
+// Release deletes a Job whose Pod will not end by itself (an image that is never pulled,
 // the operator's own deadline). Jobs that ended are kept for the retention (tidy).
-func (j *jobExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
+func (j *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, o pipeline.Outcome) {
 	if ended.JobName == "" {
 		return
 	}
@@ -283,13 +288,6 @@ func (j *jobExecutor) Release(ctx context.Context, call *v1alpha1.ToolCall, ende
 	if err := j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "could not delete a stopped Job", "job", job.Name)
 	}
-}
-
-func currentAttempt(call *v1alpha1.ToolCall) int32 {
-	if a := current(call); a != nil {
-		return a.Attempt
-	}
-	return 1
 }
 
 // containerStartTime is when pod's tool container started (zero: unknown).

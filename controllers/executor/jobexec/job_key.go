@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func attemptKeySecret(call *v1alpha1.ToolCall, jobName string, attempt int32, ma
 // the name — which gains nothing, since the operator verifies frames with the keys it
 // derives itself, never with what a Secret holds: a wrong key makes the frame unreadable,
 // never a success.
-func (j *jobExecutor) ensureAttemptKey(ctx context.Context, call *v1alpha1.ToolCall, jobName string, attempt int32, master []byte) error {
+func (j *Executor) ensureAttemptKey(ctx context.Context, call *v1alpha1.ToolCall, jobName string, attempt int32, master []byte) error {
 	secret := attemptKeySecret(call, jobName, attempt, master)
 	if err := controllerutil.SetControllerReference(call, secret, j.Scheme); err != nil {
 		return err
@@ -60,7 +60,7 @@ func (j *jobExecutor) ensureAttemptKey(ctx context.Context, call *v1alpha1.ToolC
 // only the one the operator made for this call (controlled by it), under a UID precondition:
 // a Secret of someone else's that merely has the name (a call named to match it) is left.
 // The operator holds no Secret informer: one read, then the delete.
-func (j *jobExecutor) deleteAttemptKey(ctx context.Context, owner types.UID, namespace, jobName string) {
+func (j *Executor) deleteAttemptKey(ctx context.Context, owner types.UID, namespace, jobName string) {
 	secret := &corev1.Secret{}
 	err := j.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: podcontract.AttemptKeySecret(jobName)}, secret)
 	if err != nil || !controlledByUID(secret, owner) {

@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/executortest"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
@@ -42,7 +43,7 @@ func pooledWorld(t *testing.T, mutate func(*corev1.Pod)) (*execWorld, *v1alpha1.
 		UID: tool.UID, Controller: ptr.To(true)}}
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.SignerContainerName, State: running()}, {Name: podcontract.ToolContainerName, State: running()}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.SignerContainerName, State: executortest.Running()}, {Name: podcontract.ToolContainerName, State: executortest.Running()}}
 	if mutate != nil {
 		mutate(pod)
 	}
@@ -69,7 +70,7 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 			env := p.Spec.Containers[0].Env
 			for i := range env {
 				if env[i].Name == podcontract.EnvHandoverKeys {
-					env[i] = corev1.EnvVar{Name: env[i].Name, Value: otherMasterText}
+					env[i] = corev1.EnvVar{Name: env[i].Name, Value: executortest.OtherMasterText}
 				}
 			}
 		}},
@@ -94,7 +95,7 @@ func TestWarmClaimVetsThePod(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w, _, pod := pooledWorld(t, tc.mutate)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0])
 			if ok != tc.claimed {
 				t.Fatalf("claim = %q, %v; want claimed %v", where, ok, tc.claimed)
@@ -155,7 +156,7 @@ func (r recordingAttach) Handover(_ context.Context, _ types.NamespacedName, lin
 func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 	w, _, pod := pooledWorld(t, nil)
 	attach := recordingAttach{lines: make(chan []byte, 1)}
-	x := newWarmExecutor(w.env(t), attach)
+	x := New(w.env(t), attach)
 	a := &w.call.Status.Attempts[0]
 	if _, ok := x.Claim(context.Background(), w.call, a); !ok {
 		t.Fatal("no claim")
@@ -174,11 +175,11 @@ func TestWarmHandoverIsAuthenticatedForThePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.CallUID != string(testCallUID) || h.Attempt != 1 || h.ArgumentsDigest != testDigest {
+	if h.CallUID != string(executortest.CallUID) || h.Attempt != 1 || h.ArgumentsDigest != executortest.Digest {
 		t.Fatalf("handover for %s attempt %d digest %s", h.CallUID, h.Attempt, h.ArgumentsDigest)
 	}
-	keys := []ed25519.PublicKey{frame.HandoverPublicKey(testMaster)}
-	if !frame.VerifyHandover(keys, string(pod.UID), h) || !bytes.Equal(h.AttemptKey, testAttemptKey) {
+	keys := []ed25519.PublicKey{frame.HandoverPublicKey(executortest.Master)}
+	if !frame.VerifyHandover(keys, string(pod.UID), h) || !bytes.Equal(h.AttemptKey, executortest.AttemptKey) {
 		t.Fatal("the Pod's runner refuses the operator's handover, or it brings another attempt's key")
 	}
 	if frame.VerifyHandover(keys, "another-pod", h) {
@@ -198,7 +199,7 @@ func TestWarmExecutorDeclinesWorkspaceAttempts(t *testing.T) {
 				tool.Spec.Sandbox.Workspace = access
 			}
 		}
-		x := newWarmExecutor(w.env(t), stubAttach{})
+		x := New(w.env(t), stubAttach{})
 		if where, ok := x.Claim(context.Background(), w.call, &w.call.Status.Attempts[0]); ok {
 			t.Fatalf("%s: the warm executor claimed %q", access, where)
 		}

@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// tidy keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
+// Tidy keeps a call's Jobs exactly as long as they are needed. Tool Jobs carry no
 // ttlSecondsAfterFinished (the TTL controller deletes with foreground propagation, which
 // removes the Pod, the result's carrier, first: an operator down longer than the TTL would
 // find its result gone); the operator deletes them itself:
@@ -31,13 +32,13 @@ import (
 //
 // call is nil when the call is gone (its Jobs then go with it, by owner reference). It
 // returns how long until the next retained Job is due (0: none).
-func (j *jobExecutor) Tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+func (j *Executor) Tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
 	namespace, name := key.Namespace, key.Name
 	if call == nil {
 		j.refusals.forget(key)
 	}
 	jobs := &batchv1.JobList{}
-	if err := j.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{indexCallName: name}); err != nil {
+	if err := j.List(ctx, jobs, client.InNamespace(namespace), client.MatchingFields{executor.IndexCallName: name}); err != nil {
 		return 0, err
 	}
 	var next time.Duration
@@ -71,7 +72,7 @@ func (j *jobExecutor) Tidy(ctx context.Context, key types.NamespacedName, call *
 
 // deleteRecordedJob deletes a Job whose attempt's outcome is recorded, with background
 // propagation, and releases it.
-func (j *jobExecutor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) error {
+func (j *Executor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) error {
 	err := j.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &job.UID})
 	if client.IgnoreNotFound(err) != nil {
@@ -90,7 +91,7 @@ func (j *jobExecutor) deleteRecordedJob(ctx context.Context, job *batchv1.Job) e
 // operator could believe (ResultUnreadable, ExecutionLost: a body that killed the runner's
 // side before it could empty it), or a Pod whose body container shows a message (a body
 // killed before its runner's side emptied it: the OOM killer, the deadline's SIGKILL).
-func (j *jobExecutor) retentionOf(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job) time.Duration {
+func (j *Executor) retentionOf(ctx context.Context, call *v1alpha1.ToolCall, job *batchv1.Job) time.Duration {
 	for _, a := range call.Status.Attempts {
 		if a.JobName == job.Name && unbelievedEndings[pipeline.Reason(a.Reason)] {
 			return 0
@@ -104,9 +105,9 @@ func (j *jobExecutor) retentionOf(ctx context.Context, call *v1alpha1.ToolCall, 
 
 // bodyMessageShown reports whether a Pod of job (from the cache) shows a termination
 // message in the body's container.
-func (j *jobExecutor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bool {
+func (j *Executor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bool {
 	pods := &corev1.PodList{}
-	err := j.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingFields{indexCallName: job.Annotations[podcontract.AnnotationCallName]})
+	err := j.List(ctx, pods, client.InNamespace(job.Namespace), client.MatchingFields{executor.IndexCallName: job.Annotations[podcontract.AnnotationCallName]})
 	if err != nil {
 		return false
 	}
@@ -123,7 +124,7 @@ func (j *jobExecutor) bodyMessageShown(ctx context.Context, job *batchv1.Job) bo
 var unbelievedEndings = map[pipeline.Reason]bool{pipeline.ReasonResultUnreadable: true, pipeline.ReasonExecutionLost: true}
 
 // releaseJob removes podspec.JobFinalizer from a Job.
-func (j *jobExecutor) releaseJob(ctx context.Context, job *batchv1.Job) error {
+func (j *Executor) releaseJob(ctx context.Context, job *batchv1.Job) error {
 	if !controllerutil.ContainsFinalizer(job, podspec.JobFinalizer) {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package controllers
+package jobexec
 
 import (
 	"context"
@@ -23,9 +23,9 @@ var imageErrorsFinal = map[string]bool{"ErrImageNeverPull": true, "InvalidImageN
 // killed container left (it only shows exit 137, or a frame written after SIGTERM).
 var podReasonsKnown = map[string]bool{pipeline.TerminationDeadlineExceeded: true, pipeline.TerminationEvicted: true}
 
-// attemptView is what the operator read of one attempt: its Job, the Job's Pod (nil when
+// AttemptView is what the operator read of one attempt: its Job, the Job's Pod (nil when
 // none was found) and whether the operator's own deadline for the attempt has passed.
-type attemptView struct {
+type AttemptView struct {
 	Job          *batchv1.Job
 	Pod          *corev1.Pod
 	Attempt      int
@@ -41,12 +41,12 @@ type attemptView struct {
 // it), and the attempt is read from the kubelet alone.
 const signerGrace = 10 * time.Second
 
-// attemptOutcome decides whether the attempt has ended, and how. It is a pure function of
+// AttemptOutcome decides whether the attempt has ended, and how. It is a pure function of
 // the view but for read. Only a frame that read verified becomes a Report: any other
 // ending (no Pod, a Pod failed for a reason without a result of its own, a container that
 // ended without a frame or with one that does not verify) carries no exit code or output,
 // and Normalize makes it ExecutionLost or ResultUnreadable.
-func attemptOutcome(ctx context.Context, v attemptView, read frametrust.Reader) (pipeline.Outcome, bool) {
+func AttemptOutcome(ctx context.Context, v AttemptView, read frametrust.Reader) (pipeline.Outcome, bool) {
 	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
 	if o, ok := podOutcome(ctx, v.Pod, v.Now, base, read); ok {
 		if killedAtJobDeadline(o, v.Job) {
@@ -130,7 +130,7 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeli
 	case pod.Status.Phase == corev1.PodFailed && podReasonsKnown[reason]:
 		base.TerminationReason = reason
 		return base, true
-	case terminated && signerPending(pod, now) > 0:
+	case terminated && SignerPending(pod, now) > 0:
 		return pipeline.Outcome{}, false // the signer's frame is on its way
 	case terminated:
 		o := terminatedOutcome(ctx, cs.State.Terminated, signerTermination(pod), base, read)
@@ -190,7 +190,7 @@ func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerm
 	case f.ExitCode != int(t.ExitCode):
 		o.Unreadable = fmt.Sprintf("the runner reports exit code %d, but the body's container ended with %d", f.ExitCode, t.ExitCode)
 	default:
-		o.Report = reportOf(f)
+		o.Report = ReportOf(f)
 	}
 	return o
 }
@@ -203,9 +203,9 @@ func signerTermination(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	return nil
 }
 
-// signerPending is how much longer to wait for the signer's end, once the body's container
+// SignerPending is how much longer to wait for the signer's end, once the body's container
 // ended: 0 when it has ended, the Pod has, or signerGrace is over.
-func signerPending(pod *corev1.Pod, now time.Time) time.Duration {
+func SignerPending(pod *corev1.Pod, now time.Time) time.Duration {
 	if pod == nil {
 		return 0
 	}
@@ -228,8 +228,8 @@ func credentialMissingIn(pod *corev1.Pod) *corev1.ContainerStatus {
 	return nil
 }
 
-// reportOf is what a verified frame vouches for.
-func reportOf(f frame.Frame) *pipeline.Report {
+// ReportOf is what a verified frame vouches for.
+func ReportOf(f frame.Frame) *pipeline.Report {
 	stdout, _ := f.StdoutData() // validated by the decoder
 	r := &pipeline.Report{ExitCode: f.ExitCode, Signal: f.Signal, Stdout: stdout,
 		StdoutTruncated: f.Truncated, StdoutTotalBytes: f.StdoutBytes, StderrTail: f.StderrTail, OutputLeftOpen: f.OutputLeftOpen,
@@ -291,8 +291,8 @@ func jobFailedReason(job *batchv1.Job) string {
 	return ""
 }
 
-// podEnded reports whether the Pod shows an outcome podOutcome can read.
-func podEnded(pod *corev1.Pod) bool {
+// PodEnded reports whether the Pod shows an outcome podOutcome can read.
+func PodEnded(pod *corev1.Pod) bool {
 	if pod == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package controllers
+package warmexec
 
 import (
 	"context"
@@ -17,7 +17,11 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/executor/executortest"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -42,36 +46,36 @@ type ending struct {
 }
 
 func endings() []ending {
-	honest, exit3, inLog := frameNamed("honest success"), frameNamed("honest exit 3"), frameNamed("honest in log")
+	honest, exit3, inLog := executortest.FrameNamed("honest success"), executortest.FrameNamed("honest exit 3"), executortest.FrameNamed("honest in log")
 	return []ending{
-		{name: "still running", phase: corev1.PodRunning, state: running()},
-		{name: "honest success", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", honest), want: pipeline.ReasonSucceeded},
-		{name: "honest exit 3", phase: corev1.PodFailed, state: withFrame(3, "Error", exit3), want: pipeline.ReasonNonZeroExit},
-		{name: "honest result in the log", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", inLog), log: inLog.log,
+		{name: "still running", phase: corev1.PodRunning, state: executortest.Running()},
+		{name: "honest success", phase: corev1.PodSucceeded, state: executortest.WithFrame(0, "Completed", honest), want: pipeline.ReasonSucceeded},
+		{name: "honest exit 3", phase: corev1.PodFailed, state: executortest.WithFrame(3, "Error", exit3), want: pipeline.ReasonNonZeroExit},
+		{name: "honest result in the log", phase: corev1.PodSucceeded, state: executortest.WithFrame(0, "Completed", inLog), log: inLog.Log,
 			want: pipeline.ReasonSucceeded},
-		{name: "exit 0 without a frame", phase: corev1.PodSucceeded, state: terminatedWith(0, "Completed", ""),
+		{name: "exit 0 without a frame", phase: corev1.PodSucceeded, state: executortest.TerminatedWith(0, "Completed", ""),
 			want: pipeline.ReasonExecutionLost},
-		{name: "forged frame", phase: corev1.PodSucceeded, state: withFrame(0, "Completed", frameNamed("forged unsigned")),
+		{name: "forged frame", phase: corev1.PodSucceeded, state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged unsigned")),
 			want: pipeline.ReasonResultUnreadable},
 		{name: "frame signed with another key", phase: corev1.PodSucceeded,
-			state: withFrame(0, "Completed", frameNamed("forged other key")), want: pipeline.ReasonResultUnreadable},
+			state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged other key")), want: pipeline.ReasonResultUnreadable},
 		{name: "frame signed for another attempt", phase: corev1.PodSucceeded,
-			state: withFrame(0, "Completed", frameNamed("forged: another attempt's key")), want: pipeline.ReasonResultUnreadable},
+			state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged: another attempt's key")), want: pipeline.ReasonResultUnreadable},
 		{name: "frame signed for another call", phase: corev1.PodSucceeded,
-			state: withFrame(0, "Completed", frameNamed("forged: another call's key")), want: pipeline.ReasonResultUnreadable},
+			state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged: another call's key")), want: pipeline.ReasonResultUnreadable},
 		{name: "frame for other arguments", phase: corev1.PodSucceeded,
-			state: withFrame(0, "Completed", frameNamed("forged: other arguments")), want: pipeline.ReasonResultUnreadable},
+			state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged: other arguments")), want: pipeline.ReasonResultUnreadable},
 		{name: "frame for other arguments, in the log", phase: corev1.PodSucceeded,
-			state: withFrame(0, "Completed", frameNamed("forged: other arguments in log")), log: frameNamed("forged: other arguments in log").log,
+			state: executortest.WithFrame(0, "Completed", executortest.FrameNamed("forged: other arguments in log")), log: executortest.FrameNamed("forged: other arguments in log").Log,
 			want: pipeline.ReasonResultUnreadable},
-		{name: "OOM kill", phase: corev1.PodFailed, state: terminatedWith(137, "OOMKilled", ""), want: pipeline.ReasonOOMKilled},
+		{name: "OOM kill", phase: corev1.PodFailed, state: executortest.TerminatedWith(137, "OOMKilled", ""), want: pipeline.ReasonOOMKilled},
 		{name: "Pod deadline", phase: corev1.PodFailed, reason: pipeline.TerminationDeadlineExceeded,
-			state: withFrame(143, "Error", exit3), want: pipeline.ReasonDeadlineExceeded},
+			state: executortest.WithFrame(143, "Error", exit3), want: pipeline.ReasonDeadlineExceeded},
 		{name: "evicted", phase: corev1.PodFailed, reason: pipeline.TerminationEvicted,
-			state: terminatedWith(137, "Error", ""), want: pipeline.ReasonEvicted},
-		{name: "image never pulled", phase: corev1.PodPending, state: waiting("ErrImageNeverPull"),
+			state: executortest.TerminatedWith(137, "Error", ""), want: pipeline.ReasonEvicted},
+		{name: "image never pulled", phase: corev1.PodPending, state: executortest.Waiting("ErrImageNeverPull"),
 			want: pipeline.ReasonImageNeverStarted},
-		{name: "past the operator's deadline, nobody reported", phase: corev1.PodRunning, state: running(),
+		{name: "past the operator's deadline, nobody reported", phase: corev1.PodRunning, state: executortest.Running(),
 			pastDeadline: true, want: pipeline.ReasonDeadlineExceeded},
 	}
 }
@@ -81,23 +85,23 @@ type execWorld struct {
 	call  *v1alpha1.ToolCall
 	clock *clocktesting.FakeClock
 	objs  []client.Object
-	logs  *memLogs
+	logs  *executortest.MemLogs
 }
 
 func newExecWorld(e ending) *execWorld {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: testCallUID},
+	call := &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: executortest.CallUID},
 		Spec: v1alpha1.ToolCallSpec{Tool: "t"}}
 	call.Status.Phase = v1alpha1.PhaseRunning
-	call.Status.ArgumentsDigest = testDigest
-	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "t", Spec: outcomeSpec.DeepCopy()}
+	call.Status.ArgumentsDigest = executortest.Digest
+	call.Status.Tool = &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "t", Spec: executortest.OutcomeSpec.DeepCopy()}
 	call.Status.Attempts = []v1alpha1.Attempt{{Attempt: 1, StartTime: &metav1.Time{Time: start}}}
 	now := start.Add(time.Second)
 	if e.pastDeadline {
 		now = start.Add(time.Hour)
 	}
-	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &memLogs{log: e.log},
-		objs: []client.Object{frameKeySecret(testMasterText)}}
+	return &execWorld{call: call, clock: clocktesting.NewFakeClock(now), logs: &executortest.MemLogs{Log: e.log},
+		objs: []client.Object{frameKeySecret(executortest.MasterText)}}
 }
 
 // frameKeySecret is the frame key Secret of namespace "ns": master, and a previous one.
@@ -110,18 +114,18 @@ func frameKeySecret(master string, previous ...string) *corev1.Secret {
 	return s
 }
 
-func (w *execWorld) env(t *testing.T) execEnv {
+func (w *execWorld) env(t *testing.T) execenv.Env {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	utilruntime.Must(v1alpha1.AddToScheme(scheme))
 	utilruntime.Must(batchv1.AddToScheme(scheme))
 	utilruntime.Must(corev1.AddToScheme(scheme))
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.objs...).
-		WithIndex(&batchv1.Job{}, indexCallName, byCallAnnotation).
-		WithIndex(&corev1.Pod{}, indexCallName, byCallAnnotation).Build()
-	return execEnv{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: DefaultCallOptions(),
-		isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
-		keys:    framekeys.New(c, c, w.clock)}
+		WithIndex(&batchv1.Job{}, executor.IndexCallName, executor.ByCall).
+		WithIndex(&corev1.Pod{}, executor.IndexCallName, executor.ByCall).Build()
+	return execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: options.DefaultCall(),
+		Isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
+		Keys:    framekeys.New(c, c, w.clock)}
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).
@@ -136,7 +140,7 @@ func endedAs(t *testing.T, st executor.Step, err error) pipeline.Reason {
 	if st.Outcome == nil {
 		return ""
 	}
-	return pipeline.Normalize(*st.Outcome, pipeline.NormalizeOptions{MaxOutputBytes: testOutputLimit}).Reason
+	return pipeline.Normalize(*st.Outcome, pipeline.NormalizeOptions{MaxOutputBytes: executortest.OutputLimit}).Reason
 }
 
 // The Job executor reads every ending from the attempt's Job and Pod.
@@ -144,17 +148,17 @@ func TestJobExecutorEndings(t *testing.T) {
 	for _, e := range endings() {
 		t.Run(e.name, func(t *testing.T) {
 			w := newExecWorld(e)
-			job := jobWith()
+			job := executortest.JobWith()
 			job.Name, job.UID = podspec.JobName("c", 1), "job-uid"
 			job.Annotations[podcontract.AnnotationCallName] = "c"
 			job.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolCall",
 				Name: "c", UID: w.call.UID, Controller: new(true)}}
-			pod := podWith(e.phase, e.reason, e.state)
+			pod := executortest.PodWith(e.phase, e.reason, e.state)
 			pod.Annotations = map[string]string{podcontract.AnnotationCallName: "c"}
 			pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name,
 				UID: job.UID, Controller: new(true)}}
 			w.objs = append(w.objs, job, pod)
-			j := newJobExecutor(w.env(t))
+			j := jobexec.New(w.env(t))
 			where, ok := j.Claim(context.Background(), w.call, &w.call.Status.Attempts[0])
 			if !ok || where != "Job "+job.Name {
 				t.Fatalf("claim = %q, %v; want the attempt's Job", where, ok)
@@ -176,9 +180,9 @@ func TestWarmExecutorEndings(t *testing.T) {
 			w := newExecWorld(e)
 			pod := claimedWarmPod(w.call)
 			pod.Status.Phase, pod.Status.Reason = e.phase, e.reason
-			pod.Status.ContainerStatuses = statusesFor(e.state)
+			pod.Status.ContainerStatuses = executortest.StatusesFor(e.state)
 			w.objs = append(w.objs, pod)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			// The stream of this process ended without a result line (the body was killed).
 			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true, stream: WarmStream{HandedOver: w.clock.Now()}}}
 			st, err := x.Observe(context.Background(), w.call)
@@ -193,19 +197,19 @@ func TestWarmExecutorEndings(t *testing.T) {
 // ended, when the line verifies with the Pod's key and names the call's arguments;
 // otherwise the Pod decides.
 func TestWarmExecutorStream(t *testing.T) {
-	honest := frameNamed("honest success")
-	lost := stdoutFrame(frame.ExitRunnerError, "")
+	honest := executortest.FrameNamed("honest success")
+	lost := executortest.StdoutFrame(frame.ExitRunnerError, "")
 	lost.Reason, lost.Error = frame.ReasonBodyLost, "gone"
-	lostMsg, _ := encodeFrame(testAttemptKey, lost)
+	lostMsg, _ := executortest.EncodeFrame(executortest.AttemptKey, lost)
 	cases := []struct {
 		name string
 		line string
 		want pipeline.Reason
 	}{
-		{name: "signed line", line: honest.msg, want: pipeline.ReasonSucceeded},
-		{name: "forged line, Pod still running", line: frameNamed("forged unsigned").msg},
-		{name: "line for other arguments, Pod still running", line: frameNamed("forged: other arguments").msg},
-		{name: "line of another attempt, Pod still running", line: frameNamed("forged: another attempt's key").msg},
+		{name: "signed line", line: honest.Msg, want: pipeline.ReasonSucceeded},
+		{name: "forged line, Pod still running", line: executortest.FrameNamed("forged unsigned").Msg},
+		{name: "line for other arguments, Pod still running", line: executortest.FrameNamed("forged: other arguments").Msg},
+		{name: "line of another attempt, Pod still running", line: executortest.FrameNamed("forged: another attempt's key").Msg},
 		{name: "no line, Pod still running"},
 		// The signer vouches only that the body side went away: the Pod's account decides.
 		{name: "a signed BodyLost line, Pod still running", line: lostMsg},
@@ -215,9 +219,9 @@ func TestWarmExecutorStream(t *testing.T) {
 			w := newExecWorld(ending{})
 			pod := claimedWarmPod(w.call)
 			pod.Status.Phase = corev1.PodRunning
-			pod.Status.ContainerStatuses = statusesFor(running())
+			pod.Status.ContainerStatuses = executortest.StatusesFor(executortest.Running())
 			w.objs = append(w.objs, pod)
-			x := newWarmExecutor(w.env(t), stubAttach{})
+			x := New(w.env(t), stubAttach{})
 			tail := []byte("body output\n")
 			if tc.line != "" {
 				tail = append(tail, frame.ResultLine([]byte(tc.line))...)
