@@ -1,9 +1,8 @@
 package controllers
 
 import (
-	"context"
-
 	"github.com/go-logr/logr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -17,7 +16,9 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/history"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/controllers/registration"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -35,6 +36,31 @@ type WarmStream = warmexec.WarmStream
 
 // PodAttach is the WarmExecutor of a real cluster: pods/attach (warmexec.PodAttach).
 type PodAttach = warmexec.PodAttach
+
+// CallOptions are the operator-wide settings of the ToolCall pipeline (controllers/options).
+type CallOptions = options.Call
+
+// DefaultCallOptions are the settings used when the manager is given none.
+func DefaultCallOptions() CallOptions { return options.DefaultCall() }
+
+// RetentionOptions say how long finished calls are kept and what their audit record holds.
+type RetentionOptions = options.Retention
+
+// DefaultRetentionOptions keep a finished call for 24 hours, at least 5 minutes and at
+// most 7 days whatever the call or its tool asks, with no history limit.
+func DefaultRetentionOptions() RetentionOptions { return options.DefaultRetention() }
+
+// DefaultMinTTL and DefaultMaxTTL are the default floor and ceiling of a call's TTL.
+const (
+	DefaultMinTTL = options.DefaultMinTTL
+	DefaultMaxTTL = options.DefaultMaxTTL
+)
+
+// LogReader reads the end of a container's log (toolcall.LogReader).
+type LogReader = toolcall.LogReader
+
+// CallTracer exports a trace of every ToolCall (toolcall.CallTracer).
+type CallTracer = toolcall.CallTracer
 
 // Options configure the reconcilers as a whole.
 type Options struct {
@@ -69,7 +95,7 @@ func CacheOptions() cache.Options {
 			&batchv1.Job{}: {Label: selector},
 			// session workspace claims (controllers/workspace): toolgate's own only
 			&corev1.PersistentVolumeClaim{}: {Label: selector},
-			&v1alpha1.ToolCall{}:            {Transform: TransformToolCall},
+			&v1alpha1.ToolCall{}:            {Transform: toolcall.TransformToolCall},
 		}}
 }
 
@@ -88,7 +114,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 		if logs == nil {
-			logs = PodLogReader{Clientset: cs}
+			logs = toolcall.PodLogReader{Clientset: cs}
 		}
 		if warm == nil {
 			warm = PodAttach{Config: mgr.GetConfig(), Clientset: cs}
@@ -97,7 +123,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	compiler := pipeline.DefaultCompiler()
 	rec := mgr.GetEventRecorder("toolgate")
 	if opts.RegisterMetrics {
-		metrics.Register(phaseCounter(mgr.GetClient()))
+		metrics.Register(toolcall.PhaseCounter(mgr.GetClient()))
 	}
 	// Sink Secrets are read with the API reader: one GET of the named Secret, no informer.
 	notifier := notify.New(opts.Notify, mgr.GetClient(), mgr.GetAPIReader(), rec)
@@ -107,9 +133,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// The frame key Secrets are read with the API reader too: one GET per namespace, no informer.
 	keys := framekeys.New(mgr.GetClient(), mgr.GetAPIReader(), opts.Clock)
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&ToolCallReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		&toolcall.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
-			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, keys: keys},
+			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, Keys: keys},
 		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
 		&history.Reconciler{Client: mgr.GetClient(), Succeeded: opts.Call.Retention.HistorySucceeded, Failed: opts.Call.Retention.HistoryFailed},
 		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
@@ -127,19 +153,5 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// phaseCounter counts non-terminal calls by phase from the cache, for the active gauge.
-// It reads only the active calls (the indexActivePhase index: finished calls, however
-// many, cost a scrape nothing), without deep copies, and only reads them.
-func phaseCounter(c client.Reader) metrics.PhaseCounter {
-	return func(ctx context.Context) (map[string]int, error) {
-		counts := map[string]int{}
-		for _, phase := range []v1alpha1.ToolCallPhase{v1alpha1.PhaseRunning, v1alpha1.PhaseAwaitingApproval, v1alpha1.PhaseQueued} {
-			calls := &v1alpha1.ToolCallList{}
-			if err := c.List(ctx, calls, client.MatchingFields{indexActivePhase: string(phase)}, client.UnsafeDisableDeepCopy); err != nil {
-				return nil, err
-			}
-			counts[string(phase)] = len(calls.Items)
-		}
-		return counts, nil
-	}
-}
+// TraceTo is the CallTracer exporting to exp (toolcall.TraceTo).
+func TraceTo(exp sdktrace.SpanExporter) CallTracer { return toolcall.TraceTo(exp) }

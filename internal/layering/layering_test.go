@@ -25,6 +25,12 @@ type rule struct {
 
 var rules = []rule{
 	{
+		pkg:            "controllers/toolcall",
+		why:            "the ToolCall reconciler drives the executors and the feature packages below it; only controllers' Setup wires it",
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
+	},
+	{
 		pkg:            "controllers/options",
 		why:            "the operator-wide settings every controller package reads: no edge back to controllers",
 		forbiddenExact: []string{controllers},

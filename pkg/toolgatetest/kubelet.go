@@ -201,7 +201,7 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return k.playAfter(ctx, job, o)
 	}
 	// The operator's cache (which StartManager shares) keeps no Pod template
-	// (controllers.TransformJob): read the Job whole before making its Pod.
+	// (toolcall.TransformJob): read the Job whole before making its Pod.
 	if err := k.reader().Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

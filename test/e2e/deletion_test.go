@@ -31,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -94,9 +94,9 @@ var _ = Describe("A running call deleted by an admin", Label("trust", "deletion"
 
 		Eventually(func(g Gomega) {
 			records := auditRecordsOf(ctx, string(live.UID))
-			g.Expect(records).To(HaveKey(controllers.AuditMessage))
-			g.Expect(records[controllers.AuditMessage]).To(HaveKeyWithValue("reason", toolgatev1alpha1.ReasonDeleted))
-			g.Expect(records).To(HaveKey(controllers.AuditReleasedMessage))
+			g.Expect(records).To(HaveKey(toolcall.AuditMessage))
+			g.Expect(records[toolcall.AuditMessage]).To(HaveKeyWithValue("reason", toolgatev1alpha1.ReasonDeleted))
+			g.Expect(records).To(HaveKey(toolcall.AuditReleasedMessage))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
 	}, SpecTimeout(4*time.Minute))
 })

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 )
 
 // Rules, one per promise. A Violation names the rule it breaks.
@@ -332,7 +332,7 @@ func (c *checker) terminalEvents() {
 	notes := map[types.UID]map[string]bool{}
 	for i := range c.h.Events {
 		e := &c.h.Events[i]
-		if e.Reason != controllers.EventResultFrozen && e.Reason != controllers.EventDenied {
+		if e.Reason != toolcall.EventResultFrozen && e.Reason != toolcall.EventDenied {
 			continue
 		}
 		uid := e.Regarding.UID

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/internal/podspec"
 )
 
@@ -97,8 +97,8 @@ func good() History {
 		PodStarts: []PodStart{start(retried, 1), start(retried, 2), start(approved, 1)},
 		Approvals: []v1alpha1.ToolCallApproval{approval(approved, v1alpha1.DecisionApprove), approval(refused, v1alpha1.DecisionDeny)},
 		Events: []eventsv1.Event{
-			{Reason: controllers.EventResultFrozen, Note: "ended Succeeded", Regarding: corev1Ref(retried)},
-			{Reason: controllers.EventResultFrozen, Note: "ended Succeeded", Regarding: corev1Ref(retried)}, // a repeat, same note
+			{Reason: toolcall.EventResultFrozen, Note: "ended Succeeded", Regarding: corev1Ref(retried)},
+			{Reason: toolcall.EventResultFrozen, Note: "ended Succeeded", Regarding: corev1Ref(retried)}, // a repeat, same note
 		},
 		Expectations: map[types.NamespacedName]Expectation{
 			{Namespace: ns, Name: "retried"}:  {Scenario: "retry", Phase: v1alpha1.PhaseSucceeded, Reasons: succeeded, MinAttempts: 2},

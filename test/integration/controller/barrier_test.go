@@ -13,7 +13,7 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
@@ -128,7 +128,7 @@ var _ = Describe("A stopped call's barrier", Label("barrier", "session", "worksp
 		audit = &auditLog{}
 		Expect(mgr.Stop()).To(Succeed())
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: CallOptions{AuditIncludeContent: true},
-			AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
+			AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(toolcall.AuditLoggerName)})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			startManager()

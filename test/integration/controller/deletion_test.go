@@ -11,7 +11,7 @@ import (
 	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -26,7 +26,7 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 		audit = &auditLog{}
 		Expect(mgr.Stop()).To(Succeed())
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, CollectGarbage: true,
-			AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
+			AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(toolcall.AuditLoggerName)})
 		DeferCleanup(func() {
 			Expect(mgr.Stop()).To(Succeed())
 			startManager()
@@ -40,7 +40,7 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the operator lets the call go")
 		byMsg := map[string]map[string]any{}
-		for _, msg := range []string{controllers.AuditMessage, controllers.AuditReleasedMessage} {
+		for _, msg := range []string{toolcall.AuditMessage, toolcall.AuditReleasedMessage} {
 			if recs := audit.recordsWith(string(call.UID), msg); len(recs) > 0 {
 				byMsg[msg] = recs[len(recs)-1]
 			}
@@ -66,11 +66,11 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 
 		Expect(k8sClient.Delete(ctx, live)).To(Succeed(), "an admin deletes the running call")
 		records := recordsOf(ctx, live)
-		finished := records[controllers.AuditMessage]
+		finished := records[toolcall.AuditMessage]
 		Expect(finished).NotTo(BeNil(), "the end is recorded: %s", audit.text())
 		Expect(finished).To(HaveKeyWithValue("reason", string(pipeline.ReasonDeleted)))
 		Expect(finished).To(HaveKeyWithValue("phase", string(v1alpha1.PhaseFailed)))
-		Expect(records).To(HaveKey(controllers.AuditReleasedMessage), "and the release")
+		Expect(records).To(HaveKey(toolcall.AuditReleasedMessage), "and the release")
 		Eventually(func() error {
 			return k8sClient.Get(ctx, jobKey, &batchv1.Job{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound), "the body's Job is stopped and gone")
@@ -82,7 +82,7 @@ var _ = Describe("A call deleted before it ended", Label("deletion", "audit"), S
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(parked), live)).To(Succeed())
 		Expect(k8sClient.Delete(ctx, live)).To(Succeed())
 		records := recordsOf(ctx, live)
-		Expect(records[controllers.AuditMessage]).To(HaveKeyWithValue("reason", string(pipeline.ReasonDeleted)))
-		Expect(records).To(HaveKey(controllers.AuditReleasedMessage))
+		Expect(records[toolcall.AuditMessage]).To(HaveKeyWithValue("reason", string(pipeline.ReasonDeleted)))
+		Expect(records).To(HaveKey(toolcall.AuditReleasedMessage))
 	})
 })

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
@@ -120,8 +120,8 @@ var _ = Describe("The audit chain", Label("events"), func() {
 					reasons[e.Reason] = e.Type
 				}
 			}
-			g.Expect(reasons).To(HaveKeyWithValue(controllers.EventCallAdmitted, corev1.EventTypeNormal))
-			g.Expect(reasons).To(HaveKeyWithValue(controllers.EventResultFrozen, corev1.EventTypeNormal))
+			g.Expect(reasons).To(HaveKeyWithValue(toolcall.EventCallAdmitted, corev1.EventTypeNormal))
+			g.Expect(reasons).To(HaveKeyWithValue(toolcall.EventResultFrozen, corev1.EventTypeNormal))
 		}).WithContext(ctx).Should(Succeed())
 	})
 })

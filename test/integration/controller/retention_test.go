@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers"
+	"github.com/toolgate/toolgate/controllers/toolcall"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -40,7 +41,7 @@ func (a *auditLog) Write(p []byte) (int, error) {
 
 // records returns the "toolcall finished" audit records of the call with uid.
 func (a *auditLog) records(uid string) []map[string]any {
-	return a.recordsWith(uid, controllers.AuditMessage)
+	return a.recordsWith(uid, toolcall.AuditMessage)
 }
 
 // recordsWith returns the audit records of the call with uid whose message is msg.
@@ -74,7 +75,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 	var audit *auditLog
 	startRetention := func(opts CallOptions) {
 		mgr = suite.StartManager(env, ManagerOptions{Clock: fakeClock, Kubelet: kubelet, Call: opts,
-			CollectGarbage: true, AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(controllers.AuditLoggerName)})
+			CollectGarbage: true, AuditLogger: crzap.New(crzap.WriteTo(audit)).WithName(toolcall.AuditLoggerName)})
 	}
 	BeforeEach(func() {
 		audit = &auditLog{}
@@ -170,7 +171,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 			return k8sClient.Get(ctx, client.ObjectKeyFromObject(call), &v1alpha1.ToolCall{})
 		}).WithContext(ctx).Should(Satisfy(apierrors.IsNotFound))
 		Expect(audit.records(string(done.UID))).To(HaveLen(1), "audited when it finished, not again after the restart")
-		Expect(audit.recordsWith(string(done.UID), controllers.AuditReleasedMessage)).To(HaveLen(1), "and released once when deleted")
+		Expect(audit.recordsWith(string(done.UID), toolcall.AuditReleasedMessage)).To(HaveLen(1), "and released once when deleted")
 	})
 
 	It("keeps a call that asked for ttlSecondsAfterFinished 0 until the platform's floor, then deletes it", func(ctx SpecContext) {
@@ -293,7 +294,7 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		Expect(string(call.Status.Result.Content.Raw)).To(ContainSubstring("result-content-marker"), "the API server keeps the result")
 		Eventually(func() []map[string]any { return audit.records(string(call.UID)) }).WithContext(ctx).Should(HaveLen(1))
 		rec := audit.records(string(call.UID))[0]
-		Expect(rec).To(HaveKeyWithValue("logger", controllers.AuditLoggerName))
+		Expect(rec).To(HaveKeyWithValue("logger", toolcall.AuditLoggerName))
 		Expect(rec).To(HaveKeyWithValue("namespace", ns))
 		Expect(rec).To(HaveKeyWithValue("name", "c"))
 		Expect(rec).To(HaveKeyWithValue("tool", "secretive"))

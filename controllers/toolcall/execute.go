@@ -1,0 +1,116 @@
+package toolcall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/executor/jobexec"
+	"github.com/toolgate/toolgate/controllers/executor/warmexec"
+	"github.com/toolgate/toolgate/controllers/framekeys"
+)
+
+// executors are the reconciler's backends, in the order chooseExecutor offers them a new
+// attempt: the first that claims it runs it. The Job executor takes every attempt; it is last.
+func (r *Reconciler) executors() []executor.Executor {
+	r.execOnce.Do(func() {
+		if r.Keys == nil {
+			r.Keys = framekeys.New(r.Client, r.APIReader, r.Clock)
+		}
+		env := execenv.Env{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
+			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.Keys, Frozen: &r.frozen}
+		r.execs = []executor.Executor{warmexec.New(env, r.Warm), jobexec.New(env)}
+	})
+	return r.execs
+}
+
+// executorFor is the executor that runs the call's current attempt (the Job executor for an
+// attempt recorded without a path: calls from before paths were recorded).
+func (r *Reconciler) executorFor(a *v1alpha1.Attempt) executor.Executor {
+	execs := r.executors()
+	if a != nil {
+		for _, e := range execs {
+			if e.Path() == a.Path {
+				return e
+			}
+		}
+	}
+	return execs[len(execs)-1]
+}
+
+// chooseExecutor offers the call's new attempt to each executor in turn and records where
+// it runs (in memory but for what a claim does; the caller writes the status).
+func (r *Reconciler) chooseExecutor(ctx context.Context, call *v1alpha1.ToolCall) {
+	a := executor.Current(call)
+	for _, e := range r.executors() {
+		if where, ok := e.Claim(ctx, call, a); ok {
+			r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
+				fmt.Sprintf("attempt %d runs in %s", a.Attempt, where))
+			return
+		}
+	}
+}
+
+// execute starts the call's current attempt (its status already written).
+func (r *Reconciler) execute(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	st, err := r.executorFor(executor.Current(call)).Start(ctx, call)
+	return r.afterStep(ctx, call, st, err)
+}
+
+// observe reads the running attempt through its executor; the operator's own deadline
+// (attemptDeadline) is every executor's backstop.
+func (r *Reconciler) observe(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Result, error) {
+	if executor.Current(call) == nil || call.Status.Tool == nil || call.Status.Tool.Spec == nil {
+		return r.finishInternal(ctx, call, "the call is running without an attempt or tool snapshot")
+	}
+	if st, ok := r.decided.get(call); ok {
+		return r.afterStep(ctx, call, st, nil) // its end waits for its Pods (toolcall_stopping.go)
+	}
+	st, err := r.executorFor(executor.Current(call)).Observe(ctx, call)
+	return r.afterStep(ctx, call, st, err)
+}
+
+// afterStep acts on what an executor's step came to: finish an ended attempt, end a call
+// whose attempt could not start, or wait.
+func (r *Reconciler) afterStep(ctx context.Context, call *v1alpha1.ToolCall, st executor.Step, err error) (ctrl.Result, error) {
+	switch {
+	case err != nil:
+		return ctrl.Result{}, err
+	case st.Refused != nil:
+		return r.endRefused(ctx, call, *st.Refused)
+	case st.Outcome != nil:
+		if st.Outcome.Unreadable != "" {
+			ctrl.LoggerFrom(ctx).Info("the tool's frame cannot be trusted", "error", st.Outcome.Unreadable)
+		}
+		return r.finishAttempt(withContainerStart(ctx, st.ContainerStart), call, *st.Outcome)
+	}
+	return ctrl.Result{RequeueAfter: st.Requeue}, nil
+}
+
+// tidyExecutions lets every executor delete what the call's recorded attempts left (call
+// nil: the call is gone) and returns when the next kept object is due (0: none).
+func (r *Reconciler) tidyExecutions(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+	var next time.Duration
+	var errs []error
+	for _, e := range r.executors() {
+		wait, err := e.Tidy(ctx, key, call)
+		errs = append(errs, err)
+		if wait > 0 && (next == 0 || wait < next) {
+			next = wait
+		}
+	}
+	return next, errors.Join(errs...)
+}
+
+// attemptDeadline is when the operator ends an attempt nobody reported on.
+func (r *Reconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
+	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace)
+}
