@@ -44,6 +44,21 @@ func (k *Kubelet) setupTTL(mgr ctrl.Manager) error {
 }
 
 // reader reads the API server directly, so that a deletion is seen as soon as it is made.
+// SetClient gives the Kubelet the client of a new manager (StartManager): warm handovers a
+// stopped manager's executor left running read it concurrently (writer).
+func (k *Kubelet) SetClient(c client.Client) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Client = c
+}
+
+// writer is the Kubelet's current client, read under its lock (SetClient may swap it).
+func (k *Kubelet) writer() client.Client {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.Client
+}
+
 func (k *Kubelet) reader() client.Reader {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -181,7 +181,7 @@ func (k *Kubelet) playWarm(ctx context.Context, pod *corev1.Pod, o Outcome, h fr
 			pod.Status.Reason = o.PodReason
 		}
 		pod.Status.ContainerStatuses = endedStatuses(pod, &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"})
-		return nil, k.Status().Update(ctx, pod)
+		return nil, k.writer().Status().Update(ctx, pod)
 	}
 	env := expandEnv(signerSpec(&pod.Spec))
 	env[podcontract.EnvArgsDigest] = h.ArgumentsDigest
@@ -213,5 +213,5 @@ func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.Con
 		pod.Status.Phase = corev1.PodFailed
 	}
 	pod.Status.ContainerStatuses = endedStatuses(pod, term)
-	return k.Status().Update(ctx, pod)
+	return k.writer().Status().Update(ctx, pod)
 }

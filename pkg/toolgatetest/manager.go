@@ -90,7 +90,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	if m.Kubelet != nil {
 		setup.Logs, setup.Warm = m.Kubelet, warmExecutor{m.Kubelet}
 		if !opts.KubeletRunsApart {
-			m.Kubelet.Client = mgr.GetClient()
+			m.Kubelet.SetClient(mgr.GetClient())
 			if err := m.Kubelet.SetupWithManager(mgr); err != nil {
 				return nil, err
 			}
