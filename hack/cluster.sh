@@ -8,6 +8,7 @@
 #   hack/cluster.sh status          which components run, node readiness (exit 1 unless healthy)
 #   hack/cluster.sh restart COMPONENT [--kill]  stop (SIGTERM; --kill: SIGKILL) and start one component, wait until ready
 #   hack/cluster.sh images          build and pack all images into bin/images/
+#   hack/cluster.sh binaries        build the missing cluster binaries into bin/k8s (make up does it too)
 #   hack/cluster.sh load [TAR...]   import image tarballs (default: bin/images/*.tar)
 #   hack/cluster.sh env             print the settings (source .cluster/cluster.env)
 #   hack/cluster.sh smoke           run the smoke test against the running cluster
@@ -49,6 +50,7 @@ main() {
     status) cmd_status ;;
     restart) require_root; cmd_restart "$@" ;;
     images) build_images ;;
+    binaries) ensure_binaries ;;
     load)
       component_pid containerd >/dev/null || die "containerd is not running (hack/cluster.sh up)"
       [ $# -gt 0 ] || set -- "$IMAGES_DIR"/*.tar

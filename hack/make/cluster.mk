@@ -9,6 +9,10 @@ CLUSTER := $(ROOT)/hack/cluster.sh
 cluster-up: ## Start the local cluster (builds what is missing; fast when already up).
 	$(CLUSTER) up
 
+.PHONY: cluster-binaries
+cluster-binaries: ## Build the local cluster's binaries (Kubernetes, etcd, add-ons) into bin/k8s, as make up would (cached).
+	$(CLUSTER) binaries
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove everything it created (keeps .cluster/pki and logs).
 	$(CLUSTER) down
