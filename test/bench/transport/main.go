@@ -28,16 +28,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 const benchLabel = "toolgate.dev/bench-transport"
@@ -50,6 +53,7 @@ type options struct {
 	runtimes    []string
 	series      []seriesDef
 	build, keep bool
+	netpol      bool
 	timeout     time.Duration
 }
 
@@ -65,6 +69,7 @@ func main() {
 	flag.BoolVar(&o.build, "build", true, "build the responder, pack it and import it into the cluster first")
 	flag.BoolVar(&o.keep, "keep", false, "keep the namespace and its Pods at the end")
 	flag.StringVar(&runtimes, "runtimes", "runc", "comma-separated runtimes: runc (the default runtime), or a RuntimeClass name such as gvisor")
+	flag.BoolVar(&o.netpol, "netpol", false, "first apply a NetworkPolicy that lets only the bench host (the operator's stand-in) reach the listeners (the direct series then pay its enforcement)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per round trip timeout")
 	var help strings.Builder
 	for _, s := range allSeries {
@@ -76,6 +81,10 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	kf := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(kf)
+	_ = kf.Parse([]string{"-logtostderr=false", "-alsologtostderr=false", "-stderrthreshold=FATAL", "-legacy_stderr_threshold_behavior=false"})
+	klog.SetOutput(&klogLines)
 	o.runtimes = strings.Split(runtimes, ",")
 	for _, s := range allSeries {
 		if series == "" || contains(strings.Split(series, ","), s.name) {
@@ -93,6 +102,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench-transport:", err)
 		os.Exit(1)
 	}
+}
+
+// klogLines counts client-go's log lines: the "use of closed network connection" errors
+// its stream goroutines log when an attach stream is cancelled after its response.
+var klogLines lineCounter
+
+type lineCounter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.n += bytes.Count(p, []byte("\n"))
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+func (l *lineCounter) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n
 }
 
 func contains(xs []string, x string) bool {
@@ -157,6 +188,17 @@ func run(o options) (err error) {
 		targets = append(targets, &target{rt: rt, pod: "responder-" + rt, ip: ip})
 		fmt.Fprintf(os.Stderr, "pod responder-%s: %s\n", rt, ip)
 	}
+	if o.netpol {
+		src, err := operatorSource(targets[0].ip)
+		if err != nil {
+			return err
+		}
+		if err := ensureNetworkPolicy(ctx, cs, o.ns, src); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "NetworkPolicy: ingress to :8080/:8443 only from %s/32\n", src)
+		time.Sleep(3 * time.Second) // the enforcer's informer
+	}
 	type key struct{ rt, series string }
 	res := map[key][]sample{}
 	var order []key
@@ -206,5 +248,7 @@ func run(o options) (err error) {
 		rows[k.rt][k.series] = v
 	}
 	report(o, rows, loadBefore, loadavg(), time.Since(started))
+	fmt.Printf("client-go log lines (stream teardown errors of cancelled attach streams): %d\n", klogLines.count())
+	b.reachability(ctx, targets)
 	return nil
 }

@@ -7,6 +7,8 @@
 //	client  one exec'd call: reads one request line on stdin, forwards it to PID 1 over the
 //	        Unix socket, prints the response line, exits.
 //	echo    bare exec: prints a fixed response line, reads nothing, exits.
+//	dial    dial ADDR: one TCP connection to ADDR (2 s timeout), a line out, a line back;
+//	        prints "reached ADDR" or the error (the NetworkPolicy check).
 //
 // Every request carries an HMAC-SHA256 (key TG_KEY, hex) over its id, seq and args, checked
 // before it is answered; a response echoes the request's id (the only thing that ties a
@@ -27,6 +29,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 )
 
 const socketPath = "/run/tg/resp.sock"
@@ -69,6 +72,12 @@ func main() {
 		err = serve()
 	case "client":
 		err = client()
+	case "dial":
+		if len(os.Args) < 3 {
+			err = fmt.Errorf("dial ADDR")
+			break
+		}
+		err = dial(os.Args[2])
 	case "echo":
 		_, err = os.Stdout.Write(answer(nil, []byte(`{"id":"bare","seq":0,"tool":"echo","args":{}}`)))
 	default:
@@ -206,4 +215,21 @@ func client() error {
 	}
 	_, err = os.Stdout.Write(resp)
 	return err
+}
+
+func dial(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("{}\n")); err != nil {
+		return err
+	}
+	if _, err := bufio.NewReader(c).ReadBytes('\n'); err != nil {
+		return err
+	}
+	fmt.Println("reached", addr)
+	return nil
 }
