@@ -199,7 +199,10 @@ func (b *bench) stream(ctx context.Context, t *target, sub, proto string, cmd []
 		case <-w.done:
 			s.d = w.at.Sub(start)
 		default:
-			return sample{err: fmt.Errorf("%s ended without a response: %v %s", sub, streamErr, strings.TrimSpace(stderr.String()))}
+			if streamErr == nil {
+				streamErr = errors.New("stream closed")
+			}
+			return sample{err: fmt.Errorf("%s ended without a response: %w %s", sub, streamErr, strings.TrimSpace(stderr.String()))}
 		}
 	case <-ctx.Done():
 		return sample{err: fmt.Errorf("%s: no response in %s (stale lines %d)", sub, b.o.timeout, w.stale)}
@@ -312,7 +315,7 @@ var allSeries = []seriesDef{
 		func(b *bench, ctx context.Context, t *target, seq int) sample {
 			return b.stream(ctx, t, "attach", "spdy", nil, seq)
 		}},
-	{"exec-ws", "new pods/exec per call (WebSocket) of `/responder client`: the request on its stdin, forwarded to PID 1 over a Unix socket, the response on its stdout (process start included); until the response line",
+	{"exec-ws", "new pods/exec per call (WebSocket) of '/responder client': the request on its stdin, forwarded to PID 1 over a Unix socket, the response on its stdout (process start included); until the response line",
 		func(b *bench, ctx context.Context, t *target, seq int) sample {
 			return b.stream(ctx, t, "exec", "ws", []string{"/responder", "client"}, seq)
 		}},
@@ -320,7 +323,7 @@ var allSeries = []seriesDef{
 		func(b *bench, ctx context.Context, t *target, seq int) sample {
 			return b.stream(ctx, t, "exec", "spdy", []string{"/responder", "client"}, seq)
 		}},
-	{"bare-ws", "bare exec (WebSocket): `/responder echo` prints a fixed response line, no stdin, no runner: what Kubernetes charges for one command in a running container",
+	{"bare-ws", "bare exec (WebSocket): '/responder echo' prints a fixed response line, no stdin, no runner: what Kubernetes charges for one command in a running container",
 		func(b *bench, ctx context.Context, t *target, seq int) sample {
 			return b.stream(ctx, t, "exec", "ws", []string{"/responder", "echo"}, seq)
 		}},

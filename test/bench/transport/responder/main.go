@@ -7,7 +7,7 @@
 //	client  one exec'd call: reads one request line on stdin, forwards it to PID 1 over the
 //	        Unix socket, prints the response line, exits.
 //	echo    bare exec: prints a fixed response line, reads nothing, exits.
-//	dial    dial ADDR: one TCP connection to ADDR (2 s timeout), a line out, a line back;
+//	dial    (with ADDR) one TCP connection to ADDR (2 s timeout), a line out, a line back;
 //	        prints "reached ADDR" or the error (the NetworkPolicy check).
 //
 // Every request carries an HMAC-SHA256 (key TG_KEY, hex) over its id, seq and args, checked
@@ -23,6 +23,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -195,7 +196,7 @@ func accept(l net.Listener, key []byte) {
 
 func client() error {
 	line, err := bufio.NewReader(os.Stdin).ReadBytes('\n')
-	if err != nil && (err != io.EOF || len(line) == 0) {
+	if err != nil && (!errors.Is(err, io.EOF) || len(line) == 0) {
 		return fmt.Errorf("stdin: %w", err)
 	}
 	if !strings.HasSuffix(string(line), "\n") {
