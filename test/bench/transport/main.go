@@ -20,8 +20,10 @@
 //	                        call, or one kept-alive connection
 //	tls-new, tls-keep       the same over mutual TLS 1.3
 //
-// It prints p50/p95/p99/max per series and runtime, the connect/end breakdowns, the
-// gVisor/runc ratios, and the load average before and after; see
+// -netpol first applies a NetworkPolicy that admits only the bench host and an operator
+// stand-in Pod to the listeners; -pod-client N measures N Pod-to-Pod round trips from that
+// stand-in Pod. It prints p50/p95/p99/max per series and runtime, the connect/end breakdowns,
+// the gVisor/runc ratios, the load average before and after, and who reaches each listener; see
 // docs/reports/2026-12-06-session-transport.md.
 //
 //	go run ./test/bench/transport -kubeconfig /path/to/kubeconfig -n 100 -runtimes runc,gvisor
@@ -32,8 +34,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +58,7 @@ type options struct {
 	series      []seriesDef
 	build, keep bool
 	netpol      bool
+	podClient   int
 	timeout     time.Duration
 }
 
@@ -70,6 +75,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the namespace and its Pods at the end")
 	flag.StringVar(&runtimes, "runtimes", "runc", "comma-separated runtimes: runc (the default runtime), or a RuntimeClass name such as gvisor")
 	flag.BoolVar(&o.netpol, "netpol", false, "first apply a NetworkPolicy that lets only the bench host (the operator's stand-in) reach the listeners; the reachability check at the end then shows other Pods refused")
+	flag.IntVar(&o.podClient, "pod-client", 0, "after the series, this many Pod-to-Pod round trips (new TCP connection each, then one kept-alive) from an operator stand-in Pod (runc) to each responder (0: none)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per round trip timeout")
 	var help strings.Builder
 	for _, s := range allSeries {
@@ -184,12 +190,19 @@ func run(o options) (err error) {
 	b := &bench{o: o, cfg: cfg, cs: cs, cr: cr}
 	var targets []*target
 	for _, rt := range o.runtimes {
-		ip, err := startPod(ctx, cs, o, rt, cr)
+		ip, err := startPod(ctx, cs, o, responderPod(o, rt, cr))
 		if err != nil {
 			return err
 		}
 		targets = append(targets, &target{rt: rt, pod: "responder-" + rt, ip: ip})
 		fmt.Fprintf(os.Stderr, "pod responder-%s: %s\n", rt, ip)
+	}
+	if o.podClient > 0 {
+		p := responderPod(o, "runc", cr)
+		p.Name, p.Labels = standinPod, map[string]string{benchLabel: "operator"}
+		if _, err := startPod(ctx, cs, o, p); err != nil {
+			return err
+		}
 	}
 	if o.netpol {
 		src, err := operatorSource(targets[0].ip)
@@ -253,5 +266,12 @@ func run(o options) (err error) {
 	report(o, rows, loadBefore, loadavg(), time.Since(started))
 	fmt.Printf("client-go log lines (stream teardown errors of cancelled attach streams): %d\n", klogLines.count())
 	b.reachability(ctx, targets)
+	if o.podClient > 0 {
+		fmt.Printf("\nPod to Pod, from %s (runc) to each responder's :8080 (ms):\n", standinPod)
+		for _, t := range targets {
+			out := b.run(ctx, standinPod, "/responder", "rtt", net.JoinHostPort(t.ip, "8080"), strconv.Itoa(o.podClient))
+			fmt.Printf("  -> %s: %s\n", t.pod, strings.ReplaceAll(out, "\n", "; "))
+		}
+	}
 	return nil
 }

@@ -30,9 +30,12 @@ func operatorSource(ip string) (string, error) {
 	return h, err
 }
 
+// standinPod is the operator's stand-in Pod of -pod-client.
+const standinPod = "operator-standin"
+
 // ensureNetworkPolicy lets only the operator in: ingress to the responder Pods on 8080 and
-// 8443 from src/32 (the bench host; in toolgate, the operator's Pods by namespace and label
-// selector), nothing else.
+// 8443 from src/32 (the bench host) and the stand-in Pod (in toolgate, the operator's Pods by
+// namespace and label selector), nothing else.
 func ensureNetworkPolicy(ctx context.Context, cs kubernetes.Interface, ns, src string) error {
 	tcp := corev1.ProtocolTCP
 	port := func(p int) networkingv1.NetworkPolicyPort {
@@ -44,7 +47,10 @@ func ensureNetworkPolicy(ctx context.Context, cs kubernetes.Interface, ns, src s
 			PodSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: benchLabel, Operator: metav1.LabelSelectorOpExists}}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: src + "/32"}}},
+				From: []networkingv1.NetworkPolicyPeer{
+					{IPBlock: &networkingv1.IPBlock{CIDR: src + "/32"}},
+					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{benchLabel: "operator"}}},
+				},
 				Ports: []networkingv1.NetworkPolicyPort{port(8080), port(8443)},
 			}},
 		},
@@ -55,15 +61,20 @@ func ensureNetworkPolicy(ctx context.Context, cs kubernetes.Interface, ns, src s
 
 // dialFrom execs `/responder dial addr` in pod: what a Pod (or a body in it) can reach.
 func (b *bench) dialFrom(ctx context.Context, pod, addr string) string {
+	return b.run(ctx, pod, "/responder", "dial", addr)
+}
+
+// run execs cmd in pod's container and returns its output (and error).
+func (b *bench) run(ctx context.Context, pod string, cmd ...string) string {
 	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(b.o.ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: "runner", Command: []string{"/responder", "dial", addr}, Stdout: true, Stderr: true},
+		VersionedParams(&corev1.PodExecOptions{Container: "runner", Command: cmd, Stdout: true, Stderr: true},
 			scheme.ParameterCodec)
 	ex, err := remotecommand.NewWebSocketExecutor(b.cfg, "GET", req.URL().String())
 	if err != nil {
 		return err.Error()
 	}
 	var out, errOut bytes.Buffer
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errOut})
 	s := strings.TrimSpace(out.String() + " " + errOut.String())

@@ -177,9 +177,8 @@ func responderPod(o options, rt string, c creds) *corev1.Pod {
 	}
 }
 
-// startPod (re)creates the runtime's Pod and waits until it runs and its TCP port answers.
-func startPod(ctx context.Context, cs kubernetes.Interface, o options, rt string, c creds) (string, error) {
-	p := responderPod(o, rt, c)
+// startPod (re)creates the Pod p and waits until it runs and its TCP port answers.
+func startPod(ctx context.Context, cs kubernetes.Interface, o options, p *corev1.Pod) (string, error) {
 	pods := cs.CoreV1().Pods(o.ns)
 	if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err == nil {
 		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {

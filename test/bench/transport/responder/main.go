@@ -9,6 +9,8 @@
 //	echo    bare exec: prints a fixed response line, reads nothing, exits.
 //	dial    (with ADDR) one TCP connection to ADDR (2 s timeout), a line out, a line back;
 //	        prints "reached ADDR" or the error (the NetworkPolicy check).
+//	rtt     (with ADDR N) N round trips to ADDR on a new TCP connection each, then N on one
+//	        kept-alive connection; prints their p50/p95 (a Pod-to-Pod client).
 //
 // Every request carries an HMAC-SHA256 (key TG_KEY, hex) over its id, seq and args, checked
 // before it is answered; a response echoes the request's id (the only thing that ties a
@@ -28,6 +30,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +83,12 @@ func main() {
 			break
 		}
 		err = dial(os.Args[2])
+	case "rtt":
+		if len(os.Args) < 4 {
+			err = fmt.Errorf("rtt ADDR N")
+			break
+		}
+		err = rtt(os.Args[2], os.Args[3])
 	case "echo":
 		_, err = os.Stdout.Write(answer(nil, []byte(`{"id":"bare","seq":0,"tool":"echo","args":{}}`)))
 	default:
@@ -232,5 +242,60 @@ func dial(addr string) error {
 		return err
 	}
 	fmt.Println("reached", addr)
+	return nil
+}
+
+func rtt(addr, count string) error {
+	n, err := strconv.Atoi(count)
+	if err != nil || n < 1 {
+		return fmt.Errorf("rtt: bad count %q", count)
+	}
+	key, _ := hex.DecodeString(os.Getenv("TG_KEY"))
+	args := []byte(`{"message":"hi"}`)
+	once := func(c net.Conn, r *bufio.Reader, i int) error {
+		id := fmt.Sprintf("rtt-%d", i)
+		line, _ := json.Marshal(Request{ID: id, Seq: i, Tool: "echo", Args: args, MAC: MAC(key, id, i, args)})
+		if _, err := c.Write(append(line, '\n')); err != nil {
+			return err
+		}
+		_, err := r.ReadBytes('\n')
+		return err
+	}
+	report := func(name string, ds []time.Duration) {
+		slices.Sort(ds)
+		at := func(p float64) float64 {
+			return float64(ds[min(len(ds)-1, int(p*float64(len(ds))+0.999999)-1)]) / float64(time.Millisecond)
+		}
+		fmt.Printf("%s n=%d p50 %.2f ms p95 %.2f ms p99 %.2f ms\n", name, len(ds), at(0.5), at(0.95), at(0.99))
+	}
+	var fresh, kept []time.Duration
+	for i := range n {
+		start := time.Now()
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		err = once(c, bufio.NewReader(c), i)
+		_ = c.Close()
+		if err != nil {
+			return err
+		}
+		fresh = append(fresh, time.Since(start))
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	r := bufio.NewReader(c)
+	for i := range n {
+		start := time.Now()
+		if err := once(c, r, n+i); err != nil {
+			return err
+		}
+		kept = append(kept, time.Since(start))
+	}
+	report("pod-tcp-new ", fresh)
+	report("pod-tcp-keep", kept)
 	return nil
 }
