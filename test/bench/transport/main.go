@@ -74,7 +74,7 @@ func main() {
 	flag.BoolVar(&o.build, "build", true, "build the responder, pack it and import it into the cluster first")
 	flag.BoolVar(&o.keep, "keep", false, "keep the namespace and its Pods at the end")
 	flag.StringVar(&runtimes, "runtimes", "runc", "comma-separated runtimes: runc (the default runtime), or a RuntimeClass name such as gvisor")
-	flag.BoolVar(&o.netpol, "netpol", false, "first apply a NetworkPolicy that lets only the bench host (the operator's stand-in) reach the listeners; the reachability check at the end then shows other Pods refused")
+	flag.BoolVar(&o.netpol, "netpol", false, "first apply a NetworkPolicy that lets only the bench host and the -pod-client stand-in Pod (the operator's stand-ins) reach the listeners; the reachability check at the end then shows other Pods refused")
 	flag.IntVar(&o.podClient, "pod-client", 0, "after the series, this many Pod-to-Pod round trips (new TCP connection each, then one kept-alive) from an operator stand-in Pod (runc) to each responder (0: none)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "per round trip timeout")
 	var help strings.Builder
