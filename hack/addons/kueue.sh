@@ -64,14 +64,16 @@ module_dir() { (cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue); }
 #   crds.yaml    config/components/crd/bases as they are (no conversion webhook: only v1beta2
 #                is used, and it is the storage version)
 #   rbac.yaml    namespace kueue-system; Kueue's manager ClusterRole (role.yaml, named as its
-#                kustomization names it) and metrics-auth role, bound to user system:kueue (the
-#                host process) and to the ServiceAccount an in-cluster install would use
+#                kustomization names it), metrics-auth role and the Role for Secrets in
+#                kueue-system (MultiKueue's informer: without it no controller starts), bound to
+#                user system:kueue (the host process) and to the ServiceAccount an in-cluster
+#                install would use
 #   config.yaml  Kueue Configuration: batch/job only, Jobs without a queue label left alone, no
 #                leader election, no internal cert management, loopback ports; $STATE is
 #                replaced at start
 render_manifests() {
   local dir ver
-  ver="$(version)"
+  ver="$(version)+$(sha256sum "$root/hack/addons/kueue.sh" | cut -c1-12)" # this script renders them
   if [ "$(cat "$manifests/.version" 2>/dev/null)" = "$ver" ]; then return; fi
   dir="$(module_dir)"
   mkdir -p "$manifests"
@@ -94,6 +96,19 @@ YAML
     grep -v '^---$' "$dir/config/components/rbac/role.yaml" | sed 's/^  name: manager-role$/  name: kueue-manager-role/'
     printf -- '---\n'
     grep -v '^---$' "$dir/config/components/rbac/metrics_auth_role.yaml" | sed 's/^  name: metrics-auth-role$/  name: kueue-metrics-auth-role/'
+    printf -- '---\n'
+    grep -v '^---$' "$dir/config/components/rbac/manager_secrets_role.yaml" |
+      sed -e 's/^  name: manager-secrets-role$/  name: kueue-manager-secrets-role/' -e 's/^  namespace: system$/  namespace: kueue-system/'
+    cat <<'YAML'
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: kueue-manager-secrets-rolebinding, namespace: kueue-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: kueue-manager-secrets-role}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kueue"}
+- {kind: ServiceAccount, name: kueue-controller-manager, namespace: kueue-system}
+YAML
     local role
     for role in kueue-manager-role kueue-metrics-auth-role; do
       cat <<YAML
@@ -172,32 +187,41 @@ ensure_certs() {
 
 ready() { curl -fsS -m 2 "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; }
 
+# secs_since T0: seconds (ms precision) since T0, a ${EPOCHREALTIME/./} reading.
+secs_since() {
+  local ms=$(((${EPOCHREALTIME/./} - $1) / 1000))
+  printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
+}
+
 pid_alive() { [ -f "$state/kueue.pid" ] && kill -0 "$(cat "$state/kueue.pid")" 2>/dev/null; }
 
 # start: build, render, apply CRDs and RBAC as the admin, then run the manager as system:kueue in
-# its own session (pid and log in $KUEUE_STATE) and wait for /readyz. Prints the seconds from
-# the manager's start to ready.
+# its own session (pid and log in $KUEUE_STATE) and wait for /readyz and its Job controller's
+# workers. Prints the seconds each step took.
 start() {
-  local t0 i
+  local t0
   [ -f "$admin_kubeconfig" ] || { echo "kueue: no admin kubeconfig at $admin_kubeconfig" >&2; exit 1; }
   [ -f "$kueue_kubeconfig" ] || { echo "kueue: no kubeconfig for system:kueue at $kueue_kubeconfig" >&2; exit 1; }
   build
   render_manifests
   if pid_alive && ready; then echo "kueue: already running"; return; fi
   ensure_certs
+  t0="${EPOCHREALTIME/./}"
   "$kubectl" --kubeconfig "$admin_kubeconfig" apply --server-side --force-conflicts \
     -f "$manifests/crds.yaml" -f "$manifests/rbac.yaml" >/dev/null
   "$kubectl" --kubeconfig "$admin_kubeconfig" wait --for condition=Established --timeout=30s \
     -f "$manifests/crds.yaml" >/dev/null
+  echo "kueue: CRDs and RBAC applied and established in $(secs_since "$t0")s"
   sed "s|\\\$STATE|$state|" "$manifests/config.yaml" >"$state/config.yaml"
   t0="${EPOCHREALTIME/./}"
   KUBECONFIG="$kueue_kubeconfig" setsid "$bin" --config "$state/config.yaml" --zap-log-level=info \
     >"$state/kueue.log" 2>&1 </dev/null &
   echo $! >"$state/kueue.pid"
-  for i in $(seq 1 300); do
-    if ready; then
-      i=$(((${EPOCHREALTIME/./} - t0) / 1000))
-      echo "kueue: ready in $((i / 1000)).$(printf '%03d' $((i % 1000)))s (health http://127.0.0.1:$health_port/readyz, log $state/kueue.log)"
+  for _ in $(seq 1 300); do
+    # /readyz only checks the webhook server; the Job controller starts once every informer
+    # has synced, about 2 s later: that is when Kueue admits.
+    if ready && grep -q '"logger":"job",.*"msg":"Starting workers"' "$state/kueue.log"; then
+      echo "kueue: ready in $(secs_since "$t0")s (health http://127.0.0.1:$health_port/readyz, log $state/kueue.log)"
       return
     fi
     pid_alive || { tail -30 "$state/kueue.log"; echo "kueue: the manager exited" >&2; exit 1; }
