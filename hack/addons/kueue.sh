@@ -232,7 +232,8 @@ start() {
   exit 1
 }
 
-# stop: stop the manager start started (the CRDs and objects stay on the cluster).
+# stop: stop the manager start started (the CRDs and objects stay on the cluster) and remove
+# its metrics certificate from /etc/kueue.
 stop() {
   local pidfile="$state/kueue.pid" pid
   [ -f "$pidfile" ] || return 0
@@ -243,6 +244,11 @@ stop() {
     if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" || true; fi
   fi
   rm -f "$pidfile"
+  # The metrics certificate outside the repository, if it is still the one start put there.
+  if cmp -s "$state/certs/tls.crt" "$metrics_cert_dir/tls.crt"; then
+    rm -f "$metrics_cert_dir/tls.crt" "$metrics_cert_dir/tls.key"
+    rmdir "$metrics_cert_dir" "$(dirname "$metrics_cert_dir")" /etc/kueue 2>/dev/null || true
+  fi
 }
 
 case "${1:-build}" in
