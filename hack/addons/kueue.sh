@@ -5,7 +5,8 @@
 #
 #   hack/addons/kueue.sh build       build bin/kueue/kueue-manager unless present for this version
 #   hack/addons/kueue.sh manifests   render bin/kueue/manifests/: CRDs, namespace, RBAC, config
-#   hack/addons/kueue.sh start       build, render, apply, start the manager (needs KUBECONFIG)
+#   hack/addons/kueue.sh start       build, render, apply, start the manager (KUEUE_ADMIN_KUBECONFIG,
+#                                    KUEUE_KUBECONFIG: the local cluster's by default)
 #   hack/addons/kueue.sh stop        stop the one start started
 #   hack/addons/kueue.sh status      exit 0 when the manager reports ready
 #
