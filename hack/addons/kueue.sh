@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Kueue (sigs.k8s.io/kueue) for the local cluster: its controller manager built from Go modules,
+# its manifests rendered from the module zip (no download but the Go module proxy), and the
+# manager run as a host process with a kubeconfig, like CoreDNS and the provisioner.
+#
+#   hack/addons/kueue.sh build       build bin/kueue/kueue-manager unless present for this version
+#   hack/addons/kueue.sh manifests   render bin/kueue/manifests/: CRDs, namespace, RBAC, config
+#   hack/addons/kueue.sh start       build, render, apply, start the manager (KUEUE_ADMIN_KUBECONFIG,
+#                                    KUEUE_KUBECONFIG: the local cluster's by default)
+#   hack/addons/kueue.sh stop        stop the one start started
+#   hack/addons/kueue.sh status      exit 0 when the manager reports ready
+#
+# The version comes from hack/tools/kueue/go.mod (a module of its own, `go get -tool`, so Kueue's
+# dependencies, on an older k8s.io set, never enter toolgate's go.mod). docs/kueue-local.md says
+# why the manager runs without webhooks and what `make up` still has to do.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+mod="$root/hack/tools/kueue"
+out="${KUEUE_DIR:-$root/bin/kueue}"
+bin="$out/kueue-manager"
+state="${KUEUE_STATE:-$root/.cluster/kueue}"  # certs, pid, log: the cluster's git-ignored folder
+manifests="$out/manifests"
+# Who applies the manifests (cluster admin) and who the manager is (user system:kueue, bound to
+# Kueue's ClusterRole by the rendered RBAC); the e2e cluster's kubeconfigs by default.
+admin_kubeconfig="${KUEUE_ADMIN_KUBECONFIG:-$root/.cluster/kubeconfig}"
+kueue_kubeconfig="${KUEUE_KUBECONFIG:-$root/.cluster/kubeconfigs/kueue.kubeconfig}"
+kubectl="${KUBECTL:-$root/bin/k8s/kubectl}"
+# Loopback ports next to the other add-ons' (hack/cluster/lib.sh: 10330-10333).
+health_port="${KUEUE_HEALTH_PORT:-10334}"
+metrics_port="${KUEUE_METRICS_PORT:-10335}"
+webhook_port="${KUEUE_WEBHOOK_PORT:-10336}"
+# Kueue reads its metrics serving certificate from this fixed path when it does not manage
+# its own certificates (cmd/kueue/main.go); the one path this add-on writes outside the repo.
+metrics_cert_dir=/etc/kueue/metrics/certs
+
+version() { # the module version pinned in the tools module, plus its go.sum digest
+  local v
+  v="$(cd "$mod" && go list -m -f '{{.Version}}' sigs.k8s.io/kueue)"
+  echo "$v+$(sha256sum "$mod/go.sum" | cut -c1-12)"
+}
+
+build() {
+  local ver v start=$SECONDS
+  ver="$(version)"
+  if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$ver" ]; then
+    echo "kueue: $ver present"
+    return
+  fi
+  echo "kueue: building $ver (first time: minutes)"
+  mkdir -p "$out"
+  v="${ver%%+*}"
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath \
+    -ldflags "-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$v -X sigs.k8s.io/kueue/pkg/version.GitCommit=module-$v" \
+    -o "$bin.tmp" sigs.k8s.io/kueue/cmd/kueue)
+  mv -f "$bin.tmp" "$bin"
+  echo "$ver" >"$bin.version"
+  echo "kueue: built in $((SECONDS - start))s"
+}
+
+# module_dir: Kueue's module in the module cache (CRDs and RBAC come from its zip).
+module_dir() { (cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue); }
+
+# render_manifests: bin/kueue/manifests/{crds,rbac,config}.yaml for this version.
+#   crds.yaml    config/components/crd/bases as they are (no conversion webhook: only v1beta2
+#                is used, and it is the storage version)
+#   rbac.yaml    namespace kueue-system; Kueue's manager ClusterRole (role.yaml, named as its
+#                kustomization names it), metrics-auth role and the Role for Secrets in
+#                kueue-system (MultiKueue's informer: without it no controller starts), bound to
+#                user system:kueue (the host process) and to the ServiceAccount an in-cluster
+#                install would use
+#   config.yaml  Kueue Configuration: batch/job only, Jobs without a queue label left alone, no
+#                leader election, no internal cert management, loopback ports; $STATE is
+#                replaced at start
+render_manifests() {
+  local dir ver
+  ver="$(version)+$(sha256sum "$root/hack/addons/kueue.sh" | cut -c1-12)" # this script renders them
+  if [ "$(cat "$manifests/.version" 2>/dev/null)" = "$ver" ]; then return; fi
+  dir="$(module_dir)"
+  mkdir -p "$manifests"
+  local f
+  for f in "$dir"/config/components/crd/bases/*.yaml; do
+    printf -- '---\n'
+    grep -v '^---$' "$f"
+  done >"$manifests/crds.yaml"
+  {
+    cat <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata: {name: kueue-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kueue-controller-manager, namespace: kueue-system}
+YAML
+    printf -- '---\n'
+    grep -v '^---$' "$dir/config/components/rbac/role.yaml" | sed 's/^  name: manager-role$/  name: kueue-manager-role/'
+    printf -- '---\n'
+    grep -v '^---$' "$dir/config/components/rbac/metrics_auth_role.yaml" | sed 's/^  name: metrics-auth-role$/  name: kueue-metrics-auth-role/'
+    printf -- '---\n'
+    grep -v '^---$' "$dir/config/components/rbac/manager_secrets_role.yaml" |
+      sed -e 's/^  name: manager-secrets-role$/  name: kueue-manager-secrets-role/' -e 's/^  namespace: system$/  namespace: kueue-system/'
+    cat <<'YAML'
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: kueue-manager-secrets-rolebinding, namespace: kueue-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: kueue-manager-secrets-role}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kueue"}
+- {kind: ServiceAccount, name: kueue-controller-manager, namespace: kueue-system}
+YAML
+    local role
+    for role in kueue-manager-role kueue-metrics-auth-role; do
+      cat <<YAML
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $role-binding}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: $role}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kueue"}
+- {kind: ServiceAccount, name: kueue-controller-manager, namespace: kueue-system}
+YAML
+    done
+  } >"$manifests/rbac.yaml"
+  cat >"$manifests/config.yaml" <<YAML
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:$health_port
+metrics:
+  bindAddress: 127.0.0.1:$metrics_port
+# Served on loopback, registered nowhere (docs/kueue-local.md, "Webhooks"): toolgate creates
+# its Jobs suspended and labelled, which is all the Job webhook would add.
+webhook:
+  host: 127.0.0.1
+  port: $webhook_port
+  certDir: \$STATE/certs
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+manageJobsWithoutQueueName: false
+integrations:
+  frameworks: ["batch/job"]
+featureGates:
+  VisibilityOnDemand: false
+clientConnection:
+  qps: 50
+  burst: 100
+YAML
+  echo "$ver" >"$manifests/.version"
+  echo "kueue: manifests for $ver in $manifests"
+}
+
+# ensure_certs: the webhook server's and metrics server's serving certificate (Kueue will not
+# start without them even when no webhook is registered), signed by the local cluster's CA
+# when there is one ($KUEUE_CA_DIR/ca.{crt,key}), else by a CA of the add-on's own.
+ensure_certs() {
+  local certs="$state/certs" ca_dir="${KUEUE_CA_DIR:-$root/.cluster/pki}"
+  mkdir -p "$certs"
+  if [ ! -f "$certs/tls.crt" ]; then
+    if [ ! -f "$ca_dir/ca.crt" ] || [ ! -f "$ca_dir/ca.key" ]; then
+      ca_dir="$certs"
+      openssl ecparam -name prime256v1 -genkey -noout -out "$ca_dir/ca.key" 2>/dev/null
+      openssl req -x509 -new -key "$ca_dir/ca.key" -subj "/CN=toolgate-local-kueue-ca" -days 3650 \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -out "$ca_dir/ca.crt"
+    fi
+    openssl ecparam -name prime256v1 -genkey -noout -out "$certs/tls.key" 2>/dev/null
+    chmod 600 "$certs/tls.key"
+    openssl req -new -key "$certs/tls.key" -subj "/CN=kueue-webhook-service.kueue-system.svc" -out "$certs/tls.csr"
+    openssl x509 -req -in "$certs/tls.csr" -CA "$ca_dir/ca.crt" -CAkey "$ca_dir/ca.key" \
+      -set_serial "0x$(openssl rand -hex 16)" -days 825 -extfile <(printf '%s\n' \
+        "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+        "extendedKeyUsage=serverAuth" \
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kueue-webhook-service.kueue-system.svc") \
+      -out "$certs/tls.crt" 2>/dev/null
+    rm -f "$certs/tls.csr"
+    [ -f "$certs/ca.crt" ] || cp "$ca_dir/ca.crt" "$certs/ca.crt"
+  fi
+  mkdir -p "$metrics_cert_dir"
+  cmp -s "$certs/tls.crt" "$metrics_cert_dir/tls.crt" || cp "$certs/tls.crt" "$metrics_cert_dir/tls.crt"
+  cmp -s "$certs/tls.key" "$metrics_cert_dir/tls.key" || install -m 600 "$certs/tls.key" "$metrics_cert_dir/tls.key"
+}
+
+ready() { curl -fsS -m 2 "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; }
+
+# secs_since T0: seconds (ms precision) since T0, a ${EPOCHREALTIME/./} reading.
+secs_since() {
+  local ms=$(((${EPOCHREALTIME/./} - $1) / 1000))
+  printf '%d.%03d' $((ms / 1000)) $((ms % 1000))
+}
+
+pid_alive() { [ -f "$state/kueue.pid" ] && kill -0 "$(cat "$state/kueue.pid")" 2>/dev/null; }
+
+# start: build, render, apply CRDs and RBAC as the admin, then run the manager as system:kueue in
+# its own session (pid and log in $KUEUE_STATE) and wait for /readyz and its Job controller's
+# workers. Prints the seconds each step took.
+start() {
+  local t0
+  [ -f "$admin_kubeconfig" ] || { echo "kueue: no admin kubeconfig at $admin_kubeconfig" >&2; exit 1; }
+  [ -f "$kueue_kubeconfig" ] || { echo "kueue: no kubeconfig for system:kueue at $kueue_kubeconfig" >&2; exit 1; }
+  build
+  render_manifests
+  if pid_alive && ready; then echo "kueue: already running"; return; fi
+  ensure_certs
+  t0="${EPOCHREALTIME/./}"
+  "$kubectl" --kubeconfig "$admin_kubeconfig" apply --server-side --force-conflicts \
+    -f "$manifests/crds.yaml" -f "$manifests/rbac.yaml" >/dev/null
+  "$kubectl" --kubeconfig "$admin_kubeconfig" wait --for condition=Established --timeout=30s \
+    -f "$manifests/crds.yaml" >/dev/null
+  echo "kueue: CRDs and RBAC applied and established in $(secs_since "$t0")s"
+  sed "s|\\\$STATE|$state|" "$manifests/config.yaml" >"$state/config.yaml"
+  t0="${EPOCHREALTIME/./}"
+  KUBECONFIG="$kueue_kubeconfig" setsid "$bin" --config "$state/config.yaml" --zap-log-level=info \
+    >"$state/kueue.log" 2>&1 </dev/null &
+  echo $! >"$state/kueue.pid"
+  for _ in $(seq 1 300); do
+    # /readyz only checks the webhook server; the Job controller starts once every informer
+    # has synced, about 2 s later: that is when Kueue admits.
+    if ready && grep -q '"logger":"job",.*"msg":"Starting workers"' "$state/kueue.log"; then
+      echo "kueue: ready in $(secs_since "$t0")s (health http://127.0.0.1:$health_port/readyz, log $state/kueue.log)"
+      return
+    fi
+    pid_alive || { tail -30 "$state/kueue.log"; echo "kueue: the manager exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  tail -30 "$state/kueue.log"
+  echo "kueue: not ready after 30s" >&2
+  exit 1
+}
+
+# stop: stop the manager start started (the CRDs and objects stay on the cluster) and remove
+# its metrics certificate from /etc/kueue.
+stop() {
+  local pidfile="$state/kueue.pid" pid
+  [ -f "$pidfile" ] || return 0
+  pid="$(cat "$pidfile")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" || true; fi
+  fi
+  rm -f "$pidfile"
+  # The metrics certificate outside the repository, if it is still the one start put there.
+  if cmp -s "$state/certs/tls.crt" "$metrics_cert_dir/tls.crt"; then
+    rm -f "$metrics_cert_dir/tls.crt" "$metrics_cert_dir/tls.key"
+    rmdir "$metrics_cert_dir" "$(dirname "$metrics_cert_dir")" /etc/kueue 2>/dev/null || true
+  fi
+}
+
+case "${1:-build}" in
+  build) build ;;
+  manifests) render_manifests ;;
+  start) start ;;
+  stop) stop ;;
+  status) ready ;;
+  *) echo "usage: $0 build|manifests|start|stop|status" >&2; exit 2 ;;
+esac
