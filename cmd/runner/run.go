@@ -60,6 +60,11 @@ func preflight(cfg config, f frame.Frame, stderr io.Writer) (frame.Frame, bool) 
 		// The error names the credentials (variables, files), never their values.
 		return failed(f, frame.ReasonCredentialTooShort, frame.ExitRunnerError, err), false
 	}
+	// The one hash of the arguments outside the operator, and a real check: the bytes
+	// crossed the API server, admission plugins and the kubelet (env expansion) to get
+	// here, or an attach stream (a warm Pod, whose Handover signature covers the digest,
+	// never the bytes). Whatever altered them on the way, the body does not run on bytes
+	// other than the ones the frame will name.
 	if got := frame.DigestOf(cfg.args); got != cfg.argsDigest {
 		// The digests are for the Pod log (operators); the frame's error reaches the model.
 		logf(stderr, "%s is %q but the arguments hash to %q", podcontract.EnvArgsDigest, cfg.argsDigest, got)

@@ -5,10 +5,7 @@ package frozenargs
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,13 +20,20 @@ import (
 // canonical bytes with their parsed tree (pipeline.Frozen), which policies and the card
 // need, so no later stage parses the arguments again.
 //
-// The carrier is memory, so it is checked on every use: an entry is used only for the same
-// call (UID) and only when its bytes still hash to status.argumentsDigest, the digest the
-// status recorded and the CRD keeps immutable. Memory is bounded (maxFrozenCalls calls,
-// maxFrozenBytes canonical bytes; past either, an entry is dropped), and an entry is
-// forgotten when its call ends or is deleted. A call with no entry (after a restart, or one
-// dropped) has spec.arguments frozen once more, under the same limit and against the same
-// digest as before, and that result is kept: at most one freeze per call per process.
+// The digest is computed once, by the freeze, and carried with the bytes: an entry is used
+// only for the same call (UID) and only when its digest is status.argumentsDigest, the
+// digest the status recorded and the CRD keeps immutable (a comparison of two strings).
+// Its bytes are not hashed again: a pipeline.Frozen is immutable and its digest was made
+// of those very bytes by this process, which holds them in memory that nothing outside it
+// writes; hashing them again on every use (the Job or handover, post-execute, the
+// approval card) checked nothing an attacker can reach. Memory is bounded (maxFrozenCalls
+// calls, maxFrozenBytes canonical bytes; past either, an entry is dropped), and an entry
+// is forgotten when its call ends or is deleted. A call with no entry (after a restart, or
+// one dropped) has spec.arguments, read back from the API server into this process,
+// frozen once more, under the same limit and checked against the same digest as before:
+// that is the one verification kept, since those bytes and that digest come from outside
+// the process (the freeze hashes them anyway, to make the canonical bytes and tree). The
+// result is kept: at most one freeze per call per process.
 
 const (
 	// maxFrozenCalls bounds how many calls' arguments are held.
@@ -83,7 +87,7 @@ func (s *Store) Put(call *v1alpha1.ToolCall, f *pipeline.Frozen) {
 }
 
 // Get returns the call's frozen arguments: admission's, when the entry is this call's and
-// its bytes hash to status.argumentsDigest; otherwise spec.arguments frozen once more
+// its digest is status.argumentsDigest (not hashed again: see above); otherwise spec.arguments frozen once more
 // under maxBytes, checked against the digest and kept. A nil store (an executor built
 // without one, in tests) keeps nothing and freezes every time.
 func (s *Store) Get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, error) {
@@ -94,8 +98,7 @@ func (s *Store) Get(call *v1alpha1.ToolCall, maxBytes int) (*pipeline.Frozen, er
 		e, ok = s.entries[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}]
 		s.mu.Unlock()
 	}
-	if ok && e.uid == call.UID && e.frozen.Digest() == call.Status.ArgumentsDigest &&
-		hashes(e.frozen.String(), call.Status.ArgumentsDigest) {
+	if ok && e.uid == call.UID && e.frozen.Digest() == call.Status.ArgumentsDigest {
 		return e.frozen, nil
 	}
 	frozen, err := pipeline.Freeze(call.Spec.Arguments.Raw, pipeline.FreezeOptions{MaxBytes: maxBytes})
@@ -130,24 +133,4 @@ func (s *Store) Size() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries)
-}
-
-// hashes reports whether the sha256 of canonical is digest ("sha256:<hex>"). It hashes the
-// string through a stack buffer, so checking an entry allocates nothing but the hash.
-func hashes(canonical, digest string) bool {
-	want, ok := strings.CutPrefix(digest, "sha256:")
-	if !ok || len(want) != 2*sha256.Size {
-		return false
-	}
-	h := sha256.New()
-	var chunk [4096]byte
-	for canonical != "" {
-		n := copy(chunk[:], canonical)
-		h.Write(chunk[:n])
-		canonical = canonical[n:]
-	}
-	var sum [sha256.Size]byte
-	var got [2 * sha256.Size]byte
-	hex.Encode(got[:], h.Sum(sum[:0]))
-	return string(got[:]) == want
 }

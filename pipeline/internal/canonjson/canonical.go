@@ -24,6 +24,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -38,6 +39,9 @@ import (
 //     which never changes the value or its integer/float nature: "E" becomes "e", a "+"
 //     sign is dropped and leading zeros of the exponent are removed (1E+05 -> 1e5).
 //     This differs from RFC 8785, which re-serialises numbers through IEEE 754.
+//   - numbers of a stored result (AppendStoredValue) are the exception: they are written
+//     as the Kubernetes API server stores a custom resource's numbers (int64 or float64,
+//     storedNumber), the one form that survives being written to and read back from it.
 
 // Digest returns "sha256:<hex>" of b (canonical bytes), built in one allocation.
 func Digest(b []byte) string {
@@ -163,6 +167,18 @@ func utf16Lead(r rune) int {
 // document being written (0 for the root); deeper than MaxEncodeDepth is an error, as
 // are a NaN or infinity, an invalid json.Number or string, and any other type.
 func AppendValue(dst []byte, v any, depth int) ([]byte, error) {
+	return appendValue(dst, v, depth, false)
+}
+
+// AppendStoredValue is AppendValue with every number in the form the Kubernetes API
+// server stores it in a custom resource (StoredNumber), so that the bytes, read back from
+// the API server and encoded again by AppendValue, are the same bytes. A number no
+// float64 holds (1e400) is an error: the API server refuses it.
+func AppendStoredValue(dst []byte, v any, depth int) ([]byte, error) {
+	return appendValue(dst, v, depth, true)
+}
+
+func appendValue(dst []byte, v any, depth int, stored bool) ([]byte, error) {
 	if depth > MaxEncodeDepth {
 		return dst, fmt.Errorf("value nested deeper than %d levels", MaxEncodeDepth)
 	}
@@ -177,6 +193,13 @@ func AppendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if !isJSONNumber(string(t)) {
 			return dst, fmt.Errorf("invalid JSON number %q", string(t))
 		}
+		if stored {
+			s, err := storedNumber(string(t))
+			if err != nil {
+				return dst, err
+			}
+			return appendNormNumber(dst, s), nil
+		}
 		return append(dst, NormalizeNumber(string(t))...), nil
 	case int:
 		return strconv.AppendInt(dst, int64(t), 10), nil
@@ -186,11 +209,14 @@ func AppendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if math.IsNaN(t) || math.IsInf(t, 0) {
 			return dst, fmt.Errorf("number %v is not representable in JSON", t)
 		}
+		if stored {
+			return appendNormNumber(dst, storedFloat(t)), nil
+		}
 		return append(dst, NormalizeNumber(strconv.FormatFloat(t, 'g', -1, 64))...), nil
 	case []any:
-		return encodeArray(dst, t, depth)
+		return encodeArray(dst, t, depth, stored)
 	case map[string]any:
-		return encodeObject(dst, t, depth)
+		return encodeObject(dst, t, depth, stored)
 	case map[string]string:
 		return encodeStringMap(dst, t)
 	default:
@@ -198,18 +224,52 @@ func AppendValue(dst []byte, v any, depth int) ([]byte, error) {
 	}
 }
 
+// storedNumber is the text of a valid JSON number as the API server stores it: it decodes
+// a custom resource's numbers as int64 (a literal without a '.' that fits one) or float64
+// (any other) and encodes them again with encoding/json, so 1.0 is stored as 1, 1E+2 as
+// 100, an integer beyond int64 as the nearest float64 and -0 as 0.
+func storedNumber(s string) (string, error) {
+	if !strings.Contains(s, ".") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			if i == 0 {
+				return "0", nil // -0 is stored as 0
+			}
+			return s, nil // valid JSON integer text is already the int64's decimal form
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "", fmt.Errorf("number %s cannot be stored: no float64 holds it", s)
+	}
+	return storedFloat(f), nil
+}
+
+// storedFloat prints f as encoding/json does (exponent form below 1e-6 and from 1e21), as
+// read back: an integral float printed without a '.' is an int64 to the next reader, so
+// -0 is 0.
+func storedFloat(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	return strconv.FormatFloat(f, format, -1, 64)
+}
+
 // MaxEncodeDepth bounds recursion when encoding trees built outside the decoder; the
 // pipeline refuses documents nested deeper, whatever their parse limits.
 const MaxEncodeDepth = 1000
 
-func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
+func encodeArray(dst []byte, a []any, depth int, stored bool) ([]byte, error) {
 	dst = append(dst, '[')
 	var err error
 	for i, e := range a {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = AppendValue(dst, e, depth+1); err != nil {
+		if dst, err = appendValue(dst, e, depth+1, stored); err != nil {
 			return dst, err
 		}
 	}
@@ -219,7 +279,7 @@ func encodeArray(dst []byte, a []any, depth int) ([]byte, error) {
 // smallObject is the member count up to which the sorted keys stay on the stack.
 const smallObject = 16
 
-func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
+func encodeObject(dst []byte, m map[string]any, depth int, stored bool) ([]byte, error) {
 	var small [smallObject]string
 	keys := small[:0]
 	for k := range m {
@@ -236,7 +296,7 @@ func encodeObject(dst []byte, m map[string]any, depth int) ([]byte, error) {
 			return dst, err
 		}
 		dst = append(dst, ':')
-		if dst, err = AppendValue(dst, m[k], depth+1); err != nil {
+		if dst, err = appendValue(dst, m[k], depth+1, stored); err != nil {
 			return dst, err
 		}
 	}

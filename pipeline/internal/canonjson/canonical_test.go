@@ -17,6 +17,7 @@ limitations under the License.
 package canonjson
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 
@@ -55,4 +56,31 @@ func TestSkipPlain(t *testing.T) {
 			t.Fatalf("skipPlain(%q, %d) = %d, want %d", s, start, got, want)
 		}
 	}
+}
+
+// FuzzStoredNumber: the stored form is a fixed point. A number written by AppendStoredValue
+// and read back (as the API server returns it, a plain literal) is written alike by
+// AppendValue and by AppendStoredValue again, so a stored result read back keeps its digest.
+func FuzzStoredNumber(f *testing.F) {
+	for _, s := range []string{"1", "-0", "-0.0", "1.0", "1E+2", "2.50", "9223372036854775808", "123456789012345678901234567890",
+		"1e20", "1e21", "0.000001", "1e-7", "1e-400", "5e-324", "1.7976931348623157e308", "1e400", "-9223372036854775809"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isJSONNumber(s) {
+			return
+		}
+		stored, err := AppendStoredValue(nil, json.Number(s), 0)
+		if err != nil {
+			return // no float64 holds it: the API server refuses it too
+		}
+		literal, err := AppendValue(nil, json.Number(string(stored)), 0)
+		if err != nil || string(literal) != string(stored) {
+			t.Fatalf("%s is stored as %s, which reads back as %s (%v)", s, stored, literal, err)
+		}
+		again, err := AppendStoredValue(nil, json.Number(string(stored)), 0)
+		if err != nil || string(again) != string(stored) {
+			t.Fatalf("%s is stored as %s, then as %s (%v)", s, stored, again, err)
+		}
+	})
 }

@@ -22,7 +22,8 @@ limitations under the License.
 // text and, on request, that text's digest, all in one pass over the input. Beyond RFC
 // 8259 they refuse duplicate keys (compared after unescaping), escaped lone UTF-16
 // surrogates (a decoder would turn them into U+FFFD) and invalid UTF-8. AppendValue and
-// AppendString write the same canonical form for trees built in Go, Digest names
+// AppendString write the same canonical form for trees built in Go (AppendStoredValue with
+// numbers in the form the Kubernetes API server stores them), Digest names
 // canonical bytes, NormalizeNumber normalises a number literal as the canonical form
 // does, and Pointer formats an RFC 6901 pointer. The canonical form is described in
 // canonical.go; it follows RFC 8785 except that numbers keep their literal text.

@@ -114,6 +114,18 @@ var _ = Describe("A body's output", Label("execution", "output"), func() {
 		Expect(content).To(Equal(body))
 	})
 
+	// The API server re-encodes a custom resource's numbers (1.0 as 1, 1E+2 as 100, an
+	// integer beyond int64 as a float64): the operator stores the content in that form in
+	// its one encoding, so the result read back has the digest it was written with.
+	It("whose numbers the API server re-encodes reads back with the digest it was written with", func(ctx SpecContext) {
+		out := `{"one":1.0,"exp":1E+2,"big":123456789012345678901234567890,"neg":-0,"tiny":1e-7,"s":"<&>"}`
+		call := runScripted(ctx, "numbers", Outcome{Stdout: []byte(out)})
+		Expect(call).To(HavePhase(v1alpha1.PhaseSucceeded), explain(call))
+		Expect(string(call.Status.Result.Content.Raw)).To(Equal(
+			`{"big":1.2345678901234568e+29,"exp":100,"neg":0,"one":1,"s":"\u003c\u0026\u003e","tiny":1e-7}`), "the API server's form")
+		Expect(StoredResultDigest(call)).To(Equal(call.Status.ResultDigest), "the result read back freezes to its digest")
+	})
+
 	It("that is not UTF-8 is isError OutputNotUTF8", func(ctx SpecContext) {
 		call := runScripted(ctx, "binary", Outcome{Stdout: []byte{0xff, 0xfe, 'a'}})
 		Expect(call.Status.Result.Reason).To(Equal("OutputNotUTF8"), explain(call))
