@@ -65,7 +65,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			Expect(c.Stdin && c.StdinOnce).To(BeTrue())
 			Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 			Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
-			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
+			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkNone))
 			for _, e := range c.Env {
 				Expect(e.Name).NotTo(BeElementOf(podcontract.EnvArgs, podcontract.EnvArgsDigest), "a pool Pod knows no call")
 			}
