@@ -11,7 +11,7 @@ func (r *Reconciler) enforcer() *netisolation.Enforcer {
 	r.isolationOnce.Do(func() {
 		features := r.features()
 		r.isolation = &netisolation.Enforcer{Client: r.Client, APIReader: r.APIReader, Options: r.Options.NetworkPolicy,
-			Extra: features.Policies, ExtraEgress: features.PolicyNames()}
+			Extra: features.Policies, ExtraNames: features.PolicyNames()}
 	})
 	return r.isolation
 }
