@@ -123,7 +123,7 @@ func stringLiterals(t *testing.T, path string) []literal {
 		t.Fatalf("parsing %s: %v", path, err)
 	}
 	var out []literal
-	var inNetworkFunc func(pos token.Pos) bool = func(token.Pos) bool { return false }
+	inNetworkFunc := func(token.Pos) bool { return false }
 	for _, d := range f.Decls {
 		if fd, ok := d.(*ast.FuncDecl); ok && networkContext.MatchString(fd.Name.Name) {
 			prev, from, to := inNetworkFunc, fd.Pos(), fd.End()

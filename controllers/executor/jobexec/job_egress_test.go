@@ -17,8 +17,8 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/executor/executortest"
-	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/controllers/options"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
