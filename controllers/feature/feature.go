@@ -60,7 +60,7 @@ type Admission struct {
 }
 
 // Admitter refuses a call at admission (every call, whatever it uses): a Deny ends the call
-// Denied with the decision's reason; its Feedback is what the model reads.
+// through admission's refusal with the decision's reason; its Feedback is what the model reads.
 type Admitter interface {
 	Admit(a Admission) pipeline.Decision
 }
