@@ -9,6 +9,7 @@ package executor
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,10 @@ import (
 type Executor interface {
 	// Path is the value of status.attempts[].path of the attempts this executor runs.
 	Path() v1alpha1.ExecutionPath
+	// Supports is the executor's support table: the features (controllers/feature) whose
+	// tools it can run. It never runs an attempt of a tool that uses another; whatever else
+	// says what an executor cannot do (a pool kept for it, its claim) derives from this.
+	Supports() FeatureSet
 	// Claim offers the call's new attempt a (in memory, the last of status.attempts) to this
 	// executor: ok when it takes it, after recording in a whatever it needs to find the
 	// attempt again (path, Job or Pod name); where says where it runs ("Job x"). It may act
@@ -44,6 +49,25 @@ type Executor interface {
 	// behind is deleted once it is no longer needed. It returns how long until the next
 	// thing it keeps is due (0: none).
 	Tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error)
+}
+
+// FeatureName names a feature (controllers/feature: feature.Name) in a support table.
+type FeatureName string
+
+// FeatureSet is a set of features: what an executor supports, or what a tool uses.
+type FeatureSet []FeatureName
+
+// Has reports whether n is in s.
+func (s FeatureSet) Has(n FeatureName) bool { return slices.Contains(s, n) }
+
+// Missing is the first feature of used that s lacks ("" when s covers used).
+func (s FeatureSet) Missing(used FeatureSet) FeatureName {
+	for _, n := range used {
+		if !s.Has(n) {
+			return n
+		}
+	}
+	return ""
 }
 
 // Step is what an executor's Start or Observe came to.

@@ -13,6 +13,11 @@ import (
 // a reconcile or an executor finds a call's children without scanning the namespace.
 const IndexCallName = "index.callName"
 
+// IndexSession indexes ToolCalls by spec.session (calls without a session are not
+// indexed), so that a session's calls are ordered, and its workspace's retention finds them,
+// without scanning the namespace. The ToolCall reconciler sets it up.
+const IndexSession = "spec.session"
+
 // ByCall is the IndexCallName value of a Job or Pod: the name of the call it runs for.
 func ByCall(o client.Object) []string {
 	if name := o.GetAnnotations()[podcontract.AnnotationCallName]; name != "" {

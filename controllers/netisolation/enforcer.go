@@ -30,12 +30,12 @@ type Enforcer struct {
 	// Options are the mode and the egress-only policy's excepted ranges.
 	Options Options
 	// Extra are more policies toolgate ensures in a namespace in ensure mode, after its two
-	// (the egress proxy's); nil: none.
+	// (the features', feature.NetworkPolicies); nil: none.
 	Extra func(namespace string) []*networkingv1.NetworkPolicy
-	// ExtraEgress names the policies besides EgressOnlyPolicyName that toolgate ensures
-	// with egress rules (the egress proxy's): in ensure mode only these may allow a tool
+	// ExtraNames names the policies besides EgressOnlyPolicyName that toolgate ensures
+	// with egress rules (the features', feature.NetworkPolicies): in ensure mode only these may allow a tool
 	// Pod egress.
-	ExtraEgress []string
+	ExtraNames []string
 
 	reads coalesce.Coalescer[policiesRead]
 }
@@ -65,7 +65,7 @@ func (e *Enforcer) Ensure(ctx context.Context, call *v1alpha1.ToolCall, podLabel
 	}
 	var owned []string
 	if opts.Mode == Ensure {
-		owned = append([]string{EgressOnlyPolicyName}, e.ExtraEgress...)
+		owned = append([]string{EgressOnlyPolicyName}, e.ExtraNames...)
 	}
 	return Gap(network, podLabels, got.policies, owned), nil
 }

@@ -119,7 +119,7 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 	both := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
 	deny := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: DenyAllPolicyName, Namespace: ns},
-		Spec:       networkingv1.NetworkPolicySpec{PodSelector: ToolPodSelector("none"), PolicyTypes: both},
+		Spec:       networkingv1.NetworkPolicySpec{PodSelector: ToolPodSelector(podcontract.NetworkNone), PolicyTypes: both},
 	}
 	dnsPort := func(p corev1.Protocol) networkingv1.NetworkPolicyPort {
 		return networkingv1.NetworkPolicyPort{Protocol: ptr.To(p), Port: ptr.To(intstr.FromInt32(53))}
@@ -127,7 +127,7 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 	egress := &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: EgressOnlyPolicyName, Namespace: ns},
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: ToolPodSelector("egress"),
+			PodSelector: ToolPodSelector(podcontract.NetworkEgress),
 			PolicyTypes: both,
 			Egress: []networkingv1.NetworkPolicyEgressRule{
 				{To: []networkingv1.NetworkPolicyPeer{

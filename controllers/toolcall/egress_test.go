@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,7 +185,7 @@ func TestRecordEgress(t *testing.T) {
 	started := &metav1.Time{Time: now.Add(-10 * time.Second)}
 	call.Status.Attempts = []toolgatev1alpha1.Attempt{{Attempt: 1, StartTime: started, CompletionTime: &metav1.Time{}}}
 	signed := egressgrant.GrantExpiry(executor.AttemptDeadline(call, started.Time, r.Options.DeadlineGrace)).Unix()
-	r.review.recordEgress(context.Background(), call, 0)
+	r.features().AfterEnd(context.Background(), call, 0)
 	got := call.Status.Attempts[0].Egress
 	if gotAuth != "Bearer "+egress.RecordsToken(egressgranttest.Key) {
 		t.Errorf("Authorization %q", gotAuth)
@@ -210,7 +211,7 @@ func TestRecordEgress(t *testing.T) {
 
 	// Read once: a second pass keeps what the first read.
 	srv.Close()
-	r.review.recordEgress(context.Background(), call, 0)
+	r.features().AfterEnd(context.Background(), call, 0)
 	if call.Status.Attempts[0].Egress != got {
 		t.Error("the record was read again")
 	}
@@ -219,17 +220,19 @@ func TestRecordEgress(t *testing.T) {
 	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(rec) }))
 	defer srv2.Close()
 	r.Options.EgressProxy.RecordsURL = srv2.URL
+	rebuildFeatures(r)
 	call.Status.Attempts[0].Egress = nil
 	call.Status.Attempts[0].StartTime = &metav1.Time{Time: time.Now().Add(-time.Minute)}
-	r.review.recordEgress(context.Background(), call, 0)
+	r.features().AfterEnd(context.Background(), call, 0)
 	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "restarted") || len(u.Destinations) == 0 {
 		t.Errorf("a restarted proxy: %+v", u)
 	}
 	r.Options.EgressProxy.RecordsURL = srv.URL
+	rebuildFeatures(r)
 
 	// A proxy that cannot be read: the attempt says so.
 	call.Status.Attempts[0].Egress = nil
-	r.review.recordEgress(context.Background(), call, 0)
+	r.features().AfterEnd(context.Background(), call, 0)
 	if u := call.Status.Attempts[0].Egress; u == nil || !strings.Contains(u.Unavailable, "could not be read") || len(u.Unavailable) > 256 {
 		t.Errorf("unreachable proxy: %+v", u)
 	}
@@ -243,4 +246,9 @@ func TestEgressProxyHostAliasInPod(t *testing.T) {
 	if got := podspec.BuildJob(in, podspec.DefaultOptions()).Spec.Template.Spec.HostAliases; len(got) != 1 || got[0].IP != "10.0.0.12" {
 		t.Errorf("Pod hostAliases %+v", got)
 	}
+}
+
+// rebuildFeatures makes r build its features again, from its options as a test changed them.
+func rebuildFeatures(r *Reconciler) {
+	r.featureOnce, r.featureList = sync.Once{}, nil
 }

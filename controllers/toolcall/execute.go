@@ -15,6 +15,8 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
+	"github.com/toolgate/toolgate/controllers/feature"
+	"github.com/toolgate/toolgate/controllers/feature/all"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 )
 
@@ -26,10 +28,21 @@ func (r *Reconciler) executors() []executor.Executor {
 			r.Keys = framekeys.New(r.Client, r.APIReader, r.Clock)
 		}
 		env := execenv.Env{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
-			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.Keys, Frozen: &r.frozen}
+			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.Keys, Frozen: &r.frozen,
+			Features: r.features()}
 		r.execs = []executor.Executor{warmexec.New(env, r.Warm), jobexec.New(env)}
 	})
 	return r.execs
+}
+
+// features are every feature, built once from the reconciler's clients and settings: the
+// reconciler and its executors call the ones a call uses through this list only.
+func (r *Reconciler) features() feature.List {
+	r.featureOnce.Do(func() {
+		r.featureList = all.New(all.Deps{Client: r.Client, APIReader: r.APIReader, Scheme: r.Scheme, Clock: r.Clock,
+			Recorder: r.Recorder, Options: r.Options, Deadline: r.attemptDeadline})
+	})
+	return r.featureList
 }
 
 // executorFor is the executor that runs the call's current attempt (the Job executor for an

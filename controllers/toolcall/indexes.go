@@ -12,7 +12,6 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/registration"
-	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -28,7 +27,7 @@ const (
 )
 
 func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, workspace.SessionIndex, func(o client.Object) []string {
+	err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, executor.IndexSession, func(o client.Object) []string {
 		call, ok := o.(*v1alpha1.ToolCall)
 		if !ok || call.Spec.Session == "" {
 			return nil
@@ -84,7 +83,7 @@ func (r *Reconciler) sessionPeers(ctx context.Context, o client.Object) []reconc
 		return nil
 	}
 	peers := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{workspace.SessionIndex: call.Spec.Session}); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSession: call.Spec.Session}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

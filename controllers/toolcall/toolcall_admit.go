@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/internal/bounds"
 	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -86,7 +87,7 @@ func (ad *admitter) runAdmission(reg *registry, call *v1alpha1.ToolCall) admissi
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
 		return ad.refuse(call, d, now)
 	}
-	if d := reg.index.RuntimeClassGuard(call.Spec.Scope, call.Spec.Tool, r.Options.Job.RuntimeClassOf(tool.spec.Sandbox)); d.Verdict == pipeline.Deny {
+	if d := r.features().Admit(feature.Admission{Index: reg.index, Call: call, Spec: tool.spec}); d.Verdict == pipeline.Deny {
 		r.setCondition(call, v1alpha1.ConditionResolved, metav1.ConditionFalse, string(d.Reason), d.Message)
 		return ad.refuse(call, d, now)
 	}

@@ -69,7 +69,7 @@ func (r *Reconciler) endEarly(ctx context.Context, call *v1alpha1.ToolCall, e ea
 			msg += "; " + confirmed
 			if a.CompletionTime == nil {
 				a.CompletionTime = ptrTime(r.Clock.Now())
-				r.review.recordEgress(ctx, call, len(call.Status.Attempts)-1)
+				r.features().AfterEnd(ctx, call, len(call.Status.Attempts)-1)
 			}
 			a.Reason = e.reason
 		}

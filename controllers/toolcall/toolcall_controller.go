@@ -23,6 +23,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
+	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/controllers/netisolation"
@@ -68,6 +69,9 @@ type Reconciler struct {
 	// isolation checks tool Pods' network isolation (toolcall_isolation.go), built once.
 	isolationOnce sync.Once
 	isolation     *netisolation.Enforcer
+	// featureList is every feature (controllers/feature/all), built once from the fields above.
+	featureOnce sync.Once
+	featureList feature.List
 	// execs are the stage-5 backends (execute.go), built once from the fields above.
 	execOnce sync.Once
 	execs    []executor.Executor

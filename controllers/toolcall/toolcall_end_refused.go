@@ -58,8 +58,6 @@ func refusal(d pipeline.Decision) pipeline.Result {
 		msg = "the call was denied: a policy could not be evaluated"
 	case pipeline.ReasonNotASubject:
 		msg = "the requester may not make calls in this scope"
-	case pipeline.ReasonRuntimeClassRequired:
-		msg = "the tool may not run in this scope: the scope requires another sandbox runtime"
 	}
 	return pipeline.Result{IsError: true, Reason: d.Reason, Error: msg, Content: msg}
 }

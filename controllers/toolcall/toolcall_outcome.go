@@ -50,7 +50,7 @@ func (r *Reconciler) finishAttempt(ctx context.Context, call *v1alpha1.ToolCall,
 		// Kept across passes: the post-execute deadline counts from the first time the end
 		// was seen.
 		call.Status.Attempts[n].CompletionTime = ptrTime(start)
-		r.review.recordEgress(ctx, call, n)
+		r.features().AfterEnd(ctx, call, n)
 		traceAttempt(ctx, call, n, res, start, r.Clock.Now())
 	}
 	if res.IsError {

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -80,19 +79,6 @@ func (rv *resultReview) postExecuteDeadline(call *v1alpha1.ToolCall) time.Time {
 		}
 	}
 	return deadline
-}
-
-// recordEgress ends the grant of attempt n, the call's current one, and records what the
-// proxy saw of it in its status, once, when the attempt ended (tools with sandbox.egress
-// only; egressgrant.ProxyOptions.EndGrant).
-func (rv *resultReview) recordEgress(ctx context.Context, call *v1alpha1.ToolCall, n int) {
-	r := rv.r
-	a := &call.Status.Attempts[n]
-	if !egressgrant.Uses(call) || a.Egress != nil {
-		return
-	}
-	// The expiry the grant was signed with: the same deadline, from the attempt's start.
-	a.Egress = r.Options.EgressProxy.EndGrant(ctx, call, *a, r.attemptDeadline(call))
 }
 
 // frozenArguments are the arguments admission froze: the canonical bytes under the digest

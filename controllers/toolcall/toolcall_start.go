@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/workspace"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -64,7 +64,7 @@ func (r *Reconciler) runnable(ctx context.Context, call *v1alpha1.ToolCall) (boo
 		return true, nil
 	}
 	peers := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{workspace.SessionIndex: call.Spec.Session}); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSession: call.Spec.Session}); err != nil {
 		return false, err
 	}
 	items := peers.Items
@@ -88,7 +88,7 @@ func (r *Reconciler) runnable(ctx context.Context, call *v1alpha1.ToolCall) (boo
 	calls := make([]pipeline.SessionCall, 0, len(items))
 	for i := range items {
 		st := items[i].Status
-		safe := st.Tool != nil && workspace.SessionSafe(st.Tool.Spec) &&
+		safe := st.Tool != nil && r.features().SessionSafe(st.Tool.Spec) &&
 			st.Phase != v1alpha1.PhasePending && st.Phase != ""
 		calls = append(calls, pipeline.SessionCall{Key: items[i].Name, ConcurrencySafe: safe, Done: st.Phase.IsTerminal()})
 	}

@@ -9,8 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/feature"
+	"github.com/toolgate/toolgate/controllers/feature/all"
 	"github.com/toolgate/toolgate/internal/podspec"
-	"github.com/toolgate/toolgate/pkg/catalog"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -19,15 +21,34 @@ const (
 	defaultMaxIdle = 10 * time.Minute
 )
 
-// Size is the pool a Tool spec asks for (0: none).
-func Size(spec *toolgatev1alpha1.ToolSpec) int {
+// Supports is the warm executor's support table (its Supports): a pool Pod is started
+// before its call is known, so it can hold nothing made for the call: not the session's
+// workspace claim, not a Secret's value (a pool Pod must never hold one before its call),
+// not the attempt's egress grant. Its RuntimeClass is the tool's, as a cold Pod's.
+var Supports = executor.FeatureSet{feature.RuntimeClass}
+
+// Unsupported is the first feature spec uses that the warm executor does not support ("":
+// none). Such a tool's calls run cold and its pool keeps no Pods (Size); the API refuses
+// a pool for the features it can see (CEL, tied to this table by a test).
+func Unsupported(spec *toolgatev1alpha1.ToolSpec) executor.FeatureName {
+	return Supports.Missing(all.Used(spec))
+}
+
+// Declared is the pool size a Tool spec declares (0: none).
+func Declared(spec *toolgatev1alpha1.ToolSpec) int {
 	if spec == nil || spec.WarmPool == nil || spec.WarmPool.Size <= 0 {
 		return 0
 	}
-	if len(catalog.Credentials(spec.Body)) > 0 {
-		return 0 // the API refuses it (CEL): a pool Pod must never hold a Secret value before its call
-	}
 	return int(spec.WarmPool.Size)
+}
+
+// Size is the pool kept for a Tool spec: its declared size, or 0 when the tool uses a
+// feature the warm executor does not support (no call could claim its Pods).
+func Size(spec *toolgatev1alpha1.ToolSpec) int {
+	if Unsupported(spec) != "" {
+		return 0
+	}
+	return Declared(spec)
 }
 
 // warmMaxIdle is how long a pool Pod may wait for a call before it is replaced.

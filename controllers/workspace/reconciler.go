@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toolgate/toolgate/controllers/executor"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,10 +34,8 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 }
 
-// SessionIndex is the field index of ToolCalls by spec.session (calls without a session
-// are not indexed) that Reconciler lists a session's calls with; the ToolCall reconciler
-// sets it up (and uses it for its session barriers).
-const SessionIndex = "spec.session"
+// SessionIndex is the field index of ToolCalls by spec.session (executor.IndexSession).
+const SessionIndex = executor.IndexSession
 
 // isWorkspaceClaim selects toolgate's workspace claims.
 func isWorkspaceClaim(o client.Object) bool {

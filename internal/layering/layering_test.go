@@ -62,7 +62,8 @@ var rules = []rule{
 	},
 	{
 		pkg:            "controllers/egressgrant/...",
-		why:            "the per-attempt egress grant is used by the executors and the reconciler: no back edge to the reconcilers",
+		why:            "the per-attempt egress grant (a feature) is used by the executors and the reconciler: no back edge to them",
+		forbidden:      aboveFeatures,
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "api", "internal", "pipeline", "pkg"},
 	},
@@ -86,9 +87,31 @@ var rules = []rule{
 	},
 	{
 		pkg:            "controllers/workspace",
-		why:            "session workspaces sit below the reconcilers and executors: no edge back to controllers",
+		why:            "session workspaces (a feature) sit below the reconcilers and executors: no edge back to them",
+		forbidden:      aboveFeatures,
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/feature/...",
+		why:            "the feature interface and the list of features sit below the reconciler and the executors, which call them",
+		forbidden:      aboveFeatures,
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/credentials",
+		why:            "a feature: below the reconciler and the executors",
+		forbidden:      aboveFeatures,
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers/credentials", "controllers/feature", "controllers/executor", "controllers/internal", "api", "internal", "pkg", "pipeline"},
+	},
+	{
+		pkg:            "controllers/runtimeclass",
+		why:            "a feature: below the reconciler and the executors",
+		forbidden:      aboveFeatures,
+		forbiddenExact: []string{controllers},
+		allowed:        []string{"controllers/runtimeclass", "controllers/feature", "controllers/executor", "api", "internal", "pkg", "pipeline"},
 	},
 	{
 		pkg:       "controllers/internal/coalesce",
@@ -114,6 +137,13 @@ var rules = []rule{
 		forbiddenExact: []string{controllers},
 		allowed:        []string{"controllers", "internal", "api/v1alpha1", "pkg", "pipeline"},
 	},
+}
+
+// aboveFeatures are the packages that call the features (controllers/feature): the ToolCall
+// reconciler and the executors. A feature's package never imports them.
+var aboveFeatures = []string{
+	module + "controllers/toolcall", module + "controllers/executor/jobexec",
+	module + "controllers/executor/warmexec", module + "controllers/executor/execenv",
 }
 
 // controllers is the reconcilers' package: the packages split out of it may not import it.

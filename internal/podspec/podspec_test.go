@@ -63,7 +63,7 @@ func TestBuildJobSandbox(t *testing.T) {
 			t.Errorf("container %s has no requests or limits", c.Name)
 		}
 	}
-	if got := job.Spec.Template.Labels[podcontract.LabelNetwork]; got != "none" {
+	if got := job.Spec.Template.Labels[podcontract.LabelNetwork]; got != podcontract.NetworkNone {
 		t.Errorf("network label = %q", got)
 	}
 }
@@ -218,7 +218,7 @@ func TestBuildJobRuntimeClassAndEgress(t *testing.T) {
 	if rc := job.Spec.Template.Spec.RuntimeClassName; rc == nil || *rc != "gvisor" {
 		t.Errorf("runtimeClassName = %v", rc)
 	}
-	if job.Labels[podcontract.LabelNetwork] != "egress" {
+	if job.Labels[podcontract.LabelNetwork] != podcontract.NetworkEgress {
 		t.Errorf("network label = %q", job.Labels[podcontract.LabelNetwork])
 	}
 }

@@ -27,9 +27,9 @@ func (o Options) runtimeClassOf(sandbox toolgatev1alpha1.Sandbox) *string {
 // cold Pod's is sandboxNetworkLabel).
 func NetworkLabel(mode toolgatev1alpha1.NetworkMode) string {
 	if mode == toolgatev1alpha1.NetworkEgress {
-		return "egress"
+		return podcontract.NetworkEgress
 	}
-	return "none"
+	return podcontract.NetworkNone
 }
 
 // HasEgressAllow reports whether a tool's body goes out through the egress proxy.

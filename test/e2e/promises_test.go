@@ -202,12 +202,12 @@ var _ = Describe("tool Pod NetworkPolicies", Label("networkpolicy"), func() {
 		// Existence here; enforcement: containment_test.go.
 		var deny, egress networkingv1.NetworkPolicy
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "toolgate-tools-deny-all"}, &deny)).To(Succeed())
-		Expect(deny.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
+		Expect(deny.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkNone))
 		Expect(deny.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
 		Expect(deny.Spec.Ingress).To(BeEmpty())
 		Expect(deny.Spec.Egress).To(BeEmpty())
 		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "toolgate-tools-egress-only"}, &egress)).To(Succeed())
-		Expect(egress.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, "egress"))
+		Expect(egress.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkEgress))
 		Expect(egress.Spec.Ingress).To(BeEmpty())
 		Expect(egress.Spec.Egress).NotTo(BeEmpty())
 	})

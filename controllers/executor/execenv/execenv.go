@@ -15,10 +15,10 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
+	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/frozenargs"
 	"github.com/toolgate/toolgate/controllers/options"
-	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -31,7 +31,7 @@ type Env struct {
 	Clock     clock.PassiveClock
 	Logs      frametrust.Logs
 	Options   options.Call
-	// Recorder records the events executors emit themselves (egressgrant.EventBindFailed).
+	// Recorder records the events executors emit themselves.
 	Recorder recorder.EventRecorder
 	// Isolate checks, before a body may start, that its Pod is isolated as its tool's
 	// sandbox.network requires (netisolation.Enforcer.Ensure): "" when it is, else why not.
@@ -41,8 +41,9 @@ type Env struct {
 	Keys *framekeys.Store
 	// Frozen is the reconciler's carrier of the arguments admission froze.
 	Frozen *frozenargs.Store
-	// Workspaces make ready the session workspaces attempts mount (set by jobexec.New).
-	Workspaces *workspace.Claims
+	// Features are every feature (controllers/feature/all): executors call them, for the
+	// features a call's tool uses, through this loop only.
+	Features feature.List
 }
 
 // AttemptDeadline is when the operator ends an attempt nobody reported on: the attempt's

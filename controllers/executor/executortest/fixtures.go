@@ -1,7 +1,7 @@
 // Package executortest holds the fixtures the executors' tests share (controllers/executor/
 // jobexec, warmexec and the reconciler's): the test attempt's keys and digest, Jobs and Pods
 // in every state, and the runner's frames, honest and forged. It imports no controller
-// package but frametrust.
+// package but frametrust, execenv and the features (WithFeatures).
 package executortest
 
 import (

@@ -15,30 +15,6 @@ import (
 	"github.com/toolgate/toolgate/pkg/frame"
 )
 
-func TestCredentialMissing(t *testing.T) {
-	status := func(reason, msg string) *corev1.ContainerStatus {
-		return &corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
-	}
-	for _, tc := range []struct {
-		name string
-		cs   *corev1.ContainerStatus
-		want bool
-	}{
-		{"Secret not found", status("CreateContainerConfigError", `secret "github" not found`), true},
-		{"Secret not found, plural", status("CreateContainerConfigError", `secrets "github" not found`), true},
-		{"key not found", status("CreateContainerConfigError", "couldn't find key token in Secret agents/github"), true},
-		{"ConfigMap not found", status("CreateContainerConfigError", `configmap "c" not found`), false},
-		{"runAsNonRoot", status("CreateContainerConfigError", "container has runAsNonRoot and image will run as root"), false},
-		{"other reason", status("ErrImagePull", `secret "github" not found`), false},
-		{"running", &corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, false},
-		{"none", nil, false},
-	} {
-		if got := credentialMissing(tc.cs); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // The pipeline core does not import pkg/frame: ReportOf passes the runner's reason through
 // as Report.RunnerReason, and Normalize recognises CredentialTooShort by its own copy of
 // the name, which must be the runner's.
@@ -58,7 +34,7 @@ func TestRunnerReasonsAgreeWithThePipeline(t *testing.T) {
 func TestCredentialMissingDetail(t *testing.T) {
 	msg := `secret "github" not found`
 	pod := executortest.PodWith(corev1.PodPending, "", executortest.ConfigError(msg))
-	o, ok := podOutcome(context.Background(), pod, time.Now(), pipeline.Outcome{Attempt: 1}, nil)
+	o, ok := podOutcome(context.Background(), pod, time.Now(), pipeline.Outcome{Attempt: 1}, nil, executortest.Features)
 	if !ok || o.TerminationReason != pipeline.TerminationCredentialMissing || o.Detail != "kubelet: "+msg {
 		t.Fatalf("outcome %+v (ended %v), want CredentialMissing with detail %q", o, ok, msg)
 	}
@@ -67,7 +43,7 @@ func TestCredentialMissingDetail(t *testing.T) {
 		t.Errorf("result names the Secret: %q", res.Content)
 	}
 	long := executortest.ConfigError(`secret "` + strings.Repeat("x", 2*bounds.MaxDetail) + `" not found`)
-	o, _ = podOutcome(context.Background(), executortest.PodWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil)
+	o, _ = podOutcome(context.Background(), executortest.PodWith(corev1.PodPending, "", long), time.Now(), pipeline.Outcome{Attempt: 1}, nil, executortest.Features)
 	if len(o.Detail) > bounds.MaxDetail {
 		t.Errorf("detail of %d bytes, want at most %d", len(o.Detail), bounds.MaxDetail)
 	}

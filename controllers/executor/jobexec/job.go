@@ -17,11 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/netisolation"
-	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -35,20 +34,18 @@ import (
 type Executor struct {
 	execenv.Env
 	refusals refusals
-	binder   *egressgrant.Binder
 }
 
-// New is the Job executor of env; its session workspaces are env's clients'
-// and settings (workspace.Claims).
+// New is the Job executor of env.
 func New(env execenv.Env) *Executor {
-	j := &Executor{Env: env, binder: &egressgrant.Binder{Options: env.Options.EgressProxy, Recorder: env.Recorder}}
-	j.Workspaces = &workspace.Claims{Client: env.Client, APIReader: env.APIReader, Scheme: env.Scheme, Clock: env.Clock,
-		Options: env.Options.Workspace, Deadline: j.AttemptDeadline}
-	return j
+	return &Executor{Env: env}
 }
 
 // Path is "": the Job executor runs the attempts recorded without a path.
 func (j *Executor) Path() v1alpha1.ExecutionPath { return "" }
+
+// Supports is every feature: a Pod made for the attempt can be prepared for any.
+func (j *Executor) Supports() executor.FeatureSet { return feature.Names }
 
 // Claim takes the attempt: its Job is named after the call and the attempt.
 func (j *Executor) Claim(_ context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
@@ -68,13 +65,13 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if !j.Clock.Now().Before(j.AttemptDeadline(call)) {
 		return j.tooLate(ctx, call, attempt), nil
 	}
-	px, st, ok, err := j.attemptEgress(ctx, call, attempt)
-	if !ok {
+	// The features the tool uses prepare the Pod's input (the egress proxy's grant).
+	in := podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
+		Digest: frozen.Digest(), Attempt: attempt, Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}
+	if st, ok, err := j.Features.PrepareInput(ctx, call, attempt, &in); !ok {
 		return st, err
 	}
-	job := podspec.BuildJob(podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, EgressProxyURL: px.URL, EgressProxyAlias: px.Alias, EgressCA: px.CA,
-		Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}, j.Options.Job)
+	job := podspec.BuildJob(in, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
 		return executor.Step{}, err
 	}
@@ -90,12 +87,11 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if err := j.ensureAttemptKey(ctx, call, job.Name, attempt, masters[0]); err != nil {
 		return executor.Step{}, err
 	}
-	// A workspace tool's Pod mounts its session's claim, created on the session's first call.
-	ws, st, ok, err := j.Workspaces.For(ctx, call)
-	if !ok {
+	// Then they prepare the built Pod (a session workspace's claim, made on first use).
+	pod := feature.Pod{Spec: &job.Spec.Template.Spec, Labels: []map[string]string{job.Labels, job.Spec.Template.Labels}}
+	if st, ok, err := j.Features.PreparePod(ctx, call, pod); !ok {
 		return st, err
 	}
-	withClaim(job, ws)
 	begun := j.Clock.Now()
 	err = j.Create(ctx, job)
 	metrics.StageDuration.WithLabelValues("job_create").Observe(j.Clock.Since(begun).Seconds())
@@ -140,14 +136,14 @@ const noJobDetail = "operator: no Job was created for this attempt before its de
 // tooLate ends an attempt whose deadline passed before its Job was created: with the API
 // server's last refusal when it refused (ExecutionRejected), else as a body that never
 // started (the operator was down between recording the attempt and creating its Job).
-// Either way the Job is not created: a body never starts after its deadline. An attempt
-// that waited for its session claim to bind, in vain, ends WorkspaceUnbound.
+// Either way the Job is not created: a body never starts after its deadline. A feature
+// may say better why (a session claim that never bound: feature.EndingClassifier).
 func (j *Executor) tooLate(ctx context.Context, call *v1alpha1.ToolCall, attempt int32) executor.Step {
 	if err := j.refusals.last(call, attempt); err != nil {
 		return j.rejected(call, podspec.JobName(call.Name, attempt), err)
 	}
 	o := pipeline.Outcome{TerminationReason: pipeline.TerminationDeadlineExceeded, Attempt: int(attempt), Detail: noJobDetail}
-	if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
+	if st, ok := j.Features.ClassifyEnding(ctx, call, o); ok {
 		return st
 	}
 	return executor.Step{Outcome: &o}
@@ -193,10 +189,10 @@ func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 	}
 	now := j.Clock.Now()
 	view := AttemptView{Job: job, Pod: pod, Attempt: int(executor.CurrentAttempt(call)),
-		PastDeadline: !now.Before(j.AttemptDeadline(call)), Now: now}
+		PastDeadline: !now.Before(j.AttemptDeadline(call)), Now: now, Features: j.Features}
 	read := j.Trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := AttemptOutcome(ctx, view, read); ok {
-		if st, unbound := j.Workspaces.Unbound(ctx, call, o); unbound {
+		if st, ok := j.Features.ClassifyEnding(ctx, call, o); ok {
 			return st, nil
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil
@@ -205,8 +201,8 @@ func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 	if pending := SignerPending(pod, now); pending > 0 {
 		wait = pending
 	}
-	if j.bindEgress(ctx, call, pod) {
-		wait = min(wait, egressgrant.BindRetry)
+	if retry := j.featuresRunning(ctx, call, pod); retry > 0 {
+		wait = min(wait, retry)
 	}
 	return executor.Step{Requeue: wait}, nil
 }
@@ -305,14 +301,11 @@ func containerStartTime(pod *corev1.Pod) time.Time {
 	return time.Time{}
 }
 
-// withClaim mounts the session's workspace in the Job's Pod (nil: none) and labels Job and
-// Pod with the claim, so that the claim's retention finds the Jobs whose Pods hold it.
-func withClaim(job *batchv1.Job, ws *podspec.WorkspaceMount) {
-	if ws == nil {
-		return
+// featuresRunning tells the features the tool uses of its Pod while it runs (an egress
+// grant is bound to the Pod's address): how soon they want to be told again (0: no sooner).
+func (j *Executor) featuresRunning(ctx context.Context, call *v1alpha1.ToolCall, pod *corev1.Pod) time.Duration {
+	if pod == nil || PodEnded(pod) {
+		return 0
 	}
-	job.Spec.Template.Spec = podspec.WithWorkspace(job.Spec.Template.Spec, ws)
-	for _, labels := range []map[string]string{job.Labels, job.Spec.Template.Labels} {
-		labels[podcontract.LabelWorkspaceClaim] = ws.ClaimName
-	}
+	return j.Features.Running(ctx, call, pod)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/executor/executortest"
 	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/pkg/egress"
 )
@@ -69,14 +70,18 @@ func TestBindEgress(t *testing.T) {
 	opts := options.DefaultCall()
 	opts.EgressProxy = egressTestOptions()
 	opts.EgressProxy.RecordsURL = srv.URL
-	j := New(execenv.Env{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec})
+	j := New(executortest.WithFeatures(execenv.Env{Clock: clocktesting.NewFakePassiveClock(time.Unix(1_000_010, 0)), Options: opts, Recorder: rec}))
+	// bindEgress: the features asked to be told of the running Pod again (the binding).
+	bindEgress := func(ctx context.Context, call *toolgatev1alpha1.ToolCall, pod *corev1.Pod) bool {
+		return j.featuresRunning(ctx, call, pod) > 0
+	}
 	call := injectCall(egressgranttest.WithEgress)
 	ctx := context.Background()
 	pod := runningPod("pod-1", "10.244.0.7")
 	want := "/records/call-uid/1/pod 10.244.0.7"
 
 	for i := range 2 {
-		if !j.bindEgress(ctx, call, pod) {
+		if !bindEgress(ctx, call, pod) {
 			t.Fatalf("try %d: a binding the proxy refused is not retried", i+1)
 		}
 	}
@@ -89,10 +94,10 @@ func TestBindEgress(t *testing.T) {
 	proxy.mu.Lock()
 	proxy.status = http.StatusNoContent
 	proxy.mu.Unlock()
-	if j.bindEgress(ctx, call, pod) {
+	if bindEgress(ctx, call, pod) {
 		t.Error("an accepted binding is retried")
 	}
-	if j.bindEgress(ctx, call, pod) {
+	if bindEgress(ctx, call, pod) {
 		t.Error("a bound Pod is bound again")
 	}
 	if got := proxy.requests(); len(got) != 3 || got[2] != want {
@@ -108,7 +113,7 @@ func TestBindEgress(t *testing.T) {
 		"an ended Pod":           {call, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "pod-3"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded, PodIP: "10.244.0.8"}}},
 		"a tool without a proxy": {injectCall(nil), runningPod("pod-4", "10.244.0.9")},
 	} {
-		if j.bindEgress(ctx, c.call, c.pod) {
+		if bindEgress(ctx, c.call, c.pod) {
 			t.Errorf("%s: retry asked", name)
 		}
 	}

@@ -14,8 +14,11 @@ import (
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/egressgrant/egressgranttest"
+	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
+	"github.com/toolgate/toolgate/controllers/executor/executortest"
 	"github.com/toolgate/toolgate/controllers/options"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
 
@@ -49,22 +52,29 @@ func TestAttemptEgress(t *testing.T) {
 		}
 		opts := options.DefaultCall()
 		opts.EgressProxy = o
-		return New(execenv.Env{APIReader: b.Build(), Clock: clk, Options: opts})
+		return New(executortest.WithFeatures(execenv.Env{APIReader: b.Build(), Clock: clk, Options: opts}))
+	}
+	// attemptEgress is what the features make of the attempt's Pod input (the proxy's part).
+	type proxy struct{ URL, CA string }
+	attemptEgress := func(j *Executor, call *toolgatev1alpha1.ToolCall) (proxy, executor.Step, bool, error) {
+		var in podspec.Input
+		st, ok, err := j.Features.PrepareInput(context.Background(), call, 1, &in)
+		return proxy{URL: in.EgressProxyURL, CA: in.EgressCA}, st, ok, err
 	}
 	call := injectCall(withInjection)
 	noCA := egressTestOptions()
-	_, st, ok, err := newExec(noCA).attemptEgress(context.Background(), call, 1)
+	_, st, ok, err := attemptEgress(newExec(noCA), call)
 	if ok || err != nil || st.Refused == nil || st.Refused.Reason != toolgatev1alpha1.ReasonNetworkIsolationMissing ||
 		!strings.Contains(st.Refused.Detail, "--egress-proxy-ca-file") {
 		t.Errorf("no CA: ok %v, err %v, step %+v: want refused naming --egress-proxy-ca-file", ok, err, st.Refused)
 	}
 	withCA := egressTestOptions()
 	withCA.CA = []byte("CA PEM")
-	_, st, ok, err = newExec(withCA).attemptEgress(context.Background(), call, 1)
+	_, st, ok, err = attemptEgress(newExec(withCA), call)
 	if ok || err != nil || st.Outcome == nil || st.Outcome.TerminationReason != pipeline.TerminationCredentialMissing {
 		t.Errorf("no Secret: ok %v, err %v, outcome %+v: want CredentialMissing", ok, err, st.Outcome)
 	}
-	px, _, ok, err := newExec(withCA, egressgranttest.Secret(map[string]string{"token": egressgranttest.Token, "key": "k-0123456789"})).attemptEgress(context.Background(), call, 1)
+	px, _, ok, err := attemptEgress(newExec(withCA, egressgranttest.Secret(map[string]string{"token": egressgranttest.Token, "key": "k-0123456789"})), call)
 	if !ok || err != nil || px.CA != "CA PEM" || !strings.HasPrefix(px.URL, "http://call:") {
 		t.Errorf("ok %v, err %v, proxy %+v: want the proxy URL and the CA", ok, err, px)
 	}
@@ -72,7 +82,7 @@ func TestAttemptEgress(t *testing.T) {
 		t.Error("the proxy URL holds the token in clear")
 	}
 	plain := injectCall(egressgranttest.WithEgress)
-	if px, _, ok, err := newExec(noCA).attemptEgress(context.Background(), plain, 1); !ok || err != nil || px.CA != "" || px.URL == "" {
+	if px, _, ok, err := attemptEgress(newExec(noCA), plain); !ok || err != nil || px.CA != "" || px.URL == "" {
 		t.Errorf("a tool without credentials: ok %v, err %v, proxy %+v: want a proxy URL and no CA", ok, err, px)
 	}
 }

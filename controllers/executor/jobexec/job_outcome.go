@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/toolgate/toolgate/controllers/executor/frametrust"
-	"github.com/toolgate/toolgate/controllers/internal/bounds"
+	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/frame"
@@ -33,6 +33,8 @@ type AttemptView struct {
 	// Now is the operator's clock: a body's container that ended longer than signerGrace
 	// ago without the signer's is read without a frame.
 	Now time.Time
+	// Features read the endings only a feature knows from the Pod (feature.List; nil: none).
+	Features feature.PodClassifier
 }
 
 // signerGrace is how long after the body's container ended the operator waits for the
@@ -48,7 +50,7 @@ const signerGrace = 10 * time.Second
 // and Normalize makes it ExecutionLost or ResultUnreadable.
 func AttemptOutcome(ctx context.Context, v AttemptView, read frametrust.Reader) (pipeline.Outcome, bool) {
 	base := pipeline.Outcome{Attempt: v.Attempt, Started: containerStarted(v.Pod)}
-	if o, ok := podOutcome(ctx, v.Pod, v.Now, base, read); ok {
+	if o, ok := podOutcome(ctx, v.Pod, v.Now, base, read, v.Features); ok {
 		if killedAtJobDeadline(o, v.Job) {
 			o.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
@@ -119,7 +121,7 @@ func jobDeadlineReason(job *batchv1.Job) string {
 
 // podOutcome reads a Pod-level failure, the tool container's end, an image that will
 // never be pulled, or a Pod that ended without a tool container that did.
-func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeline.Outcome, read frametrust.Reader) (pipeline.Outcome, bool) {
+func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeline.Outcome, read frametrust.Reader, features feature.PodClassifier) (pipeline.Outcome, bool) {
 	if pod == nil {
 		return pipeline.Outcome{}, false
 	}
@@ -139,10 +141,11 @@ func podOutcome(ctx context.Context, pod *corev1.Pod, now time.Time, base pipeli
 		}
 		return o, true
 	}
-	if missing := credentialMissingIn(pod); missing != nil {
-		base.TerminationReason, base.Started = pipeline.TerminationCredentialMissing, false
-		base.Detail = bounds.Text("kubelet: "+missing.State.Waiting.Message, bounds.MaxDetail)
-		return base, true
+	if features != nil {
+		if reason, detail, ended := features.ClassifyPod(pod); ended {
+			base.TerminationReason, base.Started, base.Detail = reason, false, detail
+			return base, true
+		}
 	}
 	for _, s := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
 		if w := s.State.Waiting; w != nil && imageErrorsFinal[w.Reason] {
@@ -215,17 +218,6 @@ func SignerPending(pod *corev1.Pod, now time.Time) time.Duration {
 		return 0
 	}
 	return max(0, cs.State.Terminated.FinishedAt.Add(signerGrace).Sub(now))
-}
-
-// credentialMissingIn is the status of a container the kubelet will not create for want of
-// a Secret or key (the signer holds the secret files' copies, the body the variables).
-func credentialMissingIn(pod *corev1.Pod) *corev1.ContainerStatus {
-	for i := range pod.Status.ContainerStatuses {
-		if cs := &pod.Status.ContainerStatuses[i]; credentialMissing(cs) {
-			return cs
-		}
-	}
-	return nil
 }
 
 // ReportOf is what a verified frame vouches for.

@@ -26,7 +26,7 @@ import (
 func decide(job *batchv1.Job, pod *corev1.Pod, log []byte, pastDeadline bool) (pipeline.Outcome, pipeline.Result, bool, *executortest.MemLogs) {
 	logs := &executortest.MemLogs{Log: log}
 	read := executortest.Trust().PodReader(pod, logs, time.Second)
-	o, ended := AttemptOutcome(context.Background(), AttemptView{Job: job, Pod: pod, Attempt: 1, PastDeadline: pastDeadline}, read)
+	o, ended := AttemptOutcome(context.Background(), AttemptView{Job: job, Pod: pod, Attempt: 1, PastDeadline: pastDeadline, Features: executortest.Features}, read)
 	return o, pipeline.Normalize(o, pipeline.NormalizeOptions{MaxOutputBytes: executortest.OutputLimit}), ended, logs
 }
 
@@ -323,7 +323,7 @@ func TestLogReadTimeout(t *testing.T) {
 	pod := executortest.PodWith(corev1.PodSucceeded, "", executortest.WithFrame(0, "Completed", executortest.FrameNamed("honest in log")))
 	read := executortest.Trust().PodReader(pod, blockingLogs{}, 50*time.Millisecond)
 	start := time.Now()
-	o, ok := AttemptOutcome(context.Background(), AttemptView{Job: job, Pod: pod, Attempt: 1}, read)
+	o, ok := AttemptOutcome(context.Background(), AttemptView{Job: job, Pod: pod, Attempt: 1, Features: executortest.Features}, read)
 	if !ok || !strings.Contains(o.Unreadable, context.DeadlineExceeded.Error()) || o.Report != nil {
 		t.Fatalf("outcome: unreadable %q, report %v", o.Unreadable, o.Report != nil)
 	}
@@ -374,7 +374,7 @@ func TestAttemptOutcomeTrustsTheSignerOnlyForWhatItSaw(t *testing.T) {
 				pod.Status.ContainerStatuses[1].State = executortest.Running()
 			}
 			read := executortest.Trust().PodReader(pod, &executortest.MemLogs{}, time.Second)
-			o, ended := AttemptOutcome(context.Background(), AttemptView{Job: executortest.JobWith(), Pod: pod, Attempt: 1, Now: now}, read)
+			o, ended := AttemptOutcome(context.Background(), AttemptView{Job: executortest.JobWith(), Pod: pod, Attempt: 1, Now: now, Features: executortest.Features}, read)
 			if ended != tc.ended {
 				t.Fatalf("ended %v, want %v (outcome %+v)", ended, tc.ended, o)
 			}

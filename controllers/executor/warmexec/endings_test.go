@@ -123,9 +123,9 @@ func (w *execWorld) env(t *testing.T) execenv.Env {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(w.objs...).
 		WithIndex(&batchv1.Job{}, executor.IndexCallName, executor.ByCall).
 		WithIndex(&corev1.Pod{}, executor.IndexCallName, executor.ByCall).Build()
-	return execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: options.DefaultCall(),
+	return executortest.WithFeatures(execenv.Env{Client: c, APIReader: c, Scheme: scheme, Clock: w.clock, Logs: w.logs, Options: options.DefaultCall(),
 		Isolate: func(context.Context, *v1alpha1.ToolCall, map[string]string) (string, error) { return "", nil },
-		Keys:    framekeys.New(c, c, w.clock)}
+		Keys:    framekeys.New(c, c, w.clock)})
 }
 
 // endedAs normalises what an executor's observe came to ("" when the attempt runs on).

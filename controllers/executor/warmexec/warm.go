@@ -16,6 +16,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/warmpool"
 	"github.com/toolgate/toolgate/internal/tracing"
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -144,6 +145,9 @@ func New(env execenv.Env, attach WarmExecutor) *Executor {
 
 // Path is v1alpha1.PathWarm.
 func (w *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
+
+// Supports is the warm executor's support table (warmpool.Supports, which the pools read).
+func (w *Executor) Supports() executor.FeatureSet { return warmpool.Supports }
 
 // Wakeups are the events of attach streams that ended (executor.WakeSource).
 func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }

@@ -19,7 +19,6 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/warmpool"
-	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -39,13 +38,16 @@ const claimTries = 5
 // and a restart before that write finds the claimed Pod again (adoptable).
 func (w *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	snap := call.Status.Tool
-	if w.attach == nil || snap == nil || warmpool.Size(snap.Spec) == 0 {
+	if w.attach == nil || snap == nil {
 		return "", false
 	}
-	// A pool Pod started before its call was known: it cannot mount the session's
-	// workspace volume now. Such attempts run cold, where the Job's Pod mounts it.
-	if workspace.Access(snap.Spec) != "" {
-		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), "workspace").Inc()
+	// A pool Pod started before its call was known: a tool that uses a feature the warm
+	// executor does not support (a session's workspace) runs cold, where the Job's Pod has it.
+	if missing := warmpool.Unsupported(snap.Spec); missing != "" && warmpool.Declared(snap.Spec) > 0 {
+		metrics.WarmMisses.WithLabelValues(call.Namespace, string(snap.Kind), executor.MetricTool(call), string(missing)).Inc()
+		return "", false
+	}
+	if warmpool.Size(snap.Spec) == 0 {
 		return "", false
 	}
 	ns, kind, tool := call.Namespace, string(snap.Kind), executor.MetricTool(call)

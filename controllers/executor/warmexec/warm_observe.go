@@ -65,7 +65,7 @@ func (w *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 		}
 		return w.ended(call, base, sourcePod), nil
 	}
-	view := jobexec.AttemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past, Now: now}
+	view := jobexec.AttemptView{Job: &batchv1.Job{}, Pod: pod, Attempt: int(a.Attempt), PastDeadline: past, Now: now, Features: w.Features}
 	if o, ok := jobexec.AttemptOutcome(ctx, view, w.frameReader(call, pod)); ok {
 		return w.ended(call, o, sourcePod), nil
 	}

@@ -72,7 +72,7 @@ var _ = Describe("A ClusterTool with a warm pool", Label("warm", "clustertool"),
 				Expect(metav1.IsControlledBy(&p, ct)).To(BeTrue(), "pool Pods go with their ClusterTool")
 				Expect(p.Spec.ActiveDeadlineSeconds).To(BeNil())
 				Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
-				Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
+				Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkNone))
 			}
 		}
 		Consistently(func(g Gomega) { g.Expect(poolPods(ctx, g, elsewhere)).To(BeEmpty()) }).WithContext(ctx).Should(Succeed())

@@ -65,7 +65,7 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 			Expect(c.Stdin && c.StdinOnce).To(BeTrue())
 			Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
 			Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
-			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, "none"))
+			Expect(p.Labels).To(HaveKeyWithValue(podcontract.LabelNetwork, podcontract.NetworkNone))
 			for _, e := range c.Env {
 				Expect(e.Name).NotTo(BeElementOf(podcontract.EnvArgs, podcontract.EnvArgsDigest), "a pool Pod knows no call")
 			}
@@ -73,6 +73,19 @@ var _ = Describe("A Tool with a warm pool", Label("warm"), func() {
 		calls := &v1alpha1.ToolCallList{}
 		Expect(k8sClient.List(ctx, calls, client.InNamespace(ns))).To(Succeed())
 		Expect(calls.Items).To(BeEmpty())
+	})
+
+	It("keeps no Pods for a tool that uses a feature the warm executor does not support (a workspace)", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		create(ctx, MakeTool("files", ns).Image("example/echo:1").Command("/echo").
+			Workspace(v1alpha1.WorkspaceReadWrite).WarmPool(2, 0).Obj())
+		create(ctx, echoTool(ns).WarmPool(1, 0).Obj())
+		readyPool(ctx, ns, 1)
+		Consistently(func(g Gomega) {
+			pods := poolPods(ctx, g, ns)
+			g.Expect(pods).To(HaveLen(1), "no call could claim a Pod of the workspace tool's pool")
+			g.Expect(pods[0].Annotations).To(HaveKeyWithValue(podcontract.AnnotationTool, "echo"))
+		}).WithContext(ctx).WithTimeout(2 * time.Second).Should(Succeed())
 	})
 
 	It("runs a call in a claimed Pod with the frozen bytes, then deletes the Pod and refills the pool", func(ctx SpecContext) {
