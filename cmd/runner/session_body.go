@@ -59,8 +59,8 @@ func watchDeadline(d time.Duration, pid int, done <-chan struct{}) func() bool {
 // call exactly as the one-shot body side does (runForSigner), with the container's own
 // environment and the call's variables only, in a process group of its own and within the
 // call's deadline; then it resets the container (resetAfterCall) and reports the end.
-// It returns 0 when the signer ends the session (the link closes) or SIGTERM comes while
-// idle, ExitRunnerError when the signer refused a call, the link broke, or the container
+// It returns 0 when the signer ends the session (the link closes; SIGTERM while idle waits
+// for that, the signer being stopped too), ExitRunnerError when the signer refused a call, the link broke, or the container
 // could not be reset.
 func bodySession(cfg config, conn io.ReadWriter, sigs <-chan os.Signal, stderr io.Writer) int {
 	starts := startMessages(conn)
@@ -69,8 +69,10 @@ func bodySession(cfg config, conn io.ReadWriter, sigs <-chan os.Signal, stderr i
 		var start linkStartMsg
 		select {
 		case <-sigs:
-			logf(stderr, "session: stopped while idle")
-			return 0
+			// The kubelet stops both containers: the signer, stopped too, ends the link
+			// (then exit 0). Leaving first would look, to the signer, like a lost body.
+			logf(stderr, "session: stopping: waiting for the signer to end the session")
+			continue
 		case r, ok := <-starts:
 			if !ok {
 				return 0 // the signer ended the session
