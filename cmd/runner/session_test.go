@@ -27,7 +27,9 @@ case "$a" in
 esac`
 
 // resign is h signed again for testPodUID after a change.
-func resign(h frame.Handover) frame.Handover { return frame.SignHandover([][]byte{testKey}, testPodUID, h) }
+func resign(h frame.Handover) frame.Handover {
+	return frame.SignHandover([][]byte{testKey}, testPodUID, h)
+}
 
 // Two calls in one session (on two connections: the operator closed the first while idle)
 // each get their own arguments, variables and trace context, nothing of the other's, and
