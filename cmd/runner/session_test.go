@@ -128,6 +128,7 @@ func TestSessionRefusalEndsTheSession(t *testing.T) {
 // PID 1 it also kills every other process of the container, killOthers).
 func TestSessionKillsWhatTheCallLeft(t *testing.T) {
 	p := newSessionPod(t, sessionTool)
+	killDaemon(t, filepath.Join(p.ws, "pid"))
 	p.start()
 	op := p.operator()
 	term, err := op.call(sessionCall("call-daemon", `{"op":"daemon"}`))

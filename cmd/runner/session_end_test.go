@@ -1,0 +1,102 @@
+package main
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolgate/toolgate/pkg/frame"
+)
+
+// A call past its deadline is stopped by the runner (SIGTERM to its process group, as the
+// frame's signal says), its frame says DeadlineExceeded, and the session ends: the Pod
+// that let a call overrun is not reused.
+func TestSessionDeadlineStopsTheCallAndEndsTheSession(t *testing.T) {
+	p := newSessionPod(t, sessionTool)
+	p.start()
+	op := p.operator()
+	h := sessionCall("call-slow", `{"op":"sleep"}`)
+	h.DeadlineMs = 300
+	term, err := op.call(resign(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := decodeFor(t, "call-slow", term)
+	if f.Reason != frame.ReasonDeadlineExceeded || f.Signal != "SIGTERM" || f.ExitCode != 128+int(syscall.SIGTERM) || strings.Contains(f.Stdout, "late") {
+		t.Fatalf("frame %+v", f)
+	}
+	if s, _ := p.wait(); s != frame.ExitRunnerError || p.endReason() != frame.ReasonDeadlineExceeded {
+		t.Fatalf("signer exit %d, log %q", s, p.serr.String())
+	}
+}
+
+// Only the operator gets in: a client without a certificate, or with one another CA
+// issued, is refused at the handshake and runs nothing; the operator's connection works
+// after them.
+func TestSessionListenerRequiresTheOperatorsCertificate(t *testing.T) {
+	p := newSessionPod(t, sessionTool)
+	p.start()
+	for name, cert := range map[string]*tls.Certificate{"no certificate": nil, "another CA's": &p.rogue} {
+		o, err := p.dial(cert)
+		if err == nil {
+			_, err = o.call(sessionCall("call-"+strings.ReplaceAll(name, " ", "-"), `{"op":"mark"}`))
+		}
+		if err == nil {
+			t.Fatalf("%s: a call went through", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.ws, "ran")); err == nil {
+		t.Fatal("the tool ran for a client that is not the operator")
+	}
+	term, err := p.operator().call(sessionCall("call-ok", `{"op":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := decodeFor(t, "call-ok", term); f.Stdout != `{"op":"x"}` {
+		t.Fatalf("frame %+v", f)
+	}
+	if !strings.Contains(p.serr.String(), "session: refused a connection") {
+		t.Fatalf("the refusals are not in the signer's log: %q", p.serr.String())
+	}
+	p.stop()
+}
+
+// A newer connection of the operator replaces the older one (which may be half-open after
+// a network break): the older is closed, the session goes on on the newer.
+func TestSessionNewConnectionReplacesTheOld(t *testing.T) {
+	p := newSessionPod(t, sessionTool)
+	p.start()
+	old := p.operator()
+	if _, err := old.call(sessionCall("call-old", `{"op":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	op := p.operator()
+	term, err := op.call(sessionCall("call-new", `{"op":"y"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := decodeFor(t, "call-new", term); f.Stdout != `{"op":"y"}` {
+		t.Fatalf("frame %+v", f)
+	}
+	if _, err := old.call(sessionCall("call-late", `{"op":"z"}`)); err == nil {
+		t.Fatal("the replaced connection still serves")
+	}
+	p.stop()
+}
+
+// killDaemon ends, after the test, a daemon a session call left (when the runner failed to).
+func killDaemon(t *testing.T, pidFile string) {
+	t.Cleanup(func() {
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			return
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // gone (ESRCH), a zombie, or left by a failure
+		}
+	})
+}
