@@ -72,6 +72,8 @@ type config struct {
 	// (0: none, the one-shot modes).
 	callEnv  []string
 	deadline time.Duration
+	// abort closes when the signer went away during a session call (bodySession).
+	abort <-chan struct{}
 	// credentials are the Secret values the body is given (TOOLGATE_SECRET_ENV and
 	// TOOLGATE_SECRET_FILES), and those its workspace may hold (TOOLGATE_REDACT_<i>),
 	// redacted from its output (redact.go).

@@ -147,7 +147,7 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 		}
 	}
 	go forwardSignals(sigs, forward, done)
-	overran := watchDeadline(cfg.deadline, cmd.Process.Pid, done)
+	overran := watchDeadline(cfg.deadline, cmd.Process.Pid, done, cfg.abort)
 	waitErr := cmd.Wait()
 	close(done)
 	if cfg.session {

@@ -27,9 +27,10 @@ func errDeadline(d time.Duration) error {
 }
 
 // watchDeadline enforces a session call's deadline d on the process group of pid: at d,
-// SIGTERM to the group, sessionKillGrace later SIGKILL, unless done closes first. The
-// function it returns reports whether the deadline came. No deadline (d ≤ 0): nothing.
-func watchDeadline(d time.Duration, pid int, done <-chan struct{}) func() bool {
+// SIGTERM to the group, sessionKillGrace later SIGKILL, unless done closes first; abort
+// closed (the signer went away mid-call) is SIGKILL at once. The function it returns
+// reports whether the deadline came. No deadline (d ≤ 0): nothing.
+func watchDeadline(d time.Duration, pid int, done, abort <-chan struct{}) func() bool {
 	var overran atomic.Bool
 	if d <= 0 {
 		return overran.Load
@@ -39,6 +40,9 @@ func watchDeadline(d time.Duration, pid int, done <-chan struct{}) func() bool {
 		defer t.Stop()
 		select {
 		case <-done:
+			return
+		case <-abort:
+			killGroup(pid, syscall.SIGKILL)
 			return
 		case <-t.C:
 		}
@@ -89,17 +93,42 @@ func bodySession(cfg config, conn io.ReadWriter, sigs <-chan os.Signal, stderr i
 		call := cfg
 		call.args, call.argsFile, call.traceparent = start.Args, start.ArgsFile, start.Traceparent
 		call.callEnv, call.deadline = start.Env, time.Duration(start.DeadlineMs)*time.Millisecond
+		abort, callDone, watched := watchLink(starts)
+		call.abort = abort
 		end := runForSigner(call, lw, sigs)
+		close(callDone)
+		linkBroke := <-watched
 		end.DeadlineExceeded = end.Reason == frame.ReasonDeadlineExceeded
 		if err := resetAfterCall(call); err != nil {
 			end.CleanupError = err.Error()
 			logf(stderr, "session: %v", err)
 		}
 		clearTermination(cfg.terminationPath)
+		if linkBroke {
+			logf(stderr, "session: the signer went away during a call")
+			return frame.ExitRunnerError
+		}
 		if err := lw.sendJSON(linkEnd, end); err != nil || end.CleanupError != "" {
 			return frame.ExitRunnerError
 		}
 	}
+}
+
+// watchLink watches the link during a call: the signer has nothing to send until the call
+// ends, so a message or the link's end closes abort (the tool's group is killed at once).
+// Close callDone when the call ended; watched then says whether the link broke.
+func watchLink(starts <-chan startResult) (abort <-chan struct{}, callDone chan<- struct{}, watched <-chan bool) {
+	ab, cd, w := make(chan struct{}), make(chan struct{}), make(chan bool, 1)
+	go func() {
+		select {
+		case <-starts:
+			close(ab)
+			w <- true
+		case <-cd:
+			w <- false
+		}
+	}()
+	return ab, cd, w
 }
 
 type startResult struct {
