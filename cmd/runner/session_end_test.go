@@ -16,7 +16,7 @@ import (
 // frame's signal says), its frame says DeadlineExceeded, and the session ends: the Pod
 // that let a call overrun is not reused.
 func TestSessionDeadlineStopsTheCallAndEndsTheSession(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	p.start()
 	op := p.operator()
 	h := sessionCall("call-slow", `{"op":"sleep"}`)
@@ -38,7 +38,7 @@ func TestSessionDeadlineStopsTheCallAndEndsTheSession(t *testing.T) {
 // issued, is refused at the handshake and runs nothing; the operator's connection works
 // after them.
 func TestSessionListenerRequiresTheOperatorsCertificate(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	p.start()
 	for name, cert := range map[string]*tls.Certificate{"no certificate": nil, "another CA's": &p.rogue} {
 		o, err := p.dial(cert)
@@ -66,9 +66,9 @@ func TestSessionListenerRequiresTheOperatorsCertificate(t *testing.T) {
 }
 
 // A newer connection of the operator replaces the older one (which may be half-open after
-// a network break): the older is closed, the session goes on on the newer.
+// a network break): the older is closed, the session continues on the newer.
 func TestSessionNewConnectionReplacesTheOld(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	p.start()
 	old := p.operator()
 	if _, err := old.call(sessionCall("call-old", `{"op":"x"}`)); err != nil {

@@ -43,10 +43,10 @@ type sessionPod struct {
 	cancel            context.CancelFunc
 }
 
-func newSessionPod(t *testing.T, script string) *sessionPod {
+func newSessionPod(t *testing.T) *sessionPod {
 	t.Helper()
 	p := &sessionPod{t: t, signer: newInvocation(t, podcontract.SignFlag)}
-	p.body = newInvocation(t, append([]string{podcontract.BodyFlag}, sh(script)...)...)
+	p.body = newInvocation(t, append([]string{podcontract.BodyFlag}, sh(sessionTool)...)...)
 	warmEnv(p.signer)
 	delete(p.signer.env, podcontract.EnvWarm)
 	p.signer.env[podcontract.EnvSession] = podcontract.SessionOn
@@ -96,7 +96,7 @@ func (p *sessionPod) start() {
 	const said = "session: listening for the operator at "
 	for p.addr == "" {
 		line, err := lines.ReadString('\n')
-		p.serr.Write([]byte(line))
+		_, _ = p.serr.Write([]byte(line))
 		if err != nil {
 			t.Fatalf("the signer ended before it listened: %q", p.serr.String())
 		}

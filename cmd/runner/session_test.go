@@ -35,7 +35,7 @@ func resign(h frame.Handover) frame.Handover {
 // each get their own arguments, variables and trace context, nothing of the other's, and
 // each frame verifies with its own attempt's key and no other.
 func TestSessionCallsAreTheirOwn(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	p.start()
 	op := p.operator()
 	h1 := sessionCall("call-one", `{"op":"env"}`, "CALLVAR=one")
@@ -88,7 +88,7 @@ func TestSessionRefusalEndsTheSession(t *testing.T) {
 		"replayed":        {h: mark, reason: frame.ReasonHandoverRefused, replay: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := newSessionPod(t, sessionTool)
+			p := newSessionPod(t)
 			p.start()
 			op := p.operator()
 			ran := filepath.Join(p.ws, "ran")
@@ -127,7 +127,7 @@ func TestSessionRefusalEndsTheSession(t *testing.T) {
 // before the next call runs (the body side kills the tool's group when the tool ends; as
 // PID 1 it also kills every other process of the container, killOthers).
 func TestSessionKillsWhatTheCallLeft(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	killDaemon(t, filepath.Join(p.ws, "pid"))
 	p.start()
 	op := p.operator()
@@ -152,7 +152,7 @@ func TestSessionKillsWhatTheCallLeft(t *testing.T) {
 // made unreadable too), the directories themselves kept with their modes; the workspace
 // keeps what the call wrote there.
 func TestSessionWipesAllButTheWorkspace(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	if err := os.Chmod(p.tmp, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestSessionWipesAllButTheWorkspace(t *testing.T) {
 // A call's credentials are redacted from its own output and counted in its own frame; the
 // next call's frame counts only its own.
 func TestSessionRedactsPerCall(t *testing.T) {
-	p := newSessionPod(t, sessionTool)
+	p := newSessionPod(t)
 	p.start()
 	op := p.operator()
 	h := sessionCall("call-secret", `{"op":"env"}`, "TOKEN=s3cr3t-value-123")

@@ -52,8 +52,10 @@ func TestCheckSession(t *testing.T) {
 		"bad name":         func(h *Handover) { h.Env = []string{"1A=x"} },
 		"runner's own":     func(h *Handover) { h.Env = []string{"TOOLGATE_ARGS_FILE=/etc/passwd"} },
 		"traceparent":      func(h *Handover) { h.Env = []string{"TRACEPARENT=x"} },
-		"twice":            func(h *Handover) { h.Env = []string{"A=1", "A=2"}; h.SecretEnv = nil },
-		"value too long":   func(h *Handover) { h.Env = []string{"A=" + strings.Repeat("x", MaxSessionEnvValue+1)}; h.SecretEnv = nil },
+		"twice":            func(h *Handover) { h.Env, h.SecretEnv = []string{"A=1", "A=2"}, nil },
+		"value too long": func(h *Handover) {
+			h.Env, h.SecretEnv = []string{"A=" + strings.Repeat("x", MaxSessionEnvValue+1)}, nil
+		},
 		"too many":         func(h *Handover) { h.Env = make([]string, MaxSessionEnv+1) },
 		"secret not given": func(h *Handover) { h.SecretEnv = []string{"TOKEN"} },
 	} {
@@ -76,7 +78,7 @@ func TestHandoverReader(t *testing.T) {
 			t.Fatalf("%+v %v", h, err)
 		}
 	}
-	if _, err := hr.Next(); err != io.EOF {
+	if _, err := hr.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("at the end: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -89,7 +91,7 @@ func TestHandoverReader(t *testing.T) {
 		"too long":  {in: strings.Repeat("a", MaxHandoverBytes+10) + "\n", malformed: true},
 	} {
 		_, err := NewHandoverReader(strings.NewReader(tc.in)).Next()
-		if !errors.Is(err, ErrNoHandover) || errors.Is(err, ErrMalformedHandover) != tc.malformed || err == io.EOF {
+		if !errors.Is(err, ErrNoHandover) || errors.Is(err, ErrMalformedHandover) != tc.malformed {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
