@@ -164,7 +164,7 @@ func startMessages(r io.Reader) <-chan startResult {
 // resetAfterCall leaves nothing of a session call in the container but the workspace: the
 // tool's process group is already gone (runProcess); as PID 1 it kills every other process
 // of the container (killOthers, as a one-shot body side does before it exits); then it
-// removes the contents of each wipe directory ($TOOLGATE_SESSION_WIPE: /tmp and $HOME) and
+// removes the contents of each wipe directory ($TOOLGATE_SESSION_WIPE: /tmp, /dev/shm, $HOME) and
 // of the arguments file's directory, keeping the directories themselves.
 func resetAfterCall(cfg config) error {
 	killOthers()

@@ -95,7 +95,8 @@ const (
 	SessionAddr    = ":8443"
 	SessionPort    = 8443
 	// EnvSessionWipe overrides, in the body's container, the comma-separated directories
-	// whose contents the body side removes after each session call (default "/tmp,$HOME");
+	// whose contents the body side removes after each session call (default
+	// "/tmp,/dev/shm,$HOME");
 	// EnvWorkspace the workspace's mount path (default WorkspaceMountPath), which is never
 	// wiped.
 	EnvSessionWipe = "TOOLGATE_SESSION_WIPE"
