@@ -110,7 +110,10 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	cfg.sessionTLSDir = envOr(getenv, podcontract.EnvSessionTLSDir, podcontract.SessionTLSDir)
 	cfg.sessionAddr = envOr(getenv, podcontract.EnvSessionAddr, podcontract.SessionAddr)
 	cfg.workspace = envOr(getenv, podcontract.EnvWorkspace, podcontract.WorkspaceMountPath)
-	cfg.wipeDirs = strings.Split(envOr(getenv, podcontract.EnvSessionWipe, "/tmp,/dev/shm,"+getenv("HOME")), ",")
+	cfg.wipeDirs = strings.Split(envOr(getenv, podcontract.EnvSessionWipe, "/tmp,/dev/shm"), ",")
+	if getenv(podcontract.EnvSessionWipe) == "" && getenv("HOME") != "" {
+		cfg.wipeDirs = append(cfg.wipeDirs, getenv("HOME"))
+	}
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)
 	err3 := cfg.readKeys(getenv)
