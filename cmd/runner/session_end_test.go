@@ -2,12 +2,15 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -99,4 +102,52 @@ func killDaemon(t *testing.T, pidFile string) {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // gone (ESRCH), a zombie, or left by a failure
 		}
 	})
+}
+
+// As PID 1 of its PID namespace (its container) the body side also kills what left the
+// tool's process group (setsid): the one-shot runner's killOthers, after every call. The
+// daemon holds a FIFO's write end: the test's read end sees EOF once it is dead.
+func TestSessionKillsEscapedDaemonAsPID1(t *testing.T) {
+	p := newSessionPod(t)
+	asPID1(t, p.body)
+	alivePath := filepath.Join(p.body.dir, "alive")
+	if err := syscall.Mkfifo(alivePath, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	alive, err := os.OpenFile(alivePath, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alive.Close()
+	p.body.env["ALIVE"] = alivePath
+	p.start()
+	term, err := p.operator().call(sessionCall("call-escape", `{"op":"escape"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := decodeFor(t, "call-escape", term); f.Stdout != "started\n" {
+		t.Fatalf("frame %+v", f)
+	}
+	// The reply comes after the reset: the daemon is gone by now.
+	_ = alive.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := alive.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the daemon that left the tool's group outlived its call (read: %v)", err)
+	}
+	p.stop()
+}
+
+// The workspace, and any directory in it or holding it, is never wiped; nor is "/" or a
+// relative path.
+func TestWipeable(t *testing.T) {
+	for dir, want := range map[string]bool{
+		"/tmp": true, "/home/tool": true, "/dev/shm/": true,
+		"/": false, "": false, "tmp": false, "/workspace": false, "/workspace/home": false, "/workspace/../workspace/x": false,
+	} {
+		if got := wipeable(dir, "/workspace"); got != want {
+			t.Errorf("wipeable(%q) = %v", dir, got)
+		}
+	}
+	if wipeable("/data", "/data/ws") {
+		t.Error("a directory holding the workspace is wipeable")
+	}
 }
