@@ -108,7 +108,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	cfg.podUID = getenv(podcontract.EnvPodUID)
 	cfg.session = getenv(podcontract.EnvSession) == podcontract.SessionOn
 	cfg.sessionTLSDir = envOr(getenv, podcontract.EnvSessionTLSDir, podcontract.SessionTLSDir)
-	cfg.sessionAddr = envOr(getenv, podcontract.EnvSessionAddr, podcontract.SessionAddr)
+	cfg.sessionAddr = envOr(getenv, podcontract.EnvSessionAddr, ":"+strconv.Itoa(podcontract.SessionPort))
 	cfg.workspace = envOr(getenv, podcontract.EnvWorkspace, podcontract.WorkspaceMountPath)
 	cfg.wipeDirs = strings.Split(envOr(getenv, podcontract.EnvSessionWipe, "/tmp,/dev/shm"), ",")
 	if getenv(podcontract.EnvSessionWipe) == "" && getenv("HOME") != "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
 		signerAddress: podcontract.SignerSocket, signerAbstract: podcontract.SignerAbstractSocket,
 		egressCABundle: podcontract.EgressCABundle, // beside the signer's socket, in the link volume
-		sessionTLSDir:  podcontract.SessionTLSDir, sessionAddr: podcontract.SessionAddr,
+		sessionTLSDir:  podcontract.SessionTLSDir, sessionAddr: ":" + strconv.Itoa(podcontract.SessionPort),
 		wipeDirs: []string{"/tmp", "/dev/shm"}, workspace: podcontract.WorkspaceMountPath,
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // A call past its deadline is stopped by the runner (SIGTERM to its process group, as the
@@ -139,11 +140,12 @@ func TestSessionKillsEscapedDaemonAsPID1(t *testing.T) {
 // The workspace, and any directory in it or holding it, is never wiped; nor is "/" or a
 // relative path.
 func TestWipeable(t *testing.T) {
+	ws := podcontract.WorkspaceMountPath
 	for dir, want := range map[string]bool{
 		"/tmp": true, "/home/tool": true, "/dev/shm/": true,
-		"/": false, "": false, "tmp": false, "/workspace": false, "/workspace/home": false, "/workspace/../workspace/x": false,
+		"/": false, "": false, "tmp": false, ws: false, ws + "/home": false, ws + "/../" + filepath.Base(ws) + "/x": false,
 	} {
-		if got := wipeable(dir, "/workspace"); got != want {
+		if got := wipeable(dir, ws); got != want {
 			t.Errorf("wipeable(%q) = %v", dir, got)
 		}
 	}

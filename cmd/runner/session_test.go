@@ -8,18 +8,19 @@ import (
 	"testing"
 
 	"github.com/toolgate/toolgate/pkg/frame"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // sessionTool is a session Pod's tool: one command for every call, which does what its
 // arguments say.
-const sessionTool = `a=$(cat)
+var sessionTool = `a=$(cat)
 case "$a" in
 *daemon*) sleep 1000 >/dev/null 2>&1 & echo $! > "$WS/pid"; echo started;;
 *check*) st=$(cut -d' ' -f3 "/proc/$(cat "$WS/pid")/stat" 2>/dev/null)
   if [ -z "$st" ] || [ "$st" = Z ]; then echo dead; else echo alive; fi;;
-*write*) for d in "$T" "$HOME" "$WS" "$(dirname "$TOOLGATE_ARGS_FILE")"; do echo x > "$d/f"; done
+*write*) for d in "$T" "$HOME" "$WS" "$(dirname "$` + podcontract.EnvArgsFile + `")"; do echo x > "$d/f"; done
   mkdir "$HOME/locked" && touch "$HOME/locked/g" && chmod 0 "$HOME/locked"; echo wrote;;
-*list*) for d in "$T" "$HOME" "$WS" "$(dirname "$TOOLGATE_ARGS_FILE")"; do printf '[%s]' "$(ls -A "$d" | tr '\n' ' ')"; done;;
+*list*) for d in "$T" "$HOME" "$WS" "$(dirname "$` + podcontract.EnvArgsFile + `")"; do printf '[%s]' "$(ls -A "$d" | tr '\n' ' ')"; done;;
 *env*) printf '%s|%s|%s' "$CALLVAR" "$TOKEN" "$TRACEPARENT";;
 *mark*) touch "$WS/ran";;
 *escape*) (exec 3>"$ALIVE"; : > "$WS/ready"; exec setsid sleep 1000) </dev/null >/dev/null 2>&1 &

@@ -13,7 +13,7 @@ func sessionHandover() Handover {
 	args := []byte(`{"q":1}`)
 	master := []byte("0123456789abcdef0123456789abcdef")
 	return Handover{CallUID: "uid", Attempt: 1, AttemptKey: AttemptKey(master, "uid", 1), Arguments: args,
-		ArgumentsDigest: DigestOf(args), DeadlineMs: 5000, Env: []string{"HTTPS_PROXY=http://g:grant@proxy:3128", "A="}, SecretEnv: []string{"HTTPS_PROXY"}}
+		ArgumentsDigest: DigestOf(args), DeadlineMs: 5000, Env: []string{"PROXY_URL=http://g:grant@proxy:3128", "A="}, SecretEnv: []string{"PROXY_URL"}}
 }
 
 // The auth covers a session Handover's own fields: a deadline, a variable or a secret name
@@ -27,7 +27,7 @@ func TestSessionHandoverFieldsAreSigned(t *testing.T) {
 	}
 	for name, change := range map[string]func(*Handover){
 		"deadline":   func(h *Handover) { h.DeadlineMs = 50000 },
-		"variable":   func(h *Handover) { h.Env = append([]string{}, "HTTPS_PROXY=http://evil", "A=") },
+		"variable":   func(h *Handover) { h.Env = append([]string{}, "PROXY_URL=http://evil", "A=") },
 		"added":      func(h *Handover) { h.Env = append(append([]string{}, h.Env...), "B=1") },
 		"secret":     func(h *Handover) { h.SecretEnv = nil },
 		"all gone":   func(h *Handover) { h.DeadlineMs, h.Env, h.SecretEnv = 0, nil, nil },
@@ -50,7 +50,7 @@ func TestCheckSession(t *testing.T) {
 		"deadline too far": func(h *Handover) { h.DeadlineMs = MaxSessionDeadlineMs + 1 },
 		"no equals":        func(h *Handover) { h.Env = []string{"A"} },
 		"bad name":         func(h *Handover) { h.Env = []string{"1A=x"} },
-		"runner's own":     func(h *Handover) { h.Env = []string{"TOOLGATE_ARGS_FILE=/etc/passwd"} },
+		"runner's own":     func(h *Handover) { h.Env = []string{"TOOLGATE_X=/etc/passwd"} },
 		"traceparent":      func(h *Handover) { h.Env = []string{"TRACEPARENT=x"} },
 		"twice":            func(h *Handover) { h.Env, h.SecretEnv = []string{"A=1", "A=2"}, nil },
 		"value too long": func(h *Handover) {

@@ -90,9 +90,9 @@ const (
 	SessionTLSCert   = "tls.crt"
 	SessionTLSKey    = "tls.key"
 	SessionClientCA  = "client-ca.crt"
-	// EnvSessionAddr overrides the session signer's listen address (SessionAddr; tests).
+	// EnvSessionAddr overrides the session signer's listen address (default ":" SessionPort;
+	// tests).
 	EnvSessionAddr = "TOOLGATE_SESSION_ADDR"
-	SessionAddr    = ":8443"
 	SessionPort    = 8443
 	// EnvSessionWipe overrides, in the body's container, the comma-separated directories
 	// whose contents the body side removes after each session call (default
