@@ -32,6 +32,13 @@ func bodySide(cfg config, sigs <-chan os.Signal, stderr io.Writer) int {
 		return frame.ExitRunnerError
 	}
 	defer conn.Close()
+	if cfg.session {
+		silence()
+		if err := protectKey(); err != nil {
+			logf(stderr, "%v", err)
+		}
+		return bodySession(cfg, conn, sigs, stderr)
+	}
 	start, err := readStart(conn)
 	if err != nil || !start.Run {
 		if err != nil {

@@ -61,6 +61,19 @@ type config struct {
 	warm        bool
 	traceparent string
 	handoverErr error
+	// session: a session Pod's runner (session.go, session_body.go); sessionTLSDir and
+	// sessionAddr are the signer's, wipeDirs and workspace the body side's.
+	session       bool
+	sessionTLSDir string
+	sessionAddr   string
+	wipeDirs      []string
+	workspace     string
+	// The current session call's own variables for the body (NAME=value) and its deadline
+	// (0: none, the one-shot modes).
+	callEnv  []string
+	deadline time.Duration
+	// abort closes when the signer went away during a session call (bodySession).
+	abort <-chan struct{}
 	// credentials are the Secret values the body is given (TOOLGATE_SECRET_ENV and
 	// TOOLGATE_SECRET_FILES), and those its workspace may hold (TOOLGATE_REDACT_<i>),
 	// redacted from its output (redact.go).
@@ -93,6 +106,14 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	// The bundle goes into the link volume, beside the signer's socket.
 	cfg.egressCABundle = filepath.Join(filepath.Dir(cfg.signerAddress), filepath.Base(podcontract.EgressCABundle))
 	cfg.podUID = getenv(podcontract.EnvPodUID)
+	cfg.session = getenv(podcontract.EnvSession) == podcontract.SessionOn
+	cfg.sessionTLSDir = envOr(getenv, podcontract.EnvSessionTLSDir, podcontract.SessionTLSDir)
+	cfg.sessionAddr = envOr(getenv, podcontract.EnvSessionAddr, ":"+strconv.Itoa(podcontract.SessionPort))
+	cfg.workspace = envOr(getenv, podcontract.EnvWorkspace, podcontract.WorkspaceMountPath)
+	cfg.wipeDirs = strings.Split(envOr(getenv, podcontract.EnvSessionWipe, "/tmp,/dev/shm"), ",")
+	if getenv(podcontract.EnvSessionWipe) == "" && getenv("HOME") != "" {
+		cfg.wipeDirs = append(cfg.wipeDirs, getenv("HOME"))
+	}
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)
 	err3 := cfg.readKeys(getenv)
@@ -189,6 +210,9 @@ func (c *config) check() error {
 	}
 	if c.mode == modeBody && c.warm {
 		errs = append(errs, errors.New("the body side takes its arguments from the signer, never a Handover"))
+	}
+	if c.session && (c.mode == modeAlone || c.warm) {
+		errs = append(errs, errors.New("session mode is for the signer and the body side of a session Pod, never warm"))
 	}
 	if len(c.command) == 0 && c.copySelf == "" && c.mode != modeSigner {
 		errs = append(errs, errors.New("no tool command given (runner [flags] -- COMMAND [ARGS...])"))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ func TestParseConfigDefaultsAndOverrides(t *testing.T) {
 		terminationPath: podcontract.TerminationPath, marker: "m1", ioGrace: defaultIOGrace, command: []string{"tool", "-x"},
 		signerAddress: podcontract.SignerSocket, signerAbstract: podcontract.SignerAbstractSocket,
 		egressCABundle: podcontract.EgressCABundle, // beside the signer's socket, in the link volume
+		sessionTLSDir:  podcontract.SessionTLSDir, sessionAddr: ":" + strconv.Itoa(podcontract.SessionPort),
+		wipeDirs: []string{"/tmp", "/dev/shm"}, workspace: podcontract.WorkspaceMountPath,
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(config{})); diff != "" {
 		t.Fatalf("config (-want +got):\n%s", diff)
@@ -55,6 +58,8 @@ func TestParseConfigErrors(t *testing.T) {
 		"signer and body":       {nil, []string{podcontract.SignFlag, podcontract.BodyFlag, "--", "x"}},
 		"body without command":  {nil, []string{podcontract.BodyFlag}},
 		"warm body side":        {map[string]string{podcontract.EnvWarm: podcontract.WarmOn}, []string{podcontract.BodyFlag, "--", "x"}},
+		"session alone":         {map[string]string{podcontract.EnvSession: podcontract.SessionOn}, []string{"--", "x"}},
+		"warm session":          {map[string]string{podcontract.EnvSession: podcontract.SessionOn, podcontract.EnvWarm: podcontract.WarmOn}, []string{podcontract.SignFlag}},
 	} {
 		cfg, err := parseConfig(tc.argv, lookupEnvFrom(tc.env), io.Discard)
 		if err == nil {

@@ -74,7 +74,15 @@
 //	TOOLGATE_HANDOVER_KEYS                         warm: the Ed25519 public keys a Handover must be signed with
 //	                                               (frame.HandoverPublicKey, base64url, comma-separated), from the
 //	                                               toolgate-frame-key Secret's handover-keys by secretKeyRef
-//	TOOLGATE_POD_UID                               warm: the Pod's own uid (downward API)
+//	TOOLGATE_POD_UID                               warm, session: the Pod's own uid (downward API)
+//	TOOLGATE_SESSION                               "1": session mode (below), on both containers
+//	TOOLGATE_SESSION_TLS_DIR                       session signer: tls.crt, tls.key, client-ca.crt (default
+//	                                               /var/run/toolgate-session-tls)
+//	TOOLGATE_SESSION_ADDR                          session signer: listen address (default :8443)
+//	TOOLGATE_SESSION_WIPE                          session body side: directories emptied after each call
+//	                                               (comma-separated; default /tmp,/dev/shm,$HOME)
+//	TOOLGATE_WORKSPACE                             session body side: the workspace, never emptied (default
+//	                                               /workspace)
 //	                           --io-grace          how long to keep reading output after the tool exits (default 2s)
 //	TRACEPARENT                                    the attempt's execution span (W3C traceparent), set by an
 //	                                               operator that traces (warm: in the Handover); the tool gets
@@ -106,6 +114,102 @@
 // termination message it writes the same signed bytes to stdout as one frame.ResultLine,
 // which the operator's attach stream reads. The body side is never warm: it connects at
 // once and waits for the arguments.
+//
+// # Session mode (a session's sandbox Pod)
+//
+// With TOOLGATE_SESSION=1 on both containers, one Pod runs one session's calls (one scope,
+// session, requester and tool) one after another, each with every promise of a cold call.
+//
+// The signer holds no secret at start but TOOLGATE_HANDOVER_KEYS (and TOOLGATE_POD_UID); it
+// ignores TOOLGATE_ARGS, TOOLGATE_ARGS_DIGEST and TOOLGATE_ATTEMPT_KEY. It listens on
+// TOOLGATE_SESSION_ADDR (TCP, default :8443) with TLS 1.3 only: its certificate and key are
+// tls.crt and tls.key in TOOLGATE_SESSION_TLS_DIR, and a client certificate is required,
+// verified against client-ca.crt there. That directory is a Secret volume mounted into the
+// signer's container only: the body, which shares the Pod's network namespace and can
+// connect, holds no client certificate (its handshake fails, logged "session: refused a
+// connection"; a handshake has 10 s) and cannot serve as the listener. It logs "session:
+// listening for the operator at ADDR", then accepts the body side's link (as the one-shot
+// signer), then serves. Its TLS files unusable: exit 125, reason InvalidConfiguration.
+//
+// Connections: one at a time. A newer authenticated connection replaces the current one
+// (closed) when the session is idle, and waits for the end of a call in progress (whose
+// reply goes to the call's own connection): only the operator can make one, and it redials
+// when its connection broke, which this side may not have noticed yet; refusing it would
+// lock the operator out. A connection closed or broken while idle is no error: the signer
+// waits for the next.
+//
+// Wire, operator → signer: one frame.Handover per call as written by frame.EncodeHandover
+// (one JSON line, at most frame.MaxHandoverBytes): callUID, attempt, attemptKey, arguments,
+// argumentsDigest, traceparent (optional), and the session fields deadlineMs (required,
+// 1..frame.MaxSessionDeadlineMs), env ("NAME=value", at most frame.MaxSessionEnv, e.g. the
+// attempt's egress proxy variables with its grant) and secretEnv (which of env are
+// credentials, at most frame.MaxSessionSecretEnv), bounded by frame.CheckSession; auth from
+// frame.SignHandover for this Pod's uid, which covers the session fields. One Handover at a
+// time: the next after the reply to the previous (one written early waits its turn).
+//
+// Wire, signer → operator: exactly one reply per Handover line: when the frame is too large
+// for a termination message even compressed, its log block, then always
+// frame.ResultLine(termination message), i.e. "\n--toolgate-warm-result <base64>\n". Read up
+// to that line, take frame.LastResultLine, DecodeTermination with the attempt's key and,
+// when it points into the log, DecodeLog over the reply's bytes. A reply signed with the
+// attempt's key is the call's frame. An unsigned reply vouches for nothing: the Handover
+// was refused before its key was taken.
+//
+// Per call the signer: verifies the auth (frame.VerifyHandover for TOOLGATE_POD_UID;
+// otherwise unsigned reply HandoverRefused); refuses a call attempt already run in this
+// session (unsigned, HandoverRefused) and a Handover CheckSession refuses (signed,
+// InvalidConfiguration); then steps 1 to 10 below as a one-shot signer with the Handover's
+// arguments, digest, traceparent and key: preflight (credentials: the Pod's and the
+// call's secretEnv values; the digest), the body side runs the call, the output is redacted
+// (a fresh redactor, so "redactions" and every count and bound are the call's own), the
+// frame signed with the attempt's key and written back; then the key is zeroed. The
+// termination message is not written per call (it is per container lifetime): only when
+// the session ends.
+//
+// Link, per call: the signer sends one start message (arguments, args file, traceparent,
+// env, deadlineMs); the body side streams stdout and stderr chunks and, once the container
+// is reset, one end message (exit code, signal, reason, durationMs, outputLeftOpen,
+// deadlineExceeded, cleanupError). Between calls neither side sends anything: a message
+// from the body side, or the link's end, while idle ends the session (BodyLost); a message
+// from the signer, or the link's end, during a call makes the body side SIGKILL the tool's
+// group and exit 125.
+//
+// The body side, per call: the environment is the container's own (the runner never
+// changes its own), the runner-only variables removed, plus the call's env, TRACEPARENT,
+// TOOLGATE_ARGS_FILE and the egress trust variables: nothing of an earlier call. The tool
+// runs in a process group of its own; SIGTERM and SIGINT go to the group; at deadlineMs the
+// group gets SIGTERM and 2 s later SIGKILL (frame: reason DeadlineExceeded, the signal that
+// ended the tool). When the tool has exited the body side SIGKILLs its group, then resets
+// the container: as PID 1 killOthers (the very function a one-shot body side runs before it
+// exits: SIGKILL to every other process of the PID namespace, reaped, up to 2 s; it also
+// gets a daemon that left the group with setsid); then it removes the contents (not the
+// directories, whose modes stay; symbolic links not followed; a tree the tool made
+// unwritable is made writable first) of each TOOLGATE_SESSION_WIPE directory and of the
+// args file's directory, skipping "/", relative paths, the workspace, any directory in it
+// and any holding it (a $HOME under /workspace stays); and empties its termination
+// message. Writable mounts other than those (an emptyDir the Tool adds) are not emptied:
+// the operator lists them in TOOLGATE_SESSION_WIPE. A reset that fails (cleanupError) ends
+// the session. Not PID 1 (tests) there is no killOthers: the group kill alone.
+//
+// The session ends, and the signer exits 125 with the reason in its log ("session ended:
+// REASON: ...") and in its termination message (an unsigned frame: reason, "session ended:
+// ..."), so that the operator replaces the Pod, on: HandoverRefused and InvalidConfiguration
+// above (a line that is no Handover too: unsigned reply), ArgumentsDigestMismatch or
+// CredentialTooShort (signed reply; nothing ran), DeadlineExceeded (signed reply; also when
+// the signer's own clock says the call ran past deadlineMs + 2 s, whatever the body side
+// says, or it heard no end by deadlineMs + 5 s: then exit code 125 in the frame), BodyLost
+// (the body side gone or out of protocol), SessionResetFailed (after the call's signed
+// reply) and ResultUndelivered (the reply could not be written within 30 s). A call whose
+// tool could not start (CommandNotFound, StartError, ArgumentsFileError) or that exited
+// non-zero does not end it. SIGTERM while idle: exit 0, no termination message; during a
+// call: the call ends (the body side forwards it to the group), its reply is written, then
+// exit 0. The body side exits 0 when the signer ends the link (SIGTERM while idle waits
+// for that), 125 when its own reset failed or the link broke mid-call.
+//
+// What the body side says about its own reset is the body's to forge under a runtime that
+// lets the body trace or signal its PID 1 (gVisor; under runc the body side is
+// non-dumpable and PID 1): a Pod is one session's only, so what such a body could carry
+// over stays within the session's own calls, of one requester and one tool.
 //
 // # What the runner does
 //
@@ -271,12 +375,15 @@
 //	126           reason StartError
 //	127           reason CommandNotFound
 //
+// A session Pod's runners exit otherwise (Session mode): 0 when stopped, 125 when the
+// session ended, the reason in the signer's termination message; never a call's code.
+//
 // A tool may itself exit 125..127; the frame's "reason" (empty when the tool
 // ran) tells the cases apart.
 //
 // The runner's own diagnostics go to stderr, prefixed "toolgate-runner: ".
 //
-// Not done: as PID 1 the runner reaps orphaned processes only when it delivers
-// (after killing them), and forwards signals to the tool's process only, not to
-// its process group.
+// Not done: as PID 1 the one-shot runner reaps orphaned processes only when it delivers
+// (after killing them), and forwards signals to the tool's process only, not to its
+// process group (session mode does both after every call).
 package main

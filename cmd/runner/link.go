@@ -46,6 +46,10 @@ type linkStartMsg struct {
 	Args        []byte `json:"args,omitempty"`
 	ArgsFile    string `json:"argsFile,omitempty"`
 	Traceparent string `json:"traceparent,omitempty"`
+	// Session mode: the call's own variables (frame.CheckSession bounds them) and its
+	// deadline, which the body side enforces on the tool's process group.
+	Env        []string `json:"env,omitempty"`
+	DeadlineMs int64    `json:"deadlineMs,omitempty"`
 }
 
 // linkEndMsg is how the tool ended, as the body side saw it.
@@ -56,6 +60,10 @@ type linkEndMsg struct {
 	Error          string `json:"error,omitempty"`
 	DurationMs     int64  `json:"durationMs,omitempty"`
 	OutputLeftOpen bool   `json:"outputLeftOpen,omitempty"`
+	// Session mode: the body side stopped the tool at its deadline; CleanupError is why it
+	// could not reset the container after the call (the session then ends).
+	DeadlineExceeded bool   `json:"deadlineExceeded,omitempty"`
+	CleanupError     string `json:"cleanupError,omitempty"`
 }
 
 var errLinkMessage = errors.New("malformed message on the runner's link")
@@ -144,4 +152,30 @@ func receive(r io.Reader, out, errs io.Writer) (end linkEndMsg, ok bool) {
 			return end, true
 		}
 	}
+}
+
+// linkMsg is one message the body side sent.
+type linkMsg struct {
+	typ byte
+	p   []byte
+}
+
+// linkMessages reads the body side's messages (output chunks, end messages, each within
+// its bound) for a whole session, one at a time as they are taken; the channel is closed
+// when the link ends or breaks the protocol.
+func linkMessages(r io.Reader) <-chan linkMsg {
+	ch := make(chan linkMsg)
+	go func() {
+		defer close(ch)
+		br := bufio.NewReaderSize(r, 64<<10)
+		want := map[byte]int{linkStdout: maxLinkChunk, linkStderr: maxLinkChunk, linkEnd: maxLinkEnd}
+		for {
+			typ, p, err := readLink(br, want)
+			if err != nil {
+				return
+			}
+			ch <- linkMsg{typ, p}
+		}
+	}()
+	return ch
 }

@@ -53,6 +53,9 @@ func realMain(argv []string, lookupEnv func(string) (string, bool), stdout, stde
 		}
 		defer ln.Close()
 		logf(stderr, "listening for the tool's side at %s", ln.Addr())
+		if cfg.session {
+			return runSession(cfg, ln, sigs, stderr)
+		}
 	}
 	if cfg.warm {
 		var ok bool

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"syscall"
 	"time"
 
@@ -74,4 +75,16 @@ func clearTermination(path string) {
 		return
 	}
 	_ = os.Truncate(path, 0)
+}
+
+// inGroup starts cmd in a process group of its own (a session call's tool), so that the
+// runner can signal the tool and every process it started that stayed in it.
+func inGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killGroup sends sig to the process group led by pid (the tool's, inGroup); a group
+// already gone is no error.
+func killGroup(pid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pid, sig)
 }

@@ -2,7 +2,14 @@
 
 package main
 
-func protectKey() error         { return nil }
-func killOthers()               {}
-func silence()                  {}
-func clearTermination(_ string) {}
+import (
+	"os/exec"
+	"syscall"
+)
+
+func protectKey() error                 { return nil }
+func killOthers()                       {}
+func silence()                          {}
+func clearTermination(_ string)         {}
+func inGroup(_ *exec.Cmd)               {}
+func killGroup(_ int, _ syscall.Signal) {}

@@ -121,6 +121,9 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	if cfg.traceparent != "" {
 		cmd.Env = append(cmd.Env, podcontract.EnvTraceparent+"="+cfg.traceparent)
 	}
+	// A session call's own variables: the environment is otherwise the container's, fresh
+	// for every call (the runner never changes its own).
+	cmd.Env = append(cmd.Env, cfg.callEnv...)
 	trust, err := egressTrust(os.Environ(), cfg.egressCABundle)
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
@@ -130,6 +133,9 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
 	}
+	if cfg.session {
+		inGroup(cmd)
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pipes.closeAll()
@@ -137,12 +143,30 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	}
 	pipes.run(cfg.args, out, errs)
 	done := make(chan struct{})
-	go forwardSignals(sigs, cmd.Process, done)
+	forward := func(s os.Signal) { _ = cmd.Process.Signal(s) }
+	if pid := cmd.Process.Pid; cfg.session {
+		forward = func(s os.Signal) {
+			if sig, ok := s.(syscall.Signal); ok {
+				killGroup(pid, sig)
+			}
+		}
+	}
+	go forwardSignals(sigs, forward, done)
+	overran := watchDeadline(cfg.deadline, cmd.Process.Pid, done, cfg.abort)
 	waitErr := cmd.Wait()
 	close(done)
+	if cfg.session {
+		// The call ended with its tool: whatever it left in its group goes now (as PID 1
+		// the body side then kills every other process too: killOthers).
+		killGroup(cmd.Process.Pid, syscall.SIGKILL)
+	}
 	f.DurationMs = time.Since(start).Milliseconds()
 	f.OutputLeftOpen = !pipes.drain(cfg.ioGrace)
-	return exitStatus(f, cmd.ProcessState, waitErr), true
+	f = exitStatus(f, cmd.ProcessState, waitErr)
+	if overran() {
+		f.Reason, f.Error = frame.ReasonDeadlineExceeded, errDeadline(cfg.deadline).Error()
+	}
+	return f, true
 }
 
 // capture is where the key holder keeps the body's output: redacted first, then stdout's
@@ -250,11 +274,11 @@ func droppedSignals() []os.Signal {
 	return out
 }
 
-func forwardSignals(sigs <-chan os.Signal, p *os.Process, done <-chan struct{}) {
+func forwardSignals(sigs <-chan os.Signal, forward func(os.Signal), done <-chan struct{}) {
 	for {
 		select {
 		case s := <-sigs:
-			_ = p.Signal(s)
+			forward(s)
 		case <-done:
 			return
 		}

@@ -111,9 +111,19 @@ func EncodePublicKeys(keys []ed25519.PublicKey) string {
 
 // handoverMessage is what a Handover's signature covers: everything but the arguments
 // themselves, which the runner checks against the signed digest.
+// A session Handover's own fields (deadline, variables) follow, after a "session" label,
+// only when one is set: a warm Handover's message is what it always was, and, every field
+// being length-prefixed, no warm message is a session one.
 func handoverMessage(podUID string, h Handover) []byte {
-	return derive([]byte(labelHandover), labelHandover, h.CallUID, strconv.Itoa(h.Attempt), podUID,
-		h.ArgumentsDigest, h.Traceparent, base64.RawURLEncoding.EncodeToString(h.AttemptKey))
+	fields := []string{h.CallUID, strconv.Itoa(h.Attempt), podUID,
+		h.ArgumentsDigest, h.Traceparent, base64.RawURLEncoding.EncodeToString(h.AttemptKey)}
+	if h.DeadlineMs != 0 || len(h.Env) > 0 || len(h.SecretEnv) > 0 {
+		fields = append(fields, "session", strconv.FormatInt(h.DeadlineMs, 10), strconv.Itoa(len(h.Env)))
+		fields = append(fields, h.Env...)
+		fields = append(fields, strconv.Itoa(len(h.SecretEnv)))
+		fields = append(fields, h.SecretEnv...)
+	}
+	return derive([]byte(labelHandover), labelHandover, fields...)
 }
 
 // MaxHandoverAuths bounds Handover.Auth: one per master the operator knows.

@@ -77,6 +77,16 @@ const (
 	// OOM-killed, or replaced by a body that can signal its PID 1). Such a frame vouches for
 	// no run: the operator reads the attempt's end from the kubelet alone.
 	ReasonBodyLost = "BodyLost"
+	// ReasonDeadlineExceeded: a session call ran past its Handover's deadline; the runner
+	// stopped it (its process group: SIGTERM, then SIGKILL) and the session ends. The same
+	// word the pipeline uses for a Job's deadline.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	// ReasonSessionResetFailed and ReasonResultUndelivered end a session Pod (its signer's
+	// termination message, never a call's frame): the tool's container could not be reset
+	// after a call (a process not killed, /tmp or $HOME not wiped), or a call's frame could
+	// not be written to the operator's connection.
+	ReasonSessionResetFailed = "SessionResetFailed"
+	ReasonResultUndelivered  = "ResultUndelivered"
 )
 
 // Errors returned by the decoders (wrapped; test with errors.Is).

@@ -46,6 +46,17 @@ type Handover struct {
 	// Traceparent is a W3C trace context for the body (TRACEPARENT), optional: a warm Pod
 	// cannot take it in its environment as a cold Pod does.
 	Traceparent string `json:"traceparent,omitempty"`
+	// The fields below are a session Pod's (cmd/runner's session mode, CheckSession), absent
+	// from a warm Pod's Handover; the auth covers them when they are set.
+	//
+	// DeadlineMs is the call's own time limit, in milliseconds, which the runner enforces.
+	DeadlineMs int64 `json:"deadlineMs,omitempty"`
+	// Env are the call's own variables for the body, "NAME=value" (its egress proxy grant,
+	// say): added to the container's environment for this call only.
+	Env []string `json:"env,omitempty"`
+	// SecretEnv names those of Env whose values are credentials: redacted from this call's
+	// output like the Pod's own (and refused when too short to redact).
+	SecretEnv []string `json:"secretEnv,omitempty"`
 }
 
 // EncodeHandover is the Handover as one line.
@@ -75,6 +86,11 @@ func ReadHandover(r io.Reader) (Handover, error) {
 	if err != nil {
 		return Handover{}, fmt.Errorf("%w: %w", ErrNoHandover, err)
 	}
+	return decodeHandover(line)
+}
+
+// decodeHandover decodes one Handover line, refusing unknown fields.
+func decodeHandover(line []byte) (Handover, error) {
 	var h Handover
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()

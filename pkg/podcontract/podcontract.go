@@ -78,6 +78,29 @@ const (
 	NoArgsFile = "-"
 	// WarmOn is EnvWarm's value in a warm pool Pod.
 	WarmOn = "1"
+	// EnvSession ("1", SessionOn) starts the runner in session mode (both containers of a
+	// session Pod): the signer serves the operator's calls one after another over mutual
+	// TLS, the body side runs each and resets the container between them.
+	EnvSession = "TOOLGATE_SESSION"
+	SessionOn  = "1"
+	// EnvSessionTLSDir is the session signer's directory of SessionTLSCert, SessionTLSKey
+	// and SessionClientCA (a Secret volume mounted into the signer container only).
+	EnvSessionTLSDir = "TOOLGATE_SESSION_TLS_DIR"
+	SessionTLSDir    = "/var/run/toolgate-session-tls"
+	SessionTLSCert   = "tls.crt"
+	SessionTLSKey    = "tls.key"
+	SessionClientCA  = "client-ca.crt"
+	// EnvSessionAddr overrides the session signer's listen address (default ":" SessionPort;
+	// tests).
+	EnvSessionAddr = "TOOLGATE_SESSION_ADDR"
+	SessionPort    = 8443
+	// EnvSessionWipe overrides, in the body's container, the comma-separated directories
+	// whose contents the body side removes after each session call (default
+	// "/tmp,/dev/shm,$HOME");
+	// EnvWorkspace the workspace's mount path (default WorkspaceMountPath), which is never
+	// wiped.
+	EnvSessionWipe = "TOOLGATE_SESSION_WIPE"
+	EnvWorkspace   = "TOOLGATE_WORKSPACE"
 )
 
 // Labels and annotations on the Jobs and Pods toolgate creates. The API package re-exports

@@ -22,6 +22,9 @@ var common = map[string]bool{
 	"toolgate": true, "http/protobuf": true,
 	"TRACEPARENT": true, "OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_EXPORTER_OTLP_PROTOCOL": true,
 	"/dev/termination-log": true,
+	// Kubernetes' own data keys of a kubernetes.io/tls Secret (corev1.TLSCertKey,
+	// TLSPrivateKeyKey), which the session TLS Secret is
+	"tls.crt": true, "tls.key": true,
 	// the frame key Secret's data keys: words every error message uses
 	"key": true, "previous": true,
 }
