@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test: every stage, in two lanes that run at once, with one timing line per stage.
 #
-#   lane 1: verify, test-unit, test-integration, chart-test, test-chaos-short (in turn)
-#   lane 2: test-e2e (make up when no healthy cluster is up, the real-cluster suite, teardown)
+#   lane 1: verify, test-unit, test-integration (in turn)
+#   lane 2: test-e2e (make up when no healthy cluster is up, the real-cluster suite, teardown),
+#           then chart-test and test-chaos-short
 #
 # The real-cluster suite mostly waits (on Pods, on Lease takeovers), so on two cores the
 # envtest lane fills its idle time: the two lanes together take little more than the longer
@@ -17,8 +18,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 MAKE="${MAKE:-make}"
-LANE1=(verify test-unit test-integration chart-test test-chaos-short)
-LANE2=(test-e2e)
+LANE1=(verify test-unit test-integration)
+LANE2=(test-e2e chart-test test-chaos-short)
 results="$(mktemp -d)"
 trap 'rm -rf "$results"' EXIT
 
