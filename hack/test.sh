@@ -9,7 +9,7 @@
 # envtest lane fills its idle time: the two lanes together take little more than the longer
 # one (docs/testing.md). What both lanes would otherwise build or install at the same moment
 # (tools, the Kubernetes binaries, Chromium from apt, the npm packages, the CLI, Jaeger) is
-# prepared first, in turn. Lane 2's output is prefixed "[e2e] ". A failing stage ends its
+# prepared first, in turn. Lane 2's output is prefixed "[lane 2] ". A failing stage ends its
 # lane; the other lane runs to its end (a cluster test-e2e started is always torn down), and
 # make test fails naming every stage that failed.
 #
@@ -57,7 +57,7 @@ if [ "${TEST_LANES:-2}" = 1 ]; then
   run_stages lane1 "${LANE1[@]}" && run_stages lane2 "${LANE2[@]}"
 else
   # Lane 2 in the background, its lines prefixed as they come (sed -u: line-buffered).
-  (run_stages lane2 "${LANE2[@]}" 2>&1 | sed -u 's/^/[e2e] /') &
+  (run_stages lane2 "${LANE2[@]}" 2>&1 | sed -u 's/^/[lane 2] /') &
   lane2=$!
   run_stages lane1 "${LANE1[@]}"
   wait "$lane2"
