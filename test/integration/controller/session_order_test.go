@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/internal/podspec"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
 
@@ -45,7 +44,7 @@ var _ = Describe("Calls of one session run in the order they were issued", Label
 		}
 		Expect(created).To(HaveEach(created[0]), "the three calls are created within one second")
 
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "z-write") }).WithContext(ctx).Should(BeTrue())
+		startsNext(ctx, ns, "z-write")
 		Eventually(func(g Gomega) {
 			g.Expect(getCall(ctx, g, ns, "m-sh")).To(HavePhase(v1alpha1.PhaseQueued))
 			g.Expect(getCall(ctx, g, ns, "a-read")).To(HavePhase(v1alpha1.PhaseQueued))
@@ -54,17 +53,13 @@ var _ = Describe("Calls of one session run in the order they were issued", Label
 			Expect(getCall(ctx, Default, ns, name).Status.IssuedRevision).NotTo(BeEmpty(), "%s's order is recorded", name)
 		}
 
-		finish(ctx, ns, podspec.JobName("z-write", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "z-write")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "m-sh") }).WithContext(ctx).Should(BeTrue())
-		Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, "a-read") }).WithContext(ctx).
-			WithTimeout(ConsistentDuration).Should(BeFalse(), "the read waits for the barrier issued before it")
+		endHeld(ctx, ns, "z-write")
+		startsNext(ctx, ns, "m-sh")
+		staysQueued(ctx, ns, "a-read", "the read waits for the barrier issued before it")
 
-		finish(ctx, ns, podspec.JobName("m-sh", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "m-sh")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "a-read") }).WithContext(ctx).Should(BeTrue())
-		finish(ctx, ns, podspec.JobName("a-read", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "a-read")).To(HavePhase(v1alpha1.PhaseSucceeded))
+		endHeld(ctx, ns, "m-sh")
+		startsNext(ctx, ns, "a-read")
+		endHeld(ctx, ns, "a-read")
 	})
 
 	It("never makes one requester wait on another's barrier with the same session name", func(ctx SpecContext) {
@@ -77,11 +72,10 @@ var _ = Describe("Calls of one session run in the order they were issued", Label
 			return MakeToolCall(name, ns).Tool("order-long").Session("shared").Args(map[string]any{}).Obj()
 		}
 		Expect(robot.Create(ctx, call("robot-1"))).To(Succeed())
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "robot-1") }).WithContext(ctx).Should(BeTrue())
+		startsNext(ctx, ns, "robot-1")
 
 		Expect(mallory.Create(ctx, call("mallory-1"))).To(Succeed())
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "mallory-1") }).WithContext(ctx).
-			Should(BeTrue(), "mallory's barrier starts while robot's runs")
+		startsNext(ctx, ns, "mallory-1") // mallory's barrier starts while robot's runs
 		Expect(getCall(ctx, Default, ns, "robot-1").Status.Phase.IsTerminal()).To(BeFalse(), "robot's barrier still runs")
 
 		Expect(robot.Create(ctx, call("robot-2"))).To(Succeed())
@@ -89,12 +83,9 @@ var _ = Describe("Calls of one session run in the order they were issued", Label
 			g.Expect(getCall(ctx, g, ns, "robot-2")).To(HavePhase(v1alpha1.PhaseQueued))
 		}).WithContext(ctx).Should(Succeed(), "robot's own next call waits for robot's barrier")
 
-		finish(ctx, ns, podspec.JobName("robot-1", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "robot-1")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "robot-2") }).WithContext(ctx).Should(BeTrue())
-		for _, name := range []string{"mallory-1", "robot-2"} {
-			finish(ctx, ns, podspec.JobName(name, 1), Outcome{Echo: true})
-			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
-		}
+		endHeld(ctx, ns, "robot-1")
+		startsNext(ctx, ns, "robot-2")
+		endHeld(ctx, ns, "mallory-1")
+		endHeld(ctx, ns, "robot-2")
 	})
 })
