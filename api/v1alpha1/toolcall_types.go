@@ -88,7 +88,8 @@ type ToolCallSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable (only spec.cancel may be set)"
 	Scope string `json:"scope,omitempty"`
 
-	// session groups calls that are ordered by creation (see ToolSpec.concurrencySafe).
+	// session groups the calls of one requester in one scope, run in the order they were
+	// issued (status.issuedRevision; see ToolSpec.concurrencySafe).
 	// Empty: the call is on its own. 1 to 253 letters, digits and . _ : / @ + = - (no
 	// spaces, control, escape, bidi or zero-width characters: the agent chooses it and
 	// people read it).
@@ -157,6 +158,7 @@ type ToolCallSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.verdict) || oldSelf.verdict != 'Deny' || (has(self.verdict) && self.verdict == 'Deny')",message="a Deny verdict is final"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.result) || (has(self.result) && self.result == oldSelf.result)",message="result is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.resultDigest) || (has(self.resultDigest) && self.resultDigest == oldSelf.resultDigest)",message="resultDigest is immutable once set"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.issuedRevision) || (has(self.issuedRevision) && self.issuedRevision == oldSelf.issuedRevision)",message="issuedRevision is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.argumentsDigest) || (has(self.argumentsDigest) && self.argumentsDigest == oldSelf.argumentsDigest)",message="argumentsDigest is immutable once set"
 // +kubebuilder:validation:XValidation:rule="!has(self.phase) || !(self.phase in ['Succeeded', 'Failed', 'Denied']) || has(self.result)",message="a terminal phase requires a result"
 // +kubebuilder:validation:XValidation:rule="has(self.result) == has(self.resultDigest)",message="result and resultDigest are set together"
@@ -205,6 +207,15 @@ type ToolCallStatus struct {
 	// +listMapKey=attempt
 	// +kubebuilder:validation:MaxItems=10
 	Attempts []Attempt `json:"attempts,omitempty"`
+
+	// issuedRevision orders the calls of a session (scope, spec.session, requester) in the
+	// order they were issued: the call's metadata.resourceVersion at creation, as the
+	// operator first saw it (resource versions of one resource are comparable integers,
+	// KEP-5504). Set at admission for a call with a session; immutable once set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]*$`
+	IssuedRevision string `json:"issuedRevision,omitempty"`
 
 	// admittedTime is when the pure stages admitted the call.
 	// +optional

@@ -37,6 +37,9 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	if err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &v1alpha1.ToolCall{}, executor.IndexSessionKey, executor.BySessionKey); err != nil {
+		return err
+	}
 	err = indexer.IndexField(ctx, &v1alpha1.Tool{}, registration.IndexToolName, func(o client.Object) []string {
 		t, ok := o.(*v1alpha1.Tool)
 		if !ok {
@@ -75,15 +78,16 @@ func approvalToCall(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}}
 }
 
-// sessionPeers maps a call to the queued calls of its session: when one call changes
-// (admitted, finished), the calls waiting behind it re-check whether they may start.
+// sessionPeers maps a call to the queued calls of its session (executor.SessionKey): when
+// one call changes (admitted, finished), the calls waiting behind it re-check whether they
+// may start.
 func (r *Reconciler) sessionPeers(ctx context.Context, o client.Object) []reconcile.Request {
 	call, ok := o.(*v1alpha1.ToolCall)
 	if !ok || call.Spec.Session == "" {
 		return nil
 	}
 	peers := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSession: call.Spec.Session}); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSessionKey: executor.SessionKey(call)}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -38,6 +38,7 @@ func (ad *admitter) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	call.Status.ObservedGeneration = call.Generation
+	r.issued.stamp(call)
 	outcome := ad.runAdmission(reg, call)
 	traceAdmission(ctx, start, outcome, r.Clock.Now())
 	if outcome.verdict == pipeline.Allow {

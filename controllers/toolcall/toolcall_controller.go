@@ -66,6 +66,8 @@ type Reconciler struct {
 	frozen frozenargs.Store
 	// decided keeps the outcomes whose recording waits for their Pods (toolcall_stopping.go).
 	decided decidedEnds
+	// issued keeps session calls' first-seen resourceVersions until admission records them (session_order.go).
+	issued issuedRevisions
 	// isolation checks tool Pods' network isolation (toolcall_isolation.go), built once.
 	isolationOnce sync.Once
 	isolation     *netisolation.Enforcer
@@ -100,6 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.notices.forgetNotified(req.NamespacedName)
 			r.frozen.Forget(req.NamespacedName)
 			r.decided.forget(req.NamespacedName)
+			r.issued.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)
 			return ctrl.Result{}, err
 		}
@@ -122,6 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.audit.auditRecovered(ctx, call)
 		return r.retention.expire(ctx, call, retained)
 	}
+	r.issued.see(call) // before this pass's first write moves the resourceVersion
 	if err := r.retention.ensureRecordFinalizer(ctx, call); err != nil {
 		return ctrl.Result{}, err
 	}

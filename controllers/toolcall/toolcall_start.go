@@ -2,7 +2,6 @@ package toolcall
 
 import (
 	"context"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,15 +55,17 @@ func (r *Reconciler) startWhenRunnable(ctx context.Context, call *v1alpha1.ToolC
 	return r.execute(ctx, call)
 }
 
-// runnable applies the session's concurrency rule: calls of a session in creation order;
-// an unsafe call is a barrier. Calls not yet admitted count as barriers (their tool is not
-// known yet), so a later call never overtakes them.
+// runnable applies the session's concurrency rule: the calls of a session
+// (executor.SessionKey: scope, spec.session, requester) in the order they were issued
+// (orderOfIssue); an unsafe call is a barrier. Calls not yet admitted count as barriers
+// (their tool is not known yet), so a later call never overtakes them; they are the same
+// requester's own calls, so no one else's call can hold a session back.
 func (r *Reconciler) runnable(ctx context.Context, call *v1alpha1.ToolCall) (bool, error) {
 	if call.Spec.Session == "" {
 		return true, nil
 	}
 	peers := &v1alpha1.ToolCallList{}
-	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSession: call.Spec.Session}); err != nil {
+	if err := r.List(ctx, peers, client.InNamespace(call.Namespace), client.MatchingFields{executor.IndexSessionKey: executor.SessionKey(call)}); err != nil {
 		return false, err
 	}
 	items := peers.Items
@@ -78,13 +79,7 @@ func (r *Reconciler) runnable(ctx context.Context, call *v1alpha1.ToolCall) (boo
 	if !found {
 		items = append(items, *call)
 	}
-	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i].CreationTimestamp, items[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
-		}
-		return items[i].Name < items[j].Name
-	})
+	orderOfIssue(items, r.issued.of)
 	calls := make([]pipeline.SessionCall, 0, len(items))
 	for i := range items {
 		st := items[i].Status

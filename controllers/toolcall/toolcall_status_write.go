@@ -36,6 +36,7 @@ func (w *statusWriter) writeStatus(ctx context.Context, call *v1alpha1.ToolCall)
 		r.audit.pending.forget(client.ObjectKeyFromObject(call))
 		r.frozen.Forget(client.ObjectKeyFromObject(call))
 		r.decided.forget(client.ObjectKeyFromObject(call))
+		r.issued.forget(client.ObjectKeyFromObject(call))
 		r.audit.emitAudit(ctx, call, false)
 	}
 	return nil

@@ -18,6 +18,26 @@ func jobExists(ctx SpecContext, g Gomega, ns, call string) bool {
 	return err == nil
 }
 
+// endHeld ends a held call's first attempt with an echo and waits for it to succeed.
+func endHeld(ctx SpecContext, ns, call string) {
+	GinkgoHelper()
+	finish(ctx, ns, podspec.JobName(call, 1), Outcome{Echo: true})
+	Expect(waitTerminal(ctx, ns, call)).To(HavePhase(v1alpha1.PhaseSucceeded))
+}
+
+// startsNext waits until the call's first attempt's Job exists.
+func startsNext(ctx SpecContext, ns, call string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, call) }).WithContext(ctx).Should(BeTrue(), "%s starts", call)
+}
+
+// staysQueued checks that the call's first attempt does not start for ConsistentDuration.
+func staysQueued(ctx SpecContext, ns, call, why string) {
+	GinkgoHelper()
+	Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, call) }).WithContext(ctx).
+		WithTimeout(ConsistentDuration).Should(BeFalse(), why)
+}
+
 var _ = Describe("Calls of one session", Label("session"), func() {
 	It("never run two unsafe calls at once, and start the next when the barrier ends", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
@@ -31,14 +51,11 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "second"}, c)).To(Succeed())
 			g.Expect(c).To(HavePhase(v1alpha1.PhaseQueued))
 		}).WithContext(ctx).Should(Succeed())
-		Consistently(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).
-			WithTimeout(ConsistentDuration).Should(BeFalse(), "the second unsafe call waits for the first")
+		staysQueued(ctx, ns, "second", "the second unsafe call waits for the first")
 
-		finish(ctx, ns, podspec.JobName("first", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "first")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		Eventually(func(g Gomega) bool { return jobExists(ctx, g, ns, "second") }).WithContext(ctx).Should(BeTrue())
-		finish(ctx, ns, podspec.JobName("second", 1), Outcome{Echo: true})
-		Expect(waitTerminal(ctx, ns, "second")).To(HavePhase(v1alpha1.PhaseSucceeded))
+		endHeld(ctx, ns, "first")
+		startsNext(ctx, ns, "second")
+		endHeld(ctx, ns, "second")
 	})
 
 	It("run concurrency-safe calls in parallel", func(ctx SpecContext) {
@@ -54,8 +71,7 @@ var _ = Describe("Calls of one session", Label("session"), func() {
 			}
 		}).WithContext(ctx).Should(Succeed())
 		for _, name := range []string{"r1", "r2", "r3"} {
-			finish(ctx, ns, podspec.JobName(name, 1), Outcome{Echo: true})
-			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
+			endHeld(ctx, ns, name)
 		}
 	})
 })
