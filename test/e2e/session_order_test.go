@@ -37,6 +37,8 @@ var _ = Describe("the order of a session's calls", Label("session-order", "works
 			prefix := "e2e-order-" + rand.String(5) + "-"
 			issueAs(ctx, agent, prefix+"z-write", scope, session, "write_file", map[string]any{"path": "f", "content": "old\n"})
 			issueAs(ctx, agent, prefix+"m-sh", scope, session, "sh", map[string]any{"command": "sleep 2; echo new > f"})
+			// The agent's own pause between issuing the sh and the read (the reported run's
+			// 200 ms): part of the scenario, not a wait for anything.
 			time.Sleep(200 * time.Millisecond)
 			read := issueAs(ctx, agent, prefix+"a-read", scope, session, "read_file", map[string]any{"path": "f"})
 			got := succeeded(waitTerminal(ctx, read, callTimeout))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -165,10 +166,9 @@ func TestKueueAdmitsSuspendedJobs(t *testing.T) {
 	}
 	waitFor(ctx, t, fmt.Sprintf("%d burst Jobs admitted", nominalCPU), func() bool { return running() == nominalCPU })
 	t.Logf("burst of %d one-cpu Jobs: %d admitted after %v", burst, nominalCPU, time.Since(created).Round(time.Millisecond))
-	time.Sleep(2 * time.Second)
-	if n := running(); n != nominalCPU {
-		t.Fatalf("%d burst Jobs unsuspended, want %d (the ClusterQueue's cpu)", n, nominalCPU)
-	}
+	// No more than the quota is admitted while the admitted ones run.
+	gomega.NewWithT(t).Consistently(running).WithContext(ctx).WithTimeout(2*time.Second).WithPolling(100*time.Millisecond).
+		Should(gomega.Equal(nominalCPU), "burst Jobs unsuspended beyond the ClusterQueue's cpu")
 	for i := range burst {
 		if workloadOf(ctx, t, c, fmt.Sprintf("burst-%d", i)) == "" {
 			t.Fatalf("burst-%d has no Workload: it is not queued", i)
@@ -311,13 +311,8 @@ func workloadOf(ctx context.Context, t *testing.T, c client.Client, jobName stri
 
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(cond).WithContext(ctx).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).
+		Should(gomega.BeTrue(), "timed out waiting for %s", what)
 }
 
 func must(t *testing.T, err error) {
