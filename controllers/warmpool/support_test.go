@@ -62,6 +62,11 @@ func TestSupportTableAndAPIAgree(t *testing.T) {
 			t.Errorf("%s is not supported by the warm executor and its pool is accepted: want it kept at 0, got %d (refused: %q)", name, Size(spec), refused)
 		case !Supports.Has(name) && !poolOfUnclaimable[name] && refused == "":
 			t.Errorf("%s is not supported by the warm executor, and no CEL rule refuses a pool for it", name)
+		case !Supports.Has(name) && Size(spec) != 0:
+			// A pool the API refuses is still kept at 0 should one get past it (stored before
+			// the rule, or the rule dropped): its Pods would hold, e.g., a Secret's value
+			// before any call.
+			t.Errorf("%s is not supported by the warm executor, but its pool is kept at %d, want 0", name, Size(spec))
 		}
 		spec.WarmPool = nil
 		if refused := refusedBy(t, rules, spec); refused != "" {
