@@ -21,22 +21,28 @@ type List []Feature
 // Used is the set of the features spec uses.
 func (l List) Used(spec *v1alpha1.ToolSpec) Set {
 	var s Set
-	for _, f := range l {
-		if spec != nil && f.Uses(spec) {
-			s = append(s, f.Name())
-		}
+	for _, f := range l.usedBy(spec) {
+		s = append(s, f.Name())
 	}
 	return s
 }
 
 // used are the features the call's tool snapshot uses.
 func (l List) used(call *v1alpha1.ToolCall) List {
-	if call.Status.Tool == nil || call.Status.Tool.Spec == nil {
+	if call.Status.Tool == nil {
+		return nil
+	}
+	return l.usedBy(call.Status.Tool.Spec)
+}
+
+// usedBy are the features spec uses (none for no spec).
+func (l List) usedBy(spec *v1alpha1.ToolSpec) List {
+	if spec == nil {
 		return nil
 	}
 	var out List
 	for _, f := range l {
-		if f.Uses(call.Status.Tool.Spec) {
+		if f.Uses(spec) {
 			out = append(out, f)
 		}
 	}
