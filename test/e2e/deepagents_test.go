@@ -52,7 +52,7 @@ var _ = Describe("LangChain deepagents with toolgate as its sandbox backend", La
 		Expect(err).NotTo(HaveOccurred(), "clients/typescript is built (make ts-client; make test-e2e runs it)")
 
 		const sa = "e2e-deepagents"
-		scope := workspaceScope(ctx)
+		scope := workspaceScopeRetained(ctx, wsRetentionKept)
 		user := scopeServiceAccount(ctx, scope, sa)
 		token := mintToken(ctx, sa, "toolgate")
 		url := startSessionGateway(ctx, scope)

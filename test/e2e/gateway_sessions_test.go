@@ -30,7 +30,7 @@ import (
 var _ = Describe("the MCP gateway with a workspace per client session", Label("gateway", "mcp", "workspace"), func() {
 	It("gives two MCP sessions of one ServiceAccount two workspaces, and a stateless key its own", func(ctx SpecContext) {
 		const sa = "e2e-session-agent"
-		scope := workspaceScope(ctx)
+		scope := workspaceScopeRetained(ctx, wsRetentionKept)
 		user := scopeServiceAccount(ctx, scope, sa)
 		token := mintToken(ctx, sa, "toolgate")
 		twoSessionsTwoWorkspaces(ctx, startSessionGateway(ctx, scope), token, user, "e2e-task")

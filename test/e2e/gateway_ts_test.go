@@ -241,7 +241,7 @@ func deleteWithApproval(call *toolgatev1alpha1.ToolCall) {
 var _ = Describe("the MCP gateway with a workspace per client session, to the TypeScript SDK's client", Label("gateway", "typescript", "workspace"), func() {
 	It("gives two MCP sessions of one ServiceAccount two workspaces", func(ctx SpecContext) {
 		const sa = "e2e-ts-session-agent"
-		scope := workspaceScope(ctx)
+		scope := workspaceScopeRetained(ctx, wsRetentionKept)
 		user := scopeServiceAccount(ctx, scope, sa)
 		url := startSessionGateway(ctx, scope)
 		got := runTS(ctx, nil, url, mintToken(ctx, sa, "toolgate"), "sessions")

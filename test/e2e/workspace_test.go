@@ -27,12 +27,24 @@ import (
 // wsRetention is the spec scope's retention: short, so that the claim's deletion is seen.
 const wsRetention = 15 * time.Second
 
-// workspaceScope creates a scope declaring a workspace and copies the example workspace
-// tools (and sh mounted ReadOnly, as ro_sh) into it; deleted when the spec ends.
+// wsRetentionKept is the retention of a scope whose specs run many calls over a session and
+// never wait for its claim's deletion: long enough that a loaded node's gaps between a
+// session's calls never let the claim go between them.
+const wsRetentionKept = 10 * time.Minute
+
+// workspaceScope creates a scope declaring a workspace (retention wsRetention) and copies
+// the example workspace tools (and sh mounted ReadOnly, as ro_sh) into it; deleted when the
+// spec ends.
 func workspaceScope(ctx context.Context) string {
 	GinkgoHelper()
+	return workspaceScopeRetained(ctx, wsRetention)
+}
+
+// workspaceScopeRetained is workspaceScope with the given retention.
+func workspaceScopeRetained(ctx context.Context, retention time.Duration) string {
+	GinkgoHelper()
 	scope := "e2e-ws-" + rand.String(5)
-	s := toolgatetest.MakeToolScope(scope, demoNS).Subjects("agent").Workspace("64Mi", wsRetention).Obj()
+	s := toolgatetest.MakeToolScope(scope, demoNS).Subjects("agent").Workspace("64Mi", retention).Obj()
 	metav1.SetMetaDataLabel(&s.ObjectMeta, e2eLabel, "true")
 	Expect(admin.Create(ctx, s)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, s))).To(Succeed()) })
