@@ -139,6 +139,13 @@ const (
 
 	// ReasonQueued: (Executed=Unknown) an earlier call of the same session must finish first.
 	ReasonQueued = "Queued"
+	// ReasonWaitingForAdmission: (Executed=Unknown) the attempt's Job is created suspended
+	// and waits for Kueue (or the operator's start bound) to admit it; the tool's timeout
+	// has not started.
+	ReasonWaitingForAdmission = "WaitingForAdmission"
+	// ReasonNotAdmitted: (result, Executed=False) the attempt's Job waited past its bound
+	// (ToolScope admission.maxWait) for admission and was deleted; the body never ran.
+	ReasonNotAdmitted = "NotAdmitted"
 	// ReasonRunning: (Executed=Unknown) the attempt's Job is created or about to be; the body runs.
 	ReasonRunning = "Running"
 	// ReasonStopping: (Executed=Unknown) the attempt was stopped (cancelled, deleted) or ended

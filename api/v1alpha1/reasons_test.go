@@ -39,6 +39,8 @@ var controllerReasons = map[string]string{
 	"NoWorkspace":                    "ToolCall: result, Executed=False (no scope on the chain declares a workspace)",
 	"WorkspaceUnbound":               "ToolCall: result, Executed=False (the session's claim did not bind in time)",
 	"WorkspaceCredentialsUnrecorded": "ToolCall: result, Executed=False (the session's claim cannot record the credentials its files may hold)",
+	"WaitingForAdmission":            "ToolCall: Executed=Unknown (the attempt's Job waits, suspended, for admission)",
+	"NotAdmitted":                    "ToolCall: result, Executed=False (the attempt's Job was not admitted within its bound)",
 }
 
 // stringConsts returns the string constants declared in the non-test Go files of dir whose

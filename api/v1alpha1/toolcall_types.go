@@ -333,17 +333,19 @@ type Attempt struct {
 	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`
 
-	// path is how the attempt ran: Cold (a Job of its own) or Warm (a claimed pool Pod).
-	// Absent: Cold (calls admitted before warm pools existed).
+	// path is how the attempt ran: Cold (a Job of its own), Warm (a claimed pool Pod) or
+	// Session (its session's sandbox Pod). Absent: Cold (calls admitted before warm pools
+	// existed).
 	// +optional
 	Path ExecutionPath `json:"path,omitempty"`
 
-	// podName is the warm pool Pod the attempt claimed (Warm only).
+	// podName is the warm pool Pod the attempt claimed (Warm), or the session Pod it ran in
+	// (Session).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PodName string `json:"podName,omitempty"`
 
-	// handoverTime is when the frozen arguments reached the warm Pod's runner (Warm only;
+	// handoverTime is when the frozen arguments reached the Pod's runner (Warm, Session;
 	// written with the attempt's outcome, absent when the operator restarted meanwhile).
 	// startTime is when the Pod was claimed, completionTime when the outcome was read.
 	// +optional
@@ -356,7 +358,7 @@ type Attempt struct {
 }
 
 // ExecutionPath is how an attempt's body ran.
-// +kubebuilder:validation:Enum=Cold;Warm
+// +kubebuilder:validation:Enum=Cold;Warm;Session
 type ExecutionPath string
 
 // Execution paths.
@@ -365,6 +367,8 @@ const (
 	PathCold ExecutionPath = "Cold"
 	// PathWarm runs the attempt in a claimed Pod of the tool's warm pool.
 	PathWarm ExecutionPath = "Warm"
+	// PathSession runs the attempt in its session's sandbox Pod (ToolScope sessionSandbox).
+	PathSession ExecutionPath = "Session"
 )
 
 // ToolResult is the frozen outcome of a call, shaped for the model (an MCP tool result).

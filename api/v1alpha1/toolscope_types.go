@@ -86,6 +86,50 @@ type ToolScopeSpec struct {
 	// created afterwards.
 	// +optional
 	Workspace *Workspace `json:"workspace,omitempty"`
+
+	// sessionSandbox runs the calls of each session (spec.session, per requester) made in
+	// this scope, or in a scope below it that declares none, in long-lived sandbox Pods —
+	// one per tool of the session — instead of a Pod per call, every per-call promise kept
+	// (docs/session-sandboxes.md). Absent: the nearest ancestor's declaration applies; none
+	// on the chain, every call runs in a Pod of its own.
+	// +optional
+	SessionSandbox *SessionSandbox `json:"sessionSandbox,omitempty"`
+
+	// admission puts the Jobs of calls made in this scope, or in a scope below it that
+	// declares none, behind a Kueue LocalQueue: they are created suspended and run when
+	// Kueue admits them (docs/bursts.md). Absent: the nearest ancestor's declaration
+	// applies; none on the chain, the operator's --admission-queue (none by default).
+	// +optional
+	Admission *Admission `json:"admission,omitempty"`
+}
+
+// SessionSandbox is a scope's declaration of session sandbox Pods.
+type SessionSandbox struct {
+	// idleTimeout is how long a session's Pod is kept after its last call ended; then it is
+	// deleted (a later call of the session starts a new one; the workspace stays for its own
+	// retention). Default: the operator's --session-idle-timeout (5m); capped at its
+	// --session-idle-ceiling (1h). Between 10s and 24h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="idleTimeout must be between 10s and 24h"
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+}
+
+// Admission is a scope's declaration of Kueue admission for its calls' Jobs.
+type Admission struct {
+	// queueName is the Kueue LocalQueue, in the call's namespace, the calls' Jobs are
+	// submitted to (label kueue.x-k8s.io/queue-name); empty: the operator's
+	// --admission-queue.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	QueueName string `json:"queueName,omitempty"`
+
+	// maxWait bounds how long an attempt waits for admission; past it the call ends Failed,
+	// NotAdmitted (never DeadlineExceeded: the tool's timeout counts from admission).
+	// Default: the operator's --admission-max-wait (10m). Between 1s and 24h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="maxWait must be between 1s and 24h"
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
 }
 
 // ToolScopeStatus is the resolved state of a ToolScope, written by the controller.
