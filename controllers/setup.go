@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor/sessionexec"
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/framekeys"
 	"github.com/toolgate/toolgate/controllers/history"
@@ -33,6 +34,12 @@ type WarmExecutor = warmexec.WarmExecutor
 
 // WarmStream is what a WarmExecutor saw of one warm attempt (warmexec.WarmStream).
 type WarmStream = warmexec.WarmStream
+
+// SessionTransport carries one session call to its session Pod (sessionexec.Transport).
+type SessionTransport = sessionexec.Transport
+
+// SessionReply is what a SessionTransport saw of one call (sessionexec.Reply).
+type SessionReply = sessionexec.Reply
 
 // PodAttach is the WarmExecutor of a real cluster: pods/attach (warmexec.PodAttach).
 type PodAttach = warmexec.PodAttach
@@ -80,6 +87,8 @@ type Options struct {
 	Warm WarmExecutor
 	// Tracer exports a trace of every ToolCall (TraceTo); nil: no tracing.
 	Tracer CallTracer
+	// Session carries session calls to their session Pods; nil: direct mutual TLS.
+	Session SessionTransport
 }
 
 // CacheOptions restricts the manager's Pod and Job informers to toolgate's own objects, so
@@ -135,7 +144,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	setups := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&toolcall.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
-			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, Keys: keys},
+			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, Keys: keys, Session: opts.Session},
 		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
 		&history.Reconciler{Client: mgr.GetClient(), Succeeded: opts.Call.Retention.HistorySucceeded, Failed: opts.Call.Retention.HistoryFailed},
 		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},

@@ -62,6 +62,7 @@ func main() {
 	notifyOpts := bindNotify(flag.CommandLine)
 	egressOpts := bindEgressProxy(flag.CommandLine)
 	tracingOpts := bindTracing(flag.CommandLine)
+	sessionOpts := bindSession(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -119,6 +120,11 @@ func main() {
 
 	if opts.EgressProxy, err = egressOpts.options(); err != nil {
 		log.Error(err, "invalid egress proxy settings")
+		os.Exit(2)
+	}
+
+	if opts.Session, err = sessionOpts.options(); err != nil {
+		log.Error(err, "invalid session sandbox settings")
 		os.Exit(2)
 	}
 

@@ -63,17 +63,19 @@ func (b *Binder) Bind(ctx context.Context, call *toolgatev1alpha1.ToolCall, pod 
 	if err != nil {
 		return false // no address yet: the Pod's next status update brings it
 	}
-	if b.isBound(pod.UID) {
+	// One Pod runs many attempts (a session Pod): a grant is bound per Pod and attempt.
+	key := types.UID(fmt.Sprintf("%s/%s/%d", pod.UID, call.UID, attempt))
+	if b.isBound(key) {
 		return false
 	}
 	err = postPodBinding(ctx, b.Options, string(call.UID), attempt, ip.Unmap().String())
 	if err == nil {
-		b.markBound(pod.UID, GrantExpiry(deadline), now)
+		b.markBound(key, GrantExpiry(deadline), now)
 		ctrl.LoggerFrom(ctx).Info("bound the egress grant to its Pod", "pod", pod.Name, "attempt", attempt)
 		return false
 	}
 	ctrl.LoggerFrom(ctx).Info("egress grant not bound to its Pod; retrying", "pod", pod.Name, "attempt", attempt, "error", err.Error())
-	if b.firstFailure(pod.UID, GrantExpiry(deadline), now) {
+	if b.firstFailure(key, GrantExpiry(deadline), now) {
 		events.Emit(b.Recorder, call, corev1.EventTypeWarning, EventBindFailed, "BindEgress",
 			fmt.Sprintf("the egress proxy could not be told the address of Pod %s (attempt %d): %v; until it is, the proxy holds the attempt's requests and then refuses them", pod.Name, attempt, err))
 	}

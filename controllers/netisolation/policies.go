@@ -151,7 +151,8 @@ func ToolNetworkPolicies(ns string, except []string) []*networkingv1.NetworkPoli
 // network mode requires; "" when they do. Policies select a Pod additively: a Pod is
 // isolated for a direction when any policy selecting it has that policy type, and then
 // allowed exactly the union of those policies' rules. network None needs both directions
-// isolated and no rule at all; Egress needs both isolated and no ingress rule. With
+// isolated and no rule at all; Egress needs both isolated and no ingress rule — but for a
+// session Pod, ingress to its signer's port alone (sessionPortOnly). With
 // ownedEgress non-nil (ensure mode) every egress rule must also come from one of those
 // policies, toolgate's own; nil (require mode) lets the platform's policies add egress.
 func Gap(network toolgatev1alpha1.NetworkMode, podLabels map[string]string, policies []networkingv1.NetworkPolicy, ownedEgress []string) string {
@@ -173,7 +174,7 @@ func Gap(network toolgatev1alpha1.NetworkMode, podLabels map[string]string, poli
 		}
 		ingressIsolated = ingressIsolated || slices.Contains(types, networkingv1.PolicyTypeIngress)
 		egressIsolated = egressIsolated || slices.Contains(types, networkingv1.PolicyTypeEgress)
-		if len(p.Spec.Ingress) > 0 {
+		if len(p.Spec.Ingress) > 0 && (set[podcontract.LabelSessionPod] == "" || !sessionPortOnly(p)) {
 			ingressFrom = append(ingressFrom, p.Name)
 		}
 		if len(p.Spec.Egress) > 0 && (network == toolgatev1alpha1.NetworkNone || ownedEgress != nil && !slices.Contains(ownedEgress, p.Name)) {

@@ -41,13 +41,36 @@ type Call struct {
 	Retention Retention
 	// Workspace configures session workspaces (controllers/workspace).
 	Workspace workspace.Options
+	// Session configures session sandbox Pods (controllers/executor/sessionexec).
+	Session Session
+}
+
+// Session configures session sandbox Pods: how long one is kept idle, how many may run,
+// and who may reach their signers.
+type Session struct {
+	// IdleTimeout is how long a session Pod is kept after its last call ended when its
+	// scope says nothing (--session-idle-timeout); IdleCeiling caps any scope's
+	// (--session-idle-ceiling).
+	IdleTimeout, IdleCeiling time.Duration
+	// MaxPerNamespace and MaxPerRequester cap the session Pods of one namespace and of one
+	// requester (all namespaces); a call past a cap runs in a Pod of its own (cold).
+	MaxPerNamespace, MaxPerRequester int
+	// OperatorNamespace and OperatorLabels select the operator's Pods: the only peers the
+	// session Pods' NetworkPolicy lets reach their signers (empty namespace: any namespace).
+	OperatorNamespace string
+	OperatorLabels    map[string]string
+}
+
+// DefaultSession are the session settings used when the manager is given none.
+func DefaultSession() Session {
+	return Session{IdleTimeout: 5 * time.Minute, IdleCeiling: time.Hour, MaxPerNamespace: 50, MaxPerRequester: 20}
 }
 
 // DefaultCall are the settings used when the manager is given none.
 func DefaultCall() Call {
 	return Call{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetention()}
+		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetention(), Session: DefaultSession()}
 }
 
 // Retention says how long finished calls are kept and what their audit record holds.

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor"
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
+	"github.com/toolgate/toolgate/controllers/executor/sessionexec"
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/feature/all"
@@ -31,6 +32,12 @@ func (r *Reconciler) executors() []executor.Executor {
 			Logs: r.Logs, Options: r.Options, Recorder: r.Recorder, Isolate: r.enforcer().Ensure, Keys: r.Keys, Frozen: &r.frozen,
 			Features: r.features()}
 		r.execs = []executor.Executor{warmexec.New(env, r.Warm), jobexec.New(env)}
+		// A session call runs in its session's Pod before any other executor is asked.
+		if sx, err := sessionexec.New(env, r.Session); err == nil {
+			r.execs = append([]executor.Executor{sx}, r.execs...)
+		} else {
+			ctrl.Log.Error(err, "session sandboxes are off: every session call runs in a Pod of its own")
+		}
 	})
 	return r.execs
 }

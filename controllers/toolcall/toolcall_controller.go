@@ -16,12 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/executor/sessionexec"
 	"github.com/toolgate/toolgate/controllers/executor/warmexec"
 	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/framekeys"
@@ -52,6 +54,9 @@ type Reconciler struct {
 	Warm warmexec.WarmExecutor
 	// Tracer exports a trace of each call (tracer.go); nil: no tracing.
 	Tracer CallTracer
+	// Session carries session calls to their session Pods (controllers/executor/sessionexec);
+	// nil: direct mutual TLS to the Pods (sessionexec.TLSTransport).
+	Session sessionexec.Transport
 
 	// the collaborators (toolcall_collaborators.go), wired once by wire
 	wireOnce  sync.Once
@@ -176,6 +181,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, e := range r.executors() {
 		if w, ok := e.(executor.WakeSource); ok {
 			b = b.WatchesRawSource(source.Channel(w.Wakeups(), &handler.EnqueueRequestForObject{}))
+		}
+		if rp, ok := e.(interface{ Reaper() manager.Runnable }); ok {
+			if err := mgr.Add(rp.Reaper()); err != nil {
+				return err
+			}
 		}
 	}
 	return b.Named("toolcall").

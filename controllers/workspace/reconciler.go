@@ -171,6 +171,32 @@ func (r *Reconciler) deleteJobs(ctx context.Context, pvc *corev1.PersistentVolum
 			return err
 		}
 	}
+	return r.deleteSessionPods(ctx, pvc)
+}
+
+// deleteSessionPods deletes the session sandbox Pods (controllers/executor/sessionexec)
+// that mount the claim: a session Pod lives while its session is active, and the session
+// ends with its workspace. Their TLS Secrets go with them (owned by the Pod's scope, named
+// as the Pod: the session executor deletes a Secret whose Pod is gone).
+func (r *Reconciler) deleteSessionPods(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(pvc.Namespace), client.MatchingLabels{podcontract.LabelWorkspaceClaim: pvc.Name},
+		client.HasLabels{podcontract.LabelSessionPod}); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+		if err := r.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -97,6 +97,7 @@ func Register(count PhaseCounter) {
 	metrics.Registry.MustRegister(StageDuration, CallLatency, Verdicts, Outcomes, Deleted, JobsCreated)
 	metrics.Registry.MustRegister(approvalCollectors()...)
 	registerWarm()
+	registerSession()
 	registerWarmRun()
 	if count != nil {
 		metrics.Registry.MustRegister(&phaseCollector{count: count, desc: prometheus.NewDesc(

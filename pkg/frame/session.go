@@ -118,3 +118,14 @@ func (hr *HandoverReader) Next() (Handover, error) {
 		return h, nil
 	}
 }
+
+// EndsSession reports whether a session Pod's runner ends its session after a reply with
+// this reason (cmd/runner's "Session mode"): the operator replaces the Pod.
+func EndsSession(reason string) bool {
+	switch reason {
+	case ReasonHandoverRefused, ReasonInvalidConfiguration, ReasonArgumentsDigestMismatch, ReasonCredentialTooShort,
+		ReasonDeadlineExceeded, ReasonBodyLost, ReasonSessionResetFailed, ReasonResultUndelivered:
+		return true
+	}
+	return false
+}

@@ -132,6 +132,30 @@ const (
 	AnnotationClaimedBy = "toolgate.dev/claimed-by"
 )
 
+// Session sandboxes: the long-lived Pod in which one session's calls of one tool run
+// (controllers/executor/sessionexec), and its Secret of TLS material (the same name).
+const (
+	// LabelSessionPod on a session Pod (and its Secret) is the digest of what it is for:
+	// namespace, scope, session, requester and tool snapshot (its name holds it too).
+	LabelSessionPod = "toolgate.dev/session-pod"
+	// LabelSessionRequester on a session Pod is a digest of its requester (caps per
+	// requester count by it); AnnotationSessionRequester carries the requester exactly.
+	LabelSessionRequester      = "toolgate.dev/session-requester"
+	AnnotationSessionRequester = "toolgate.dev/session-requester"
+	// AnnotationSession on a session Pod is its spec.session; AnnotationSessionScope the
+	// call's spec.scope.
+	AnnotationSession      = "toolgate.dev/session-name"
+	AnnotationSessionScope = "toolgate.dev/session-scope"
+	// AnnotationSessionCA on a session Pod is the fingerprint of the operator process's
+	// session CA it trusts: only that process can reach it.
+	AnnotationSessionCA = "toolgate.dev/session-ca"
+	// AnnotationSessionSpec on a session Pod is the digest of the spec it was created with.
+	AnnotationSessionSpec = "toolgate.dev/session-spec"
+	// AnnotationSessionIdleTimeout on a session Pod is how long it is kept idle (a Go
+	// duration).
+	AnnotationSessionIdleTimeout = "toolgate.dev/session-idle-timeout"
+)
+
 // Session workspaces: the PersistentVolumeClaim the operator creates for each session of
 // a scope that declares a workspace, and where a tool Pod mounts it.
 const (

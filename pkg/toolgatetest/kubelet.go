@@ -101,6 +101,11 @@ type Kubelet struct {
 	handovers []WarmHandover
 	// poolPaused leaves new pool Pods Pending (PausePool).
 	poolPaused bool
+	// sessionCalls are the session Pods' handovers (kubelet_session.go), in order;
+	// sessionSeen the calls and attempts each Pod ran; sessionTurns each Pod's turn.
+	sessionCalls []SessionHandover
+	sessionSeen  map[types.UID]map[string]bool
+	sessionTurns map[types.UID]*sync.Mutex
 	// ws are the session workspaces' claims and files (kubelet_workspace.go).
 	ws workspaces
 	// trapsSIGTERM are the Pods whose bodies ignore SIGTERM (kubelet_termination.go).

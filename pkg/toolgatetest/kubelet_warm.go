@@ -92,6 +92,7 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	pod.Status.StartTime = &now
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
 	pod.Status.ContainerStatuses = runningStatuses(pod, true)
+	pod.Status.PodIP = simulatedPodIP(pod.UID)
 	return ctrl.Result{}, client.IgnoreNotFound(k.Status().Update(ctx, pod))
 }
 
@@ -157,11 +158,15 @@ func (w warmExecutor) Handover(ctx context.Context, key types.NamespacedName, li
 
 // scriptForPod is the script of a Pod's tool and attempt (a warm Pod's, or a Job's Pod's).
 func (k *Kubelet) scriptForPod(pod *corev1.Pod) Outcome {
+	attempt, _ := strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
+	return k.toolScript(pod.Annotations[podcontract.AnnotationTool], attempt)
+}
+
+// toolScript is the script of a tool's attempt.
+func (k *Kubelet) toolScript(tool string, attempt int) Outcome {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	tool := pod.Annotations[podcontract.AnnotationTool]
 	if list := k.attempts[tool]; len(list) > 0 {
-		attempt, _ := strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 		return list[min(max(attempt, 1), len(list))-1]
 	}
 	if o, ok := k.scripts[tool]; ok {

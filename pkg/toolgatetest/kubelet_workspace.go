@@ -142,7 +142,11 @@ func (k *Kubelet) store(key types.NamespacedName) *workspaceStore {
 
 // workspaceMount is the claim the Job's tool container mounts, and whether read-only.
 func workspaceMount(job *batchv1.Job) (claim string, readOnly bool) {
-	spec := job.Spec.Template.Spec
+	return specWorkspaceMount(&job.Spec.Template.Spec)
+}
+
+// specWorkspaceMount is the claim a Pod spec's tool container mounts, and whether read-only.
+func specWorkspaceMount(spec *corev1.PodSpec) (claim string, readOnly bool) {
 	for _, v := range spec.Volumes {
 		if v.Name == podcontract.WorkspaceVolume && v.PersistentVolumeClaim != nil {
 			claim, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
@@ -185,6 +189,21 @@ func (k *Kubelet) workspaceOutcome(job *batchv1.Job, o Outcome) Outcome {
 	args := expandEnv(signerSpec(&job.Spec.Template.Spec))[podcontract.EnvArgs]
 	ws := &Workspace{store: k.store(types.NamespacedName{Namespace: job.Namespace, Name: claim}), readOnly: readOnly}
 	return body(ws, []byte(args))
+}
+
+// sessionWorkspaceOutcome runs the tool's WorkspaceBody with a session call's arguments on
+// the workspace its session Pod mounts, if the tool has one and the Pod mounts a claim;
+// else o stands.
+func (k *Kubelet) sessionWorkspaceOutcome(pod *corev1.Pod, args []byte, o Outcome) Outcome {
+	claim, readOnly := specWorkspaceMount(&pod.Spec)
+	k.ws.mu.Lock()
+	body := k.ws.bodies[pod.Annotations[podcontract.AnnotationTool]]
+	k.ws.mu.Unlock()
+	if claim == "" || body == nil {
+		return o
+	}
+	ws := &Workspace{store: k.store(types.NamespacedName{Namespace: pod.Namespace, Name: claim}), readOnly: readOnly}
+	return body(ws, args)
 }
 
 // setupWorkspaces runs the claim side: bind new workspace claims, release deleted ones.

@@ -88,7 +88,7 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 		}
 	}
 	if m.Kubelet != nil {
-		setup.Logs, setup.Warm = m.Kubelet, warmExecutor{m.Kubelet}
+		setup.Logs, setup.Warm, setup.Session = m.Kubelet, warmExecutor{m.Kubelet}, sessionTransport{m.Kubelet}
 		if !opts.KubeletRunsApart {
 			m.Kubelet.SetClient(mgr.GetClient())
 			if err := m.Kubelet.SetupWithManager(mgr); err != nil {

@@ -32,3 +32,13 @@ func (w *ToolScopeWrapper) WorkspaceStorageClass(class string) *ToolScopeWrapper
 	w.Spec.Workspace.StorageClassName = &class
 	return w
 }
+
+// SessionSandbox sets spec.sessionSandbox: the scope's session calls run in session Pods,
+// kept idle for idle (0: the operator's default).
+func (w *ToolScopeWrapper) SessionSandbox(idle time.Duration) *ToolScopeWrapper {
+	w.Spec.SessionSandbox = &toolgatev1alpha1.SessionSandbox{}
+	if idle > 0 {
+		w.Spec.SessionSandbox.IdleTimeout = &metav1.Duration{Duration: idle}
+	}
+	return w
+}

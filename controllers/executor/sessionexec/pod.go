@@ -1,0 +1,201 @@
+package sessionexec
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// maxScopeChain bounds the walk up a call's scope chain (a cycle is refused at admission).
+const maxScopeChain = 32
+
+// declaration is the nearest scope on the call's chain (its own first) that declares
+// sessionSandbox; nil when none does.
+func (s *Executor) declaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, error) {
+	name := call.Spec.Scope
+	for range maxScopeChain {
+		if name == "" {
+			return nil, nil
+		}
+		scope := &v1alpha1.ToolScope{}
+		if err := s.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		if scope.Spec.SessionSandbox != nil {
+			return scope, nil
+		}
+		name = scope.Spec.Parent
+	}
+	return nil, nil
+}
+
+// idleTimeout is how long the scope's session Pods are kept idle: its own, else the
+// operator's default, never over the operator's ceiling.
+func (s *Executor) idleTimeout(scope *v1alpha1.ToolScope) time.Duration {
+	d := s.Options.Session.IdleTimeout
+	if decl := scope.Spec.SessionSandbox; decl != nil && decl.IdleTimeout != nil {
+		d = decl.IdleTimeout.Duration
+	}
+	if c := s.Options.Session.IdleCeiling; c > 0 && d > c {
+		d = c
+	}
+	return d
+}
+
+// sessionDigest identifies a session Pod: the call's namespace, scope, session and
+// requester, and its tool's snapshot (NUL-joined; none contains NUL).
+func sessionDigest(call *v1alpha1.ToolCall) string {
+	key := call.Namespace + "\x00" + call.Spec.Scope + "\x00" + call.Spec.Session + "\x00" + call.Spec.Requester +
+		"\x00" + call.Spec.Tool + "\x00" + podspec.SessionToolDigest(call.Status.Tool.Spec)
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])[:40]
+}
+
+// PodName is the name of the session Pod a call of a session runs in (and of its Secret).
+func PodName(call *v1alpha1.ToolCall) string {
+	return "toolgate-session-" + sessionDigest(call)
+}
+
+func requesterDigest(requester string) string {
+	sum := sha256.Sum256([]byte(requester))
+	return hex.EncodeToString(sum[:])[:40]
+}
+
+// buildPod is the session Pod of the call's session and tool for in (the call's input,
+// prepared by its features): labels that say what it is for, the operator's CA
+// fingerprint, the spec's digest, owned by the scope that declared the sandbox (deleting
+// the scope deletes its sessions' Pods).
+func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, in podspec.Input) (*corev1.Pod, error) {
+	name := PodName(call)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: call.Namespace,
+		Labels: map[string]string{
+			podcontract.LabelManagedBy:        podcontract.ManagedByValue,
+			podcontract.LabelTool:             podspec.ToolLabelValue(call.Spec.Tool),
+			podcontract.LabelNetwork:          podspec.SandboxNetworkLabel(in.Tool.Sandbox),
+			podcontract.LabelSessionPod:       sessionDigest(call),
+			podcontract.LabelSessionRequester: requesterDigest(call.Spec.Requester),
+		},
+		Annotations: map[string]string{
+			podcontract.AnnotationTool:               call.Spec.Tool,
+			podcontract.AnnotationSession:            call.Spec.Session,
+			podcontract.AnnotationSessionScope:       call.Spec.Scope,
+			podcontract.AnnotationSessionRequester:   call.Spec.Requester,
+			podcontract.AnnotationSessionCA:          s.auth.fingerprint,
+			podcontract.AnnotationSessionIdleTimeout: s.idleTimeout(scope).String(),
+		}},
+		Spec: podspec.SessionPodSpec(in, s.Options.Job, name)}
+	return pod, controllerutil.SetControllerReference(scope, pod, s.Scheme)
+}
+
+// vet says why the live Pod may not serve the call ("" when it may): it must be what the
+// call's session and tool ask for — this process's CA, the session's labels and
+// annotations, the scope as controller, the spec digest of want — running and not ended.
+// A Pod relabelled or re-annotated into another session, or one another process started,
+// fails: it is replaced, never used.
+func vet(live, want *corev1.Pod) string {
+	for _, k := range []string{podcontract.LabelManagedBy, podcontract.LabelSessionPod, podcontract.LabelSessionRequester, podcontract.LabelNetwork} {
+		if live.Labels[k] != want.Labels[k] {
+			return "its label " + k + " is not the session's"
+		}
+	}
+	for _, k := range []string{podcontract.AnnotationSession, podcontract.AnnotationSessionScope, podcontract.AnnotationSessionRequester,
+		podcontract.AnnotationSessionCA, podcontract.AnnotationSessionSpec, podcontract.AnnotationTool} {
+		if live.Annotations[k] != want.Annotations[k] {
+			return "its annotation " + k + " is not the session's"
+		}
+	}
+	owner, wantOwner := metav1.GetControllerOf(live), metav1.GetControllerOf(want)
+	if owner == nil || wantOwner == nil || owner.UID != wantOwner.UID {
+		return "its owner is not the session's scope"
+	}
+	if !live.DeletionTimestamp.IsZero() || live.Status.Phase == corev1.PodSucceeded || live.Status.Phase == corev1.PodFailed {
+		return "it has ended"
+	}
+	return ""
+}
+
+// tlsSecret is the session Pod's Secret: its server certificate and key (for its own name)
+// and the client CA, this process's. Owned by the scope, as the Pod; deleted with the Pod.
+func (s *Executor) tlsSecret(pod *corev1.Pod) (*corev1.Secret, error) {
+	cert, key, err := s.auth.issue(s.Clock.Now(), pod.Name, x509.ExtKeyUsageServerAuth, []string{serverName(pod.Namespace, pod.Name)})
+	if err != nil {
+		return nil, err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
+		Labels:          map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelSessionPod: pod.Labels[podcontract.LabelSessionPod]},
+		Annotations:     map[string]string{podcontract.AnnotationSessionCA: s.auth.fingerprint},
+		OwnerReferences: pod.OwnerReferences},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{podcontract.SessionTLSCert: cert, podcontract.SessionTLSKey: key, podcontract.SessionClientCA: s.auth.caPEM}}
+	return sec, nil
+}
+
+// ensurePod returns the session's Pod for want: the live one when it may serve (vet),
+// else nil after deleting the one that may not (the caller looks again once it is gone),
+// else — none there — its Secret and the Pod created, started is true.
+func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1.Pod, started bool, why string, err error) {
+	live := &corev1.Pod{}
+	err = s.Get(ctx, client.ObjectKeyFromObject(want), live)
+	if apierrors.IsNotFound(err) {
+		err = s.APIReader.Get(ctx, client.ObjectKeyFromObject(want), live)
+	}
+	switch {
+	case err == nil:
+		if why = vet(live, want); why == "" {
+			return live, false, "", nil
+		}
+		s.deletePod(ctx, live, "replaced: "+why)
+		return nil, false, why, nil
+	case !apierrors.IsNotFound(err):
+		return nil, false, "", err
+	}
+	sec, err := s.tlsSecret(want)
+	if err != nil {
+		return nil, false, "", err
+	}
+	if err := s.Create(ctx, sec); apierrors.IsAlreadyExists(err) {
+		// Left by a Pod that went (or another process's): it holds another CA's files. It
+		// is deleted; a later pass creates this process's.
+		stale := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sec.Name, Namespace: sec.Namespace}}
+		return nil, false, "", client.IgnoreNotFound(s.Delete(ctx, stale))
+	} else if err != nil {
+		return nil, false, "", err
+	}
+	if err := s.Create(ctx, want); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, false, "", nil // another pass created it: the next one reads it
+		}
+		return nil, false, "", err
+	}
+	return want, true, "", nil
+}
+
+// deletePod deletes a session Pod (uid precondition) and its Secret, and forgets its
+// connection: it is never used again.
+func (s *Executor) deletePod(ctx context.Context, pod *corev1.Pod, why string) {
+	s.transport.Forget(pod.UID)
+	s.book.forget(pod.UID)
+	uid := pod.UID
+	if err := s.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		logger(ctx).Error(err, "could not delete a session Pod", "pod", pod.Name)
+		return
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	if err := s.Delete(ctx, sec); client.IgnoreNotFound(err) != nil {
+		logger(ctx).Error(err, "could not delete a session Pod's Secret", "secret", sec.Name)
+	}
+	logger(ctx).Info("deleted a session Pod", "pod", pod.Name, "why", why)
+}

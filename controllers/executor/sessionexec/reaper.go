@@ -1,0 +1,88 @@
+package sessionexec
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/toolgate/toolgate/internal/metrics"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+)
+
+// reapEvery is how often the reaper looks at the session Pods.
+const reapEvery = 2 * time.Second
+
+// Reaper is the runnable (leader only) that deletes the session Pods that should go.
+func (s *Executor) Reaper() manager.Runnable { return reaper{s} }
+
+type reaper struct{ s *Executor }
+
+// NeedLeaderElection: only the leader reaps (it alone runs calls).
+func (reaper) NeedLeaderElection() bool { return true }
+
+// Start reaps every reapEvery until ctx ends.
+func (r reaper) Start(ctx context.Context) error {
+	ctx = ctrl.LoggerInto(ctx, ctrl.Log.WithName("session-reaper"))
+	t := time.NewTicker(reapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.s.Reap(ctx)
+		}
+	}
+}
+
+// Reap deletes each session Pod that should go: one another process started (its CA is
+// not this process's: nothing here can reach it), one that ended, and one idle past its
+// timeout (since its last call ended here, else since it was created). A session's
+// workspace reconciler deletes the session Pods that mount a claim it deletes.
+func (s *Executor) Reap(ctx context.Context) {
+	pods := &corev1.PodList{}
+	if err := s.List(ctx, pods, client.HasLabels{podcontract.LabelSessionPod}); err != nil {
+		logger(ctx).Error(err, "listing session Pods")
+		return
+	}
+	metrics.SessionPodsRunning.Set(float64(len(pods.Items)))
+	now := s.Clock.Now()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if why := s.reapWhy(p, now); why != "" {
+			s.deletePod(ctx, p, why)
+			metrics.SessionPods.WithLabelValues(p.Namespace, "reaped").Inc()
+		}
+	}
+}
+
+func (s *Executor) reapWhy(p *corev1.Pod, now time.Time) string {
+	if p.Annotations[podcontract.AnnotationSessionCA] != s.auth.fingerprint {
+		return "started by another operator process"
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return "it ended"
+	}
+	since, ok := s.book.idleSince(p.UID)
+	if !ok {
+		if s.book.inUse(p.UID) {
+			return ""
+		}
+		since = p.CreationTimestamp.Time
+	}
+	idle, err := time.ParseDuration(p.Annotations[podcontract.AnnotationSessionIdleTimeout])
+	if err != nil || idle <= 0 {
+		idle = s.Options.Session.IdleTimeout
+	}
+	if now.Sub(since) >= idle {
+		return "idle for " + idle.String()
+	}
+	return ""
+}

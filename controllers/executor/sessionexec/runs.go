@@ -1,0 +1,144 @@
+package sessionexec
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/toolgate/toolgate/api/v1alpha1"
+)
+
+// runs tracks the handovers this process runs, by call uid (memory only).
+type runs struct {
+	mu     sync.Mutex
+	runs   map[types.UID]*run
+	began  map[types.UID]bool
+	events chan ctrlevent.GenericEvent
+}
+
+type run struct {
+	pod     types.UID
+	done    bool
+	reply   Reply
+	err     error
+	replace bool
+}
+
+func (r *runs) begin(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.began == nil {
+		r.began = map[types.UID]bool{}
+	}
+	r.began[uid] = true
+}
+
+func (r *runs) begun(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.began[uid]
+}
+
+func (r *runs) get(uid types.UID) (run, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x, ok := r.runs[uid]; ok {
+		return *x, true
+	}
+	return run{}, false
+}
+
+func (r *runs) decide(uid types.UID, replace bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if x, ok := r.runs[uid]; ok {
+		x.replace = replace
+	}
+}
+
+func (r *runs) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.runs, uid)
+}
+
+// start runs fn aside once per call uid; its end wakes the call's reconcile.
+func (r *runs) start(call *v1alpha1.ToolCall, pod *corev1.Pod, fn func() (Reply, error)) {
+	r.mu.Lock()
+	if r.runs == nil {
+		r.runs = map[types.UID]*run{}
+	}
+	if _, running := r.runs[call.UID]; running {
+		r.mu.Unlock()
+		return
+	}
+	x := &run{pod: pod.UID}
+	r.runs[call.UID] = x
+	r.mu.Unlock()
+	wake := &v1alpha1.ToolCall{}
+	wake.Namespace, wake.Name = call.Namespace, call.Name
+	go func() {
+		reply, err := fn()
+		r.mu.Lock()
+		x.done, x.reply, x.err = true, reply, err
+		r.mu.Unlock()
+		r.events <- ctrlevent.GenericEvent{Object: wake}
+	}()
+}
+
+// book is what this process knows of its session Pods: which call uses each, and since
+// when each is idle (reaper.go).
+type book struct {
+	mu    sync.Mutex
+	users map[types.UID]map[types.UID]bool
+	since map[types.UID]time.Time
+}
+
+func (b *book) busy(pod, call types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.users == nil {
+		b.users, b.since = map[types.UID]map[types.UID]bool{}, map[types.UID]time.Time{}
+	}
+	if b.users[pod] == nil {
+		b.users[pod] = map[types.UID]bool{}
+	}
+	b.users[pod][call] = true
+}
+
+func (b *book) idle(pod, call types.UID, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.users[pod], call)
+	if b.since != nil {
+		b.since[pod] = now
+	}
+}
+
+func (b *book) forget(pod types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.users, pod)
+	delete(b.since, pod)
+}
+
+func (b *book) inUse(pod types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.users[pod]) > 0
+}
+
+// idleSince is since when the Pod has served no call (ok false: it serves one now, or this
+// process never used it).
+func (b *book) idleSince(pod types.UID) (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.users[pod]) > 0 {
+		return time.Time{}, false
+	}
+	t, ok := b.since[pod]
+	return t, ok
+}

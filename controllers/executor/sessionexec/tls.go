@@ -1,0 +1,107 @@
+package sessionexec
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// authority is this operator process's session CA: made in memory at start, never stored.
+// It issues the client certificate the operator dials session Pods with and each session
+// Pod's server certificate (its name the certificate's only DNS name); the Pods trust its
+// certificate as their client CA. A new process (a restart, a new leader) has another CA,
+// so it can reach none of the Pods an earlier one started: those are replaced (reaper.go),
+// never reused, and their key was never anywhere but in that process and the Pod's Secret.
+type authority struct {
+	caCert      *x509.Certificate
+	caKey       *ecdsa.PrivateKey
+	caPEM       []byte
+	fingerprint string
+	client      tls.Certificate
+	roots       *x509.CertPool
+}
+
+// certLifetime bounds every certificate the authority issues: longer than any session Pod
+// lives (sessionLifetime).
+const certLifetime = 48 * time.Hour
+
+func newAuthority(now time.Time) (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "toolgate session CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(der)
+	a := &authority{caCert: ca, caKey: key, fingerprint: hex.EncodeToString(sum[:8]),
+		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), roots: x509.NewCertPool()}
+	a.roots.AddCert(ca)
+	certPEM, keyPEM, err := a.issue(now, "toolgate-operator", x509.ExtKeyUsageClientAuth, nil)
+	if err != nil {
+		return nil, err
+	}
+	if a.client, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}
+
+// issue makes a certificate and key (PEM) for cn with one extended usage and DNS names.
+func (a *authority) issue(now time.Time, cn string, usage x509.ExtKeyUsage, dns []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(certLifetime),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.caCert, &key.PublicKey, a.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	kd, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), nil
+}
+
+// serverName is the DNS name of a session Pod's server certificate: the operator dials
+// the Pod's address and verifies this name, so a certificate of another session's Pod
+// (reached at a reused address) does not pass.
+func serverName(namespace, pod string) string {
+	return fmt.Sprintf("%s.%s.session.toolgate.dev", pod, namespace)
+}
+
+// clientConfig is the TLS configuration the operator dials the Pod namespace/pod with.
+func (a *authority) clientConfig(namespace, pod string) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{a.client},
+		RootCAs: a.roots, ServerName: serverName(namespace, pod)}
+}
