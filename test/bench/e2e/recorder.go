@@ -7,14 +7,36 @@ import (
 )
 
 type recorder struct {
-	mu    sync.Mutex
-	seen  map[string]time.Time
-	notes map[string]string
-	chans map[string]chan struct{}
+	mu     sync.Mutex
+	counts map[string]int
+	seen   map[string]time.Time
+	notes  map[string]string
+	chans  map[string]chan struct{}
 }
 
 func newRecorder() *recorder {
 	return &recorder{seen: map[string]time.Time{}, notes: map[string]string{}, chans: map[string]chan struct{}{}}
+}
+
+// count adds one to key's counter.
+func (r *recorder) count(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[key]++
+}
+
+// counted is a copy of every counter.
+func (r *recorder) counted() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range r.counts {
+		out[k] = v
+	}
+	return out
 }
 
 func (r *recorder) ch(key string) chan struct{} {

@@ -166,6 +166,10 @@ func (b *bench) one(series string) sample {
 		return b.call(ctx, "G", gvisorTool, "")
 	case "S", "P", "N":
 		return b.workspaceSample(ctx, series)
+	case "X", "Y":
+		return b.sessionSample(ctx, series)
+	case "Z":
+		return b.execSample(ctx)
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -191,7 +195,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEGWSPN", r) {
+		if !strings.ContainsRune("ABCDEGWSPNXYZ", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -221,6 +225,14 @@ func run(o options) error {
 
 	if strings.ContainsAny(o.series, "SPN") {
 		undo, err := b.createWorkspaceTools(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
+
+	if strings.ContainsAny(o.series, "XYZ") || o.concurrent > 0 {
+		undo, err := b.createSessionTools(ctx)
 		if err != nil {
 			return err
 		}
@@ -278,10 +290,19 @@ func run(o options) error {
 		}
 		fmt.Printf("burst: load before %s, after %s\n", loadBurst, loadavg())
 	}
+	var conc []time.Duration
+	concFails := 0
+	if o.concurrent > 0 {
+		loadConc := loadavg()
+		conc, concFails = b.concurrent(ctx, o.concurrent, o.concurrentRounds)
+		nfail += concFails
+		fmt.Printf("concurrent: load before %s, after %s\n", loadConc, loadavg())
+	}
 	loadAfter := loadavg()
 	report(res, series, loadBefore, loadAfter, time.Since(start))
 	reportWarm(res, burst, burstFails, o.burst)
 	reportWorkspace(res)
+	reportSession(res, conc, concFails, o.concurrent, b.rec.counted())
 	if nfail > 0 {
 		return failed{nfail}
 	}

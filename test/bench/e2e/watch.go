@@ -36,6 +36,7 @@ func jobCond(j *batchv1.Job, ty batchv1.JobConditionType) bool {
 func handle(r *recorder, obj client.Object, now time.Time) {
 	switch o := obj.(type) {
 	case *toolgatev1alpha1.ToolCall:
+		r.count(o.Name) // every write to the call the watch shows
 		switch o.Status.Phase {
 		case toolgatev1alpha1.PhaseSucceeded, toolgatev1alpha1.PhaseFailed, toolgatev1alpha1.PhaseDenied:
 			note := string(o.Status.Phase)
