@@ -78,6 +78,14 @@ type Pod struct {
 	Labels []map[string]string
 }
 
+// Prestarter is implemented by a feature whose tools share something per session (the
+// workspace: its files): a session's Pods of other tools that use it may be started
+// alongside its first call (feature.List.Prestartable), unless the feature says a tool's
+// Pod depends on its call (Prestartable false).
+type Prestarter interface {
+	Prestartable(spec *v1alpha1.ToolSpec) bool
+}
+
 // PodPreparer prepares the built Pod right before it is created (after the isolation
 // check and the attempt's key). Not ok: st or err is what this pass comes to.
 type PodPreparer interface {

@@ -73,6 +73,28 @@ func (l List) PrepareInput(ctx context.Context, call *v1alpha1.ToolCall, attempt
 	return executor.Step{}, true, nil
 }
 
+// Prestartable reports whether a session Pod for tool other may be started alongside a
+// session's first call of tool called: a feature both use shares their session
+// (Prestarter), no feature other uses prepares per attempt (InputPreparer), and none says
+// other's Pod depends on its call.
+func (l List) Prestartable(called, other *v1alpha1.ToolSpec) bool {
+	shared := false
+	for _, f := range l.usedBy(other) {
+		if _, ok := f.(InputPreparer); ok {
+			return false
+		}
+		p, ok := f.(Prestarter)
+		if !ok {
+			continue
+		}
+		if !p.Prestartable(other) {
+			return false
+		}
+		shared = shared || f.Uses(called)
+	}
+	return shared
+}
+
 // PreparePod runs the used features' PodPreparer, in order, until one is not ok.
 func (l List) PreparePod(ctx context.Context, call *v1alpha1.ToolCall, pod Pod) (executor.Step, bool, error) {
 	for _, f := range l.used(call) {

@@ -25,7 +25,15 @@ var (
 	_ feature.PodPreparer      = Feature{}
 	_ feature.EndingClassifier = Feature{}
 	_ feature.SessionOrderer   = Feature{}
+	_ feature.Prestarter       = Feature{}
 )
+
+// Prestartable: the session's workspace is shared by its tools, so their Pods may start
+// together; but not a tool with credentials, whose call's preparation records them on the
+// session's claim (Claims.For).
+func (Feature) Prestartable(spec *v1alpha1.ToolSpec) bool {
+	return len(workspaceCredentials(spec)) == 0
+}
 
 // Name is feature.Workspace.
 func (Feature) Name() feature.Name { return feature.Workspace }

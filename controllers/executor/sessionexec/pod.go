@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -44,12 +45,12 @@ func (s *Executor) declaration(ctx context.Context, call *v1alpha1.ToolCall) (*v
 
 // idleTimeout is how long the scope's session Pods are kept idle: its own, else the
 // operator's default, never over the operator's ceiling.
-func (s *Executor) idleTimeout(scope *v1alpha1.ToolScope) time.Duration {
-	d := s.Options.Session.IdleTimeout
+func idleTimeout(o options.Session, scope *v1alpha1.ToolScope) time.Duration {
+	d := o.IdleTimeout
 	if decl := scope.Spec.SessionSandbox; decl != nil && decl.IdleTimeout != nil {
 		d = decl.IdleTimeout.Duration
 	}
-	if c := s.Options.Session.IdleCeiling; c > 0 && d > c {
+	if c := o.IdleCeiling; c > 0 && d > c {
 		d = c
 	}
 	return d
@@ -94,7 +95,7 @@ func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, 
 			podcontract.AnnotationSessionScope:       call.Spec.Scope,
 			podcontract.AnnotationSessionRequester:   call.Spec.Requester,
 			podcontract.AnnotationSessionCA:          s.auth.fingerprint,
-			podcontract.AnnotationSessionIdleTimeout: s.idleTimeout(scope).String(),
+			podcontract.AnnotationSessionIdleTimeout: idleTimeout(s.Options.Session, scope).String(),
 		}},
 		Spec: podspec.SessionPodSpec(in, s.Options.Job, name)}
 	return pod, controllerutil.SetControllerReference(scope, pod, s.Scheme)

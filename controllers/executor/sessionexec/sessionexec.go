@@ -176,6 +176,7 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		s.event(call, corev1.EventTypeNormal, "SessionPodStarted", "Start", "started session Pod "+pod.Name)
 		metrics.SessionPods.WithLabelValues(call.Namespace, "started").Inc()
 		logger(ctx).Info("started a session Pod", "pod", pod.Name)
+		s.prestart(call, scope)
 		return executor.Step{Requeue: startPoll}, nil
 	case pod.Status.PodIP == "" || !signerRunning(pod):
 		return executor.Step{Requeue: startPoll}, nil
@@ -183,7 +184,7 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if retry := s.Features.Running(ctx, call, pod); retry > 0 {
 		return executor.Step{Requeue: retry}, nil // the egress grant is bound to the Pod first
 	}
-	line, err := s.handover(call, in, pod, masters)
+	line, err := handover(call, in, pod, masters)
 	if err != nil {
 		return executor.Internal("the call could not be handed over: " + err.Error()), nil
 	}
@@ -206,7 +207,7 @@ func signerRunning(pod *corev1.Pod) bool {
 // handover is the call's Handover for pod: the attempt's key, the frozen arguments and
 // digest, the trace context, the tool's timeout as the runner's deadline and the call's
 // own environment (its egress grant), signed for this Pod with each master's handover key.
-func (s *Executor) handover(call *v1alpha1.ToolCall, in podspec.Input, pod *corev1.Pod, masters [][]byte) ([]byte, error) {
+func handover(call *v1alpha1.ToolCall, in podspec.Input, pod *corev1.Pod, masters [][]byte) ([]byte, error) {
 	h := frame.Handover{CallUID: string(call.UID), Attempt: int(in.Attempt), Arguments: in.Arguments,
 		ArgumentsDigest: in.Digest, Traceparent: in.Traceparent,
 		AttemptKey: frame.AttemptKey(masters[0], string(call.UID), int(in.Attempt)),

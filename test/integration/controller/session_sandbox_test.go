@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -48,6 +49,12 @@ var _ = Describe("Session sandboxes", Label("session", "session-sandbox"), func(
 			create(ctx, fileCall(name, ns, "write", "coding", "s1", "f.txt", content))
 			Expect(waitTerminal(ctx, ns, name)).To(HavePhase(v1alpha1.PhaseSucceeded))
 		}
+		By("the scope's other tool's Pod was started alongside the session's first call")
+		var prestarted []corev1.Pod
+		Eventually(func(g Gomega) {
+			prestarted = sessionPods(ctx, g, ns)
+			g.Expect(prestarted).To(HaveLen(2))
+		}).WithContext(ctx).Should(Succeed())
 		create(ctx, fileCall("r1", ns, "read", "coding", "s1", "f.txt", ""))
 		r1 := waitTerminal(ctx, ns, "r1")
 		Expect(r1).To(HavePhase(v1alpha1.PhaseSucceeded), explain(r1))
@@ -62,6 +69,7 @@ var _ = Describe("Session sandboxes", Label("session", "session-sandbox"), func(
 		Expect(hs[0].PodUID).To(Equal(hs[1].PodUID), "the writes share their Pod")
 		Expect(hs[1].PodUID).To(Equal(hs[2].PodUID))
 		Expect(hs[3].PodUID).NotTo(Equal(hs[0].PodUID), "the read runs in the read tool's Pod")
+		Expect([]types.UID{prestarted[0].UID, prestarted[1].UID}).To(ContainElement(hs[3].PodUID), "the read ran in the Pod started ahead of it")
 		for _, h := range hs {
 			Expect(h.Refused).To(BeFalse())
 		}
@@ -86,9 +94,14 @@ var _ = Describe("Session sandboxes", Label("session", "session-sandbox"), func(
 		Expect(mallory.Create(ctx, mk("mallory-1", "mallory"))).To(Succeed())
 		Expect(waitTerminal(ctx, ns, "robot-1")).To(HavePhase(v1alpha1.PhaseSucceeded))
 		Expect(waitTerminal(ctx, ns, "mallory-1")).To(HavePhase(v1alpha1.PhaseSucceeded))
-		pods := sessionPods(ctx, Default, ns)
-		Expect(pods).To(HaveLen(2), "a Pod per requester")
-		Expect(pods[0].Labels[podcontract.LabelSessionRequester]).NotTo(Equal(pods[1].Labels[podcontract.LabelSessionRequester]))
+		var writers []corev1.Pod
+		for _, p := range sessionPods(ctx, Default, ns) {
+			if p.Annotations[podcontract.AnnotationTool] == "write" {
+				writers = append(writers, p)
+			}
+		}
+		Expect(writers).To(HaveLen(2), "a Pod per requester")
+		Expect(writers[0].Labels[podcontract.LabelSessionRequester]).NotTo(Equal(writers[1].Labels[podcontract.LabelSessionRequester]))
 	})
 
 	It("replaces a Pod whose call overran its deadline, and runs the next call in a fresh one", func(ctx SpecContext) {
