@@ -54,6 +54,7 @@ const dialRetry = 25 * time.Millisecond
 // calls and dialled again when it broke.
 type TLSTransport struct {
 	config func(namespace, pod string) *tls.Config
+	port   int // podcontract.SessionPort; a test's runner listens elsewhere
 	mu     sync.Mutex
 	pods   map[types.UID]*podConn
 }
@@ -66,7 +67,7 @@ type podConn struct {
 
 // NewTLSTransport dials with the TLS configuration config gives for a Pod.
 func NewTLSTransport(config func(namespace, pod string) *tls.Config) *TLSTransport {
-	return &TLSTransport{config: config, pods: map[types.UID]*podConn{}}
+	return &TLSTransport{config: config, port: podcontract.SessionPort, pods: map[types.UID]*podConn{}}
 }
 
 func (t *TLSTransport) podConn(uid types.UID) *podConn {
@@ -139,7 +140,7 @@ func (t *TLSTransport) dial(ctx context.Context, pc *podConn, pod *corev1.Pod) e
 	if pod.Status.PodIP == "" {
 		return fmt.Errorf("session Pod %s has no address yet", pod.Name)
 	}
-	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(podcontract.SessionPort))
+	addr := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(t.port))
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: t.config(pod.Namespace, pod.Name)}
 	for {
 		c, err := d.DialContext(ctx, "tcp", addr)
