@@ -59,6 +59,7 @@ func main() {
 	netpolMode, egressExcept := string(opts.NetworkPolicy.Mode), strings.Join(opts.NetworkPolicy.EgressExcept, ",")
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
+	bindAdmission(flag.CommandLine, &opts.Admission)
 	notifyOpts := bindNotify(flag.CommandLine)
 	egressOpts := bindEgressProxy(flag.CommandLine)
 	tracingOpts := bindTracing(flag.CommandLine)
@@ -86,6 +87,11 @@ func main() {
 
 	if err := validateRetention(opts.Retention); err != nil {
 		log.Error(err, "invalid retention settings")
+		os.Exit(2)
+	}
+
+	if err := opts.Admission.Validate(); err != nil {
+		log.Error(err, "invalid admission settings")
 		os.Exit(2)
 	}
 

@@ -35,10 +35,33 @@ func CurrentAttempt(call *v1alpha1.ToolCall) int32 {
 // attempt's start (now when none is recorded) plus the tool's timeout plus grace (for Pod
 // start-up and status propagation).
 func AttemptDeadline(call *v1alpha1.ToolCall, now time.Time, grace time.Duration) time.Time {
-	start := now
-	if a := Current(call); a != nil && a.StartTime != nil {
-		start = a.StartTime.Time
+	return AttemptStart(call, now).Add(timeout(call) + grace)
+}
+
+// AdmittedDeadline is AttemptDeadline for an attempt whose Job waited, suspended, for
+// admission: the tool's timeout counts from admission (admitted, the Job's status.startTime,
+// which the Job controller resets when it resumes a Job, as it does activeDeadlineSeconds),
+// never from the attempt's start; admitted zero (not known yet) counts from the latest
+// admission could have come, the attempt's start plus maxWait.
+func AdmittedDeadline(call *v1alpha1.ToolCall, admitted time.Time, maxWait time.Duration, now time.Time, grace time.Duration) time.Time {
+	start := AttemptStart(call, now)
+	switch {
+	case admitted.IsZero():
+		start = start.Add(maxWait)
+	case admitted.After(start):
+		start = admitted
 	}
-	timeout := time.Duration(podspec.TimeoutSeconds(call.Status.Tool.Spec)) * time.Second
-	return start.Add(timeout + grace)
+	return start.Add(timeout(call) + grace)
+}
+
+// AttemptStart is when the current attempt started (now when none is recorded).
+func AttemptStart(call *v1alpha1.ToolCall, now time.Time) time.Time {
+	if a := Current(call); a != nil && a.StartTime != nil {
+		return a.StartTime.Time
+	}
+	return now
+}
+
+func timeout(call *v1alpha1.ToolCall) time.Duration {
+	return time.Duration(podspec.TimeoutSeconds(call.Status.Tool.Spec)) * time.Second
 }

@@ -80,6 +80,17 @@ type Step struct {
 	ContainerStart time.Time
 	// Requeue is when to look again when nothing wakes the call sooner.
 	Requeue time.Duration
+	// Waiting, when set, says the attempt has not started: its Job waits, suspended, for
+	// admission (Kueue or the operator's start bound). The reconciler shows it in the
+	// Executed condition (WaitingForAdmission) until a step without it.
+	Waiting *Waiting
+}
+
+// Waiting is an attempt's wait for admission.
+type Waiting struct {
+	// Message is the Executed condition's message: what it waits for, and for how long at
+	// most. Stable while it waits: the status is written when it changes.
+	Message string
 }
 
 // Refusal is why an attempt could not start, and everything the reconciler writes when it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgate/toolgate/controllers/egressgrant"
 	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/startgate"
 	"github.com/toolgate/toolgate/controllers/workspace"
 	"github.com/toolgate/toolgate/internal/podspec"
 )
@@ -41,6 +42,9 @@ type Call struct {
 	Retention Retention
 	// Workspace configures session workspaces (controllers/workspace).
 	Workspace workspace.Options
+	// Admission says which Jobs wait, created suspended, for Kueue or the operator's start
+	// bound before they start, and for how long at most (controllers/startgate).
+	Admission startgate.Options
 	// Session configures session sandbox Pods (controllers/executor/sessionexec).
 	Session Session
 }
@@ -70,7 +74,8 @@ func DefaultSession() Session {
 func DefaultCall() Call {
 	return Call{Job: podspec.DefaultOptions(), MaxArgumentBytes: 120 << 10, DeadlineGrace: 30 * time.Second,
 		JobRetention: 10 * time.Minute, Workers: 16, LogReadTimeout: 10 * time.Second,
-		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetention(), Session: DefaultSession()}
+		NetworkPolicy: netisolation.DefaultOptions(), Retention: DefaultRetention(), Session: DefaultSession(),
+		Admission: startgate.DefaultOptions()}
 }
 
 // Retention says how long finished calls are kept and what their audit record holds.

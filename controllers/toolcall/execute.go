@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/feature/all"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/startgate"
 )
 
 // executors are the reconciler's backends, in the order chooseExecutor offers them a new
@@ -112,7 +114,30 @@ func (r *Reconciler) afterStep(ctx context.Context, call *v1alpha1.ToolCall, st 
 		}
 		return r.finishAttempt(withContainerStart(ctx, st.ContainerStart), call, *st.Outcome)
 	}
+	if r.showWaiting(call, st.Waiting) {
+		if err := r.status.writeStatus(ctx, call); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return ctrl.Result{RequeueAfter: st.Requeue}, nil
+}
+
+// showWaiting shows in the Executed condition whether the attempt waits for admission
+// (WaitingForAdmission, w's message) or, having waited, was admitted (Running again). In
+// memory; true when it changed the condition (the caller writes).
+func (r *Reconciler) showWaiting(call *v1alpha1.ToolCall, w *executor.Waiting) bool {
+	cond := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted)
+	waitingShown := cond != nil && cond.Reason == v1alpha1.ReasonWaitingForAdmission
+	switch {
+	case w != nil && (!waitingShown || cond.Message != w.Message):
+		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonWaitingForAdmission, w.Message)
+		return true
+	case w == nil && waitingShown:
+		r.setCondition(call, v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonRunning,
+			fmt.Sprintf("attempt %d was admitted and runs", executor.CurrentAttempt(call)))
+		return true
+	}
+	return false
 }
 
 // tidyExecutions lets every executor delete what the call's recorded attempts left (call
@@ -130,7 +155,24 @@ func (r *Reconciler) tidyExecutions(ctx context.Context, key types.NamespacedNam
 	return next, errors.Join(errs...)
 }
 
-// attemptDeadline is when the operator ends an attempt nobody reported on.
+// attemptDeadline is when the operator ends an attempt nobody reported on, as the features
+// see it (an egress grant lasts until then, a workspace claim is waited for until then):
+// for a call whose Job may wait for admission, the latest it can end, its bound on the
+// wait included (the Job executor itself counts the timeout from admission: jobDeadline).
 func (r *Reconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
-	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace)
+	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace).Add(r.admissionWait(call))
+}
+
+// admissionWait is the bound on the wait for admission of the call's Jobs (0: they start
+// at once). Read from the cache (the scopes); when it cannot be read, the operator's bound
+// when its flags put Jobs behind a gate, so that a deadline is never too early.
+func (r *Reconciler) admissionWait(call *v1alpha1.ToolCall) time.Duration {
+	a, err := startgate.Resolve(context.Background(), r.Client, call, r.Options.Admission)
+	switch {
+	case err != nil && (r.Options.Admission.Queue != "" || r.Options.Admission.MaxConcurrentStarts > 0):
+		return r.Options.Admission.MaxWait
+	case err != nil || a == nil:
+		return 0
+	}
+	return a.MaxWait
 }

@@ -98,6 +98,9 @@ type Input struct {
 	// EgressCA is the egress CA (PEM) the body must trust, for a Tool whose egress
 	// credentials the proxy injects (controllers/egress_inject.go); empty: none.
 	EgressCA string
+	// Admission, when set, creates the Job suspended, to wait for Kueue or the operator's
+	// start bound (admission.go); nil: the Job starts at once.
+	Admission *Admission
 }
 
 // JobName is the deterministic name of a call's Job for one attempt: the same call and
@@ -151,7 +154,7 @@ func BuildJob(in Input, opts Options) *batchv1.Job {
 		podcontract.LabelNetwork:   sandboxNetworkLabel(in.Tool.Sandbox),
 	}
 	annotations := map[string]string{podcontract.AnnotationArgDigest: in.Digest, podcontract.AnnotationCallName: in.Call.Name, podcontract.AnnotationTool: in.Call.Spec.Tool}
-	return &batchv1.Job{
+	return withAdmission(&batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        JobName(in.Call.Name, in.Attempt),
 			Namespace:   in.Call.Namespace,
@@ -170,7 +173,7 @@ func BuildJob(in Input, opts Options) *batchv1.Job {
 				Spec:       WithWorkspace(buildPodSpec(in, opts, deadline), in.Workspace),
 			},
 		},
-	}
+	}, in.Admission)
 }
 
 func buildPodSpec(in Input, opts Options, deadline int64) corev1.PodSpec {

@@ -31,6 +31,12 @@ type CallOptions struct {
 	// EgressProxy points tools with sandbox.egress at an egress proxy (--egress-proxy-*);
 	// an empty URL: none, and such tools' calls are refused.
 	EgressProxy EgressProxy
+	// AdmissionQueue, AdmissionMaxWait and MaxConcurrentStarts put Jobs behind a Kueue
+	// LocalQueue or the operator's start bound (--admission-queue, --admission-max-wait,
+	// --max-concurrent-starts); zero: the shipped defaults (none, 10m, unbounded).
+	AdmissionQueue      string
+	AdmissionMaxWait    time.Duration
+	MaxConcurrentStarts int
 }
 
 // EgressProxy is where tool bodies reach the egress proxy and the operator its records.
@@ -70,6 +76,10 @@ func (o CallOptions) operator() (controllers.CallOptions, error) {
 	}
 	c.Retention.HistorySucceeded, c.Retention.HistoryFailed = o.HistorySucceeded, o.HistoryFailed
 	c.Retention.AuditIncludeContent = o.AuditIncludeContent
+	c.Admission.Queue, c.Admission.MaxConcurrentStarts = o.AdmissionQueue, o.MaxConcurrentStarts
+	if o.AdmissionMaxWait != 0 {
+		c.Admission.MaxWait = o.AdmissionMaxWait
+	}
 	p := o.EgressProxy
 	c.EgressProxy = egressgrant.ProxyOptions{URL: p.URL, RecordsURL: p.RecordsURL, Key: p.Key, CA: p.CA,
 		Namespace: p.Namespace, PodLabels: p.PodLabels, PeerCIDRs: p.PeerCIDRs, HTTPClient: p.HTTPClient, Resolver: p.Resolver}

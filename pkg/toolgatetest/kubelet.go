@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -110,6 +111,28 @@ type Kubelet struct {
 	ws workspaces
 	// trapsSIGTERM are the Pods whose bodies ignore SIGTERM (kubelet_termination.go).
 	trapsSIGTERM map[types.UID]bool
+	// clock stamps a Job's status.startTime and completionTime (SetClock); nil: real time.
+	clock clock.PassiveClock
+}
+
+// SetClock makes the Kubelet stamp each Job's status.startTime (the Job controller's
+// admission time of a resumed Job) and completionTime with c; nil: the real time. A spec that steps the
+// operator's fake clock past a wait sets it, so that both agree when the Job is admitted;
+// Outcome.After still counts in real time from that stamp.
+func (k *Kubelet) SetClock(c clock.PassiveClock) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.clock = c
+}
+
+// now is the Job controller's time: status.startTime and completionTime.
+func (k *Kubelet) now() metav1.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.clock != nil {
+		return metav1.NewTime(k.clock.Now())
+	}
+	return metav1.Now()
 }
 
 // LogRead is one read of a simulated Pod's log, with the bounds the reader asked for.
@@ -205,12 +228,17 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if job.Status.StartTime != nil {
 		return k.playAfter(ctx, job, o)
 	}
+	if ptr.Deref(job.Spec.Suspend, false) {
+		// As the Job controller: no Pod for a suspended Job (one waiting for Kueue or the
+		// operator's start bound). Resuming it is an update, which brings it back here.
+		return ctrl.Result{}, nil
+	}
 	// The operator's cache (which StartManager shares) keeps no Pod template
 	// (toolcall.TransformJob): read the Job whole before making its Pod.
 	if err := k.reader().Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil {
+	if !job.DeletionTimestamp.IsZero() || job.Status.StartTime != nil || ptr.Deref(job.Spec.Suspend, false) {
 		return ctrl.Result{}, nil
 	}
 	if ready, err := k.workspaceReady(ctx, job); err != nil || !ready {
@@ -226,7 +254,7 @@ func (k *Kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 		return ctrl.Result{}, err
 	}
 	k.noteSIGTERM(pod, o)
-	now := metav1.Now()
+	now := k.now()
 	job.Status.StartTime = &now
 	job.Status.Active = 1
 	if err := k.Status().Update(ctx, job); err != nil {
@@ -406,7 +434,7 @@ func (k *Kubelet) losePod(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 
 // endJob writes the terminal Job status a real Job controller writes.
 func (k *Kubelet) endJob(ctx context.Context, job *batchv1.Job, succeeded bool, failReason string) error {
-	now := metav1.Now()
+	now := k.now()
 	job.Status.Active = 0
 	if job.Status.StartTime == nil {
 		job.Status.StartTime = &now

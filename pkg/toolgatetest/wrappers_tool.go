@@ -242,6 +242,16 @@ func (w *ToolScopeWrapper) Obj() *toolgatev1alpha1.ToolScope { return w.DeepCopy
 // Parent sets spec.parent.
 func (w *ToolScopeWrapper) Parent(p string) *ToolScopeWrapper { w.Spec.Parent = p; return w }
 
+// Admission puts the scope's calls' Jobs behind Kueue LocalQueue queue (empty: the
+// operator's --admission-queue), waiting at most maxWait (0: the operator's).
+func (w *ToolScopeWrapper) Admission(queue string, maxWait time.Duration) *ToolScopeWrapper {
+	w.Spec.Admission = &toolgatev1alpha1.Admission{QueueName: queue}
+	if maxWait > 0 {
+		w.Spec.Admission.MaxWait = &metav1.Duration{Duration: maxWait}
+	}
+	return w
+}
+
 // Allow sets spec.allow.
 func (w *ToolScopeWrapper) Allow(tools ...string) *ToolScopeWrapper { w.Spec.Allow = tools; return w }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/netisolation"
+	"github.com/toolgate/toolgate/controllers/startgate"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/internal/tracing"
@@ -34,11 +35,13 @@ import (
 type Executor struct {
 	execenv.Env
 	refusals refusals
+	// slots is the operator's start bound (--max-concurrent-starts), shared by every call.
+	slots *startgate.Slots
 }
 
 // New is the Job executor of env.
 func New(env execenv.Env) *Executor {
-	return &Executor{Env: env}
+	return &Executor{Env: env, slots: startgate.NewSlots(env.Client, env.Options.Admission.MaxConcurrentStarts)}
 }
 
 // Path is "": the Job executor runs the attempts recorded without a path.
@@ -70,6 +73,10 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		Digest: frozen.Digest(), Attempt: attempt, Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}
 	if st, ok, err := j.Features.PrepareInput(ctx, call, attempt, &in); !ok {
 		return st, err
+	}
+	// A burst queues rather than starting every sandbox at once (controllers/startgate).
+	if in.Admission, err = startgate.Resolve(ctx, j.Client, call, j.Options.Admission); err != nil {
+		return executor.Step{}, err
 	}
 	job := podspec.BuildJob(in, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
@@ -180,6 +187,9 @@ func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 	if err != nil {
 		return executor.Step{}, err
 	}
+	if st, waiting, err := j.waitForAdmission(ctx, call, job, pod); waiting || err != nil {
+		return st, err
+	}
 	if !PodEnded(pod) && jobEnded(job) {
 		// The Job's informer can deliver its end before the Pod's informer delivers the
 		// status it was computed from: read the Pod from the API server before concluding.
@@ -188,8 +198,9 @@ func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 		}
 	}
 	now := j.Clock.Now()
+	deadline := j.jobDeadline(call, job)
 	view := AttemptView{Job: job, Pod: pod, Attempt: int(executor.CurrentAttempt(call)),
-		PastDeadline: !now.Before(j.AttemptDeadline(call)), Now: now, Features: j.Features}
+		PastDeadline: !now.Before(deadline), Now: now, Features: j.Features}
 	read := j.Trust(call).PodReader(pod, j.Logs, j.Options.LogReadTimeout)
 	if o, ok := AttemptOutcome(ctx, view, read); ok {
 		if st, ok := j.Features.ClassifyEnding(ctx, call, o); ok {
@@ -197,7 +208,7 @@ func (j *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 		}
 		return executor.Step{Outcome: &o, ContainerStart: containerStartTime(pod)}, nil
 	}
-	wait := j.AttemptDeadline(call).Sub(now)
+	wait := deadline.Sub(now)
 	if pending := SignerPending(pod, now); pending > 0 {
 		wait = pending
 	}
