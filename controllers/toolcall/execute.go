@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/feature"
 	"github.com/toolgate/toolgate/controllers/feature/all"
 	"github.com/toolgate/toolgate/controllers/framekeys"
+	"github.com/toolgate/toolgate/controllers/options"
 	"github.com/toolgate/toolgate/controllers/startgate"
 )
 
@@ -114,7 +116,7 @@ func (r *Reconciler) afterStep(ctx context.Context, call *v1alpha1.ToolCall, st 
 		}
 		return r.finishAttempt(withContainerStart(ctx, st.ContainerStart), call, *st.Outcome)
 	}
-	if r.showWaiting(call, st.Waiting) {
+	if showWaiting(r, call, st.Waiting) {
 		if err := r.status.writeStatus(ctx, call); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -125,7 +127,7 @@ func (r *Reconciler) afterStep(ctx context.Context, call *v1alpha1.ToolCall, st 
 // showWaiting shows in the Executed condition whether the attempt waits for admission
 // (WaitingForAdmission, w's message) or, having waited, was admitted (Running again). In
 // memory; true when it changed the condition (the caller writes).
-func (r *Reconciler) showWaiting(call *v1alpha1.ToolCall, w *executor.Waiting) bool {
+func showWaiting(r *Reconciler, call *v1alpha1.ToolCall, w *executor.Waiting) bool {
 	cond := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted)
 	waitingShown := cond != nil && cond.Reason == v1alpha1.ReasonWaitingForAdmission
 	switch {
@@ -160,17 +162,17 @@ func (r *Reconciler) tidyExecutions(ctx context.Context, key types.NamespacedNam
 // for a call whose Job may wait for admission, the latest it can end, its bound on the
 // wait included (the Job executor itself counts the timeout from admission: jobDeadline).
 func (r *Reconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
-	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace).Add(r.admissionWait(call))
+	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace).Add(admissionWait(r.Client, r.Options, call))
 }
 
 // admissionWait is the bound on the wait for admission of the call's Jobs (0: they start
 // at once). Read from the cache (the scopes); when it cannot be read, the operator's bound
 // when its flags put Jobs behind a gate, so that a deadline is never too early.
-func (r *Reconciler) admissionWait(call *v1alpha1.ToolCall) time.Duration {
-	a, err := startgate.Resolve(context.Background(), r.Client, call, r.Options.Admission)
+func admissionWait(c client.Reader, o options.Call, call *v1alpha1.ToolCall) time.Duration {
+	a, err := startgate.Resolve(context.Background(), c, call, o.Admission)
 	switch {
-	case err != nil && (r.Options.Admission.Queue != "" || r.Options.Admission.MaxConcurrentStarts > 0):
-		return r.Options.Admission.MaxWait
+	case err != nil && (o.Admission.Queue != "" || o.Admission.MaxConcurrentStarts > 0):
+		return o.Admission.MaxWait
 	case err != nil || a == nil:
 		return 0
 	}

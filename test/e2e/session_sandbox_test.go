@@ -133,7 +133,7 @@ var _ = Describe("session sandboxes: a session's calls in long-lived Pods", Labe
 		Expect(pid).To(MatchRegexp(`^\d+$`))
 		Expect(sbOut(step("sh", map[string]any{"command": "kill -0 " + pid + " 2>/dev/null && echo alive || echo gone"}))).To(Equal("gone"))
 
-		By("/tmp and $HOME are wiped between calls; /workspace is not")
+		By("/tmp and $HOME are wiped between calls; the workspace is not")
 		step("sh", map[string]any{"command": "echo x > /tmp/leftover && echo y > app/kept"})
 		Expect(sbOut(step("sh", map[string]any{"command": "test -e /tmp/leftover && echo kept || echo wiped; cat app/kept"}))).To(Equal("wiped\ny"))
 

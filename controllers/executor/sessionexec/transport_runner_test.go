@@ -63,7 +63,7 @@ func buildRunner(t *testing.T) string {
 			runnerErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "toolgate-runner")
+		dir, err := os.MkdirTemp("", "session-runner")
 		if err != nil {
 			runnerErr = err
 			return

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/internal/podspec"
+	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 	"github.com/toolgate/toolgate/test/integration/internal/suite"
 )
@@ -167,7 +168,7 @@ var _ = Describe("Bursts queue: the operator's start bound", Label("bursts"), fu
 				g.Expect(j.Labels).To(HaveKeyWithValue(podspec.LabelStartGate, podspec.StartGateOperator))
 				g.Expect(j.Labels).NotTo(HaveKey(podspec.LabelKueueQueue))
 				if !podspec.JobSuspended(&j) {
-					out = append(out, j.Annotations["toolgate.dev/call-name"])
+					out = append(out, j.Annotations[podcontract.AnnotationCallName])
 				}
 			}
 			return out
