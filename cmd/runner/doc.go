@@ -184,8 +184,8 @@
 // exits: SIGKILL to every other process of the PID namespace, reaped, up to 2 s; it also
 // gets a daemon that left the group with setsid); then it removes the contents (not the
 // directories, whose modes stay; symbolic links not followed; a tree the tool made
-// unwritable is made writable first) of each TOOLGATE_SESSION_WIPE directory and of the
-// args file's directory, skipping "/", relative paths, the workspace, any directory in it
+// unwritable is made writable first) of each TOOLGATE_SESSION_WIPE directory, of the
+// args file's directory and of the link volume (but the signer's socket), skipping "/", relative paths, the workspace, any directory in it
 // and any holding it (a $HOME under /workspace stays); and empties its termination
 // message. Writable mounts other than those (an emptyDir the Tool adds) are not emptied:
 // the operator lists them in TOOLGATE_SESSION_WIPE. A reset that fails (cleanupError) ends

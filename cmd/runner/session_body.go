@@ -164,8 +164,10 @@ func startMessages(r io.Reader) <-chan startResult {
 // resetAfterCall leaves nothing of a session call in the container but the workspace: the
 // tool's process group is already gone (runProcess); as PID 1 it kills every other process
 // of the container (killOthers, as a one-shot body side does before it exits); then it
-// removes the contents of each wipe directory ($TOOLGATE_SESSION_WIPE: /tmp, /dev/shm, $HOME) and
-// of the arguments file's directory, keeping the directories themselves.
+// removes the contents of each wipe directory ($TOOLGATE_SESSION_WIPE: /tmp, /dev/shm,
+// $HOME), of the arguments file's directory and of the link volume (the tool can write
+// there too; the egress CA bundle is written again for each call) but the signer's socket,
+// keeping the directories themselves.
 func resetAfterCall(cfg config) error {
 	killOthers()
 	dirs := append([]string(nil), cfg.wipeDirs...)
@@ -177,8 +179,13 @@ func resetAfterCall(cfg config) error {
 		if !wipeable(d, cfg.workspace) {
 			continue
 		}
-		if err := wipeContents(d); err != nil {
+		if err := wipeContents(d, ""); err != nil {
 			errs = append(errs, fmt.Errorf("wiping %s: %w", d, err))
+		}
+	}
+	if link := filepath.Dir(cfg.signerAddress); filepath.IsAbs(cfg.signerAddress) && wipeable(link, cfg.workspace) {
+		if err := wipeContents(link, filepath.Base(cfg.signerAddress)); err != nil {
+			errs = append(errs, fmt.Errorf("wiping %s: %w", link, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -196,10 +203,11 @@ func wipeable(dir, workspace string) bool {
 	return !within(dir, ws) && !within(ws, dir)
 }
 
-// wipeContents removes everything in dir (not following symbolic links), keeping dir and
-// its mode; a directory that does not exist has nothing to wipe. A tree the tool made
-// unwritable (chmod 0) is made writable first: its files are the container user's.
-func wipeContents(dir string) error {
+// wipeContents removes everything in dir but the entry named keep ("" none; not following
+// symbolic links), keeping dir and its mode; a directory that does not exist has nothing
+// to wipe. A tree the tool made unwritable (chmod 0) is made writable first: its files are
+// the container user's.
+func wipeContents(dir, keep string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -209,6 +217,9 @@ func wipeContents(dir string) error {
 	}
 	var errs []error
 	for _, e := range entries {
+		if keep != "" && e.Name() == keep {
+			continue
+		}
 		p := filepath.Join(dir, e.Name())
 		if os.RemoveAll(p) == nil {
 			continue

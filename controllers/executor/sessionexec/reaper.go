@@ -13,8 +13,16 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// reapEvery is how often the reaper looks at the session Pods.
-const reapEvery = 2 * time.Second
+const (
+	// reapEvery is how often the reaper looks at the session Pods.
+	reapEvery = 2 * time.Second
+	// sessionLifetime: an idle session Pod older than this is replaced (its certificate,
+	// certLifetime, outlives it), however active its session.
+	sessionLifetime = 24 * time.Hour
+	// startBound: a session Pod that has not started running this long after its creation
+	// (an image never pulled, no room on a node) is deleted; until then it is not idle.
+	startBound = 10 * time.Minute
+)
 
 // Reaper is the runnable (leader only) that deletes the session Pods that should go.
 func (s *Executor) Reaper() manager.Runnable { return reaper{s} }
@@ -70,12 +78,22 @@ func (s *Executor) reapWhy(p *corev1.Pod, now time.Time) string {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return "it ended"
 	}
+	if s.book.inUse(p.UID) {
+		return ""
+	}
+	if now.Sub(p.CreationTimestamp.Time) >= sessionLifetime {
+		return "older than " + sessionLifetime.String()
+	}
 	since, ok := s.book.idleSince(p.UID)
 	if !ok {
-		if s.book.inUse(p.UID) {
+		started := runningSince(p)
+		if started.IsZero() {
+			if now.Sub(p.CreationTimestamp.Time) >= startBound {
+				return "not running " + startBound.String() + " after its creation"
+			}
 			return ""
 		}
-		since = p.CreationTimestamp.Time
+		since = started
 	}
 	idle, err := time.ParseDuration(p.Annotations[podcontract.AnnotationSessionIdleTimeout])
 	if err != nil || idle <= 0 {
@@ -85,4 +103,14 @@ func (s *Executor) reapWhy(p *corev1.Pod, now time.Time) string {
 		return "idle for " + idle.String()
 	}
 	return ""
+}
+
+// runningSince is when the Pod's signer container started running (zero: it has not).
+func runningSince(p *corev1.Pod) time.Time {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == podcontract.SignerContainerName && cs.State.Running != nil {
+			return cs.State.Running.StartedAt.Time
+		}
+	}
+	return time.Time{}
 }

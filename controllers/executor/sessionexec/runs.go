@@ -65,6 +65,14 @@ func (r *runs) forget(uid types.UID) {
 	delete(r.runs, uid)
 }
 
+// done forgets the call's attempt altogether once its outcome is written.
+func (r *runs) done(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.runs, uid)
+	delete(r.began, uid)
+}
+
 // start runs fn aside once per call uid; its end wakes the call's reconcile.
 func (r *runs) start(call *v1alpha1.ToolCall, pod *corev1.Pod, fn func() (Reply, error)) {
 	r.mu.Lock()

@@ -302,7 +302,7 @@ func (s *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, run run, r
 // found misbehaving is deleted (the next call starts a fresh one).
 func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
 	run, _ := s.runs.get(call.UID)
-	s.runs.forget(call.UID)
+	s.runs.done(call.UID)
 	if run.pod == "" {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 )
 
@@ -26,13 +27,21 @@ type authority struct {
 	caKey       *ecdsa.PrivateKey
 	caPEM       []byte
 	fingerprint string
-	client      tls.Certificate
 	roots       *x509.CertPool
+
+	mu     sync.Mutex
+	client *tls.Certificate // renewed when it has less than certRenew left
 }
 
-// certLifetime bounds every certificate the authority issues: longer than any session Pod
-// lives (sessionLifetime).
-const certLifetime = 48 * time.Hour
+const (
+	// certLifetime bounds every leaf certificate the authority issues: twice as long as a
+	// session Pod lives (sessionLifetime), so a Pod's certificate outlives the Pod.
+	certLifetime = 2 * sessionLifetime
+	// certRenew: the operator's client certificate is issued again when it has less left.
+	certRenew = sessionLifetime
+	// caLifetime is the CA's: it is never stored and goes with its process.
+	caLifetime = 10 * 365 * 24 * time.Hour
+)
 
 func newAuthority(now time.Time) (*authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -40,7 +49,7 @@ func newAuthority(now time.Time) (*authority, error) {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: "toolgate session CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour), IsCA: true,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caLifetime), IsCA: true,
 		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -54,14 +63,30 @@ func newAuthority(now time.Time) (*authority, error) {
 	a := &authority{caCert: ca, caKey: key, fingerprint: hex.EncodeToString(sum[:8]),
 		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), roots: x509.NewCertPool()}
 	a.roots.AddCert(ca)
+	if _, err := a.clientCertificate(now); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// clientCertificate is the operator's client certificate, issued again when it has less
+// than certRenew left (a process outlives any one certificate).
+func (a *authority) clientCertificate(now time.Time) (*tls.Certificate, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.client != nil && a.client.Leaf != nil && a.client.Leaf.NotAfter.Sub(now) > certRenew {
+		return a.client, nil
+	}
 	certPEM, keyPEM, err := a.issue(now, "toolgate-operator", x509.ExtKeyUsageClientAuth, nil)
 	if err != nil {
 		return nil, err
 	}
-	if a.client, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
 		return nil, err
 	}
-	return a, nil
+	a.client = &pair
+	return a.client, nil
 }
 
 func serial() *big.Int {
@@ -102,6 +127,8 @@ func serverName(namespace, pod string) string {
 
 // clientConfig is the TLS configuration the operator dials the Pod namespace/pod with.
 func (a *authority) clientConfig(namespace, pod string) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{a.client},
-		RootCAs: a.roots, ServerName: serverName(namespace, pod)}
+	return &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: a.roots, ServerName: serverName(namespace, pod),
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return a.clientCertificate(time.Now())
+		}}
 }

@@ -319,9 +319,9 @@ func TestTLSTransportDrivesTheRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port))
-	for name, certs := range map[string][]tls.Certificate{"no client certificate": nil, "another authority's": {rogue.client}} {
+	for name, certs := range map[string][]tls.Certificate{"no client certificate": nil, "another authority's": {*rogue.client}} {
 		conf := auth.clientConfig(p.pod.Namespace, p.pod.Name)
-		conf.Certificates = certs
+		conf.Certificates, conf.GetClientCertificate = certs, nil
 		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, conf)
 		if err == nil {
 			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
