@@ -179,6 +179,13 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		s.prestart(call, scope)
 		return executor.Step{Requeue: startPoll}, nil
 	case pod.Status.PodIP == "" || !signerRunning(pod):
+		if reason, detail, ended := s.Features.ClassifyPod(pod); ended {
+			// A Pod that cannot start for a feature's reason (a credential's Secret missing):
+			// the call ends as a cold one would, and the Pod goes.
+			s.deletePod(ctx, pod, "it cannot start: "+detail)
+			o := pipeline.Outcome{Attempt: int(a.Attempt), TerminationReason: reason, Detail: detail}
+			return executor.Step{Outcome: &o}, nil
+		}
 		return executor.Step{Requeue: startPoll}, nil
 	}
 	if retry := s.Features.Running(ctx, call, pod); retry > 0 {
@@ -261,7 +268,7 @@ func (s *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 // attempt and arguments is the call's report; anything else (no reply, an unsigned or
 // foreign frame, a broken connection) vouches for no run and the Pod is replaced.
 func (s *Executor) replyOutcome(ctx context.Context, call *v1alpha1.ToolCall, run run) (pipeline.Outcome, bool) {
-	base := pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: true}
+	base := pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: !run.reply.HandedOver.IsZero()}
 	if run.err != nil {
 		base.TerminationReason = pipeline.TerminationPodDeleted
 		if !s.Clock.Now().Before(s.AttemptDeadline(call)) {
