@@ -136,9 +136,9 @@ install() {
   wait_for - "examples registered (17 Tools, ToolScopes demo and coding, 2 ToolPolicies)" 60 examples_ready
 }
 
-# kueue_queues: Kueue's ResourceFlavor default, ClusterQueue toolgate sized to the node and a
-# LocalQueue toolgate in the demo namespace (the e2e suite's too), applied now that the
-# operator's Pods run: their requests come off the quota (hack/addons/kueue.sh queues,
+# kueue_queues: Kueue's ResourceFlavor default, Cohort toolgate sized to the node, ClusterQueue
+# toolgate borrowing it and a LocalQueue toolgate in the demo namespace (the e2e suite's too),
+# applied now that the operator's Pods run: their requests come off the quota (hack/addons/kueue.sh queues,
 # docs/kueue-local.md "Queues"). The host reserve: 500m cpu, and the resident memory of the
 # cluster's host processes (etcd, API server, kubelet, containerd, ..., Kueue) right now.
 kueue_queues() {

@@ -13,13 +13,13 @@
 #   hack/addons/kueue.sh stop        stop the one start started; remove /etc/kueue/metrics/certs
 #   hack/addons/kueue.sh status      exit 0 when the manager reports ready (with KUEUE_LOG: and
 #                                    its Job controller's workers run)
-#   hack/addons/kueue.sh queues NS...  ResourceFlavor default, ClusterQueue toolgate sized to the
-#                                    node, LocalQueue toolgate in each NS (hack/addons/kueue/queues.yaml.tmpl)
+#   hack/addons/kueue.sh queues NS...  ResourceFlavor default, Cohort toolgate sized to the node,
+#                                    ClusterQueue toolgate borrowing it, LocalQueue toolgate in each
+#                                    NS (hack/addons/kueue/*.yaml.tmpl)
 #
 # The version comes from hack/tools/kueue/go.mod (a module of its own, `go get -tool`, so Kueue's
 # dependencies, on an older k8s.io set, never enter toolgate's go.mod). docs/kueue-local.md says
-# why the manager runs without webhooks, how the queue is sized and why fair sharing is
-# Kueue's admission fair sharing.
+# why the manager runs without webhooks, how the queue is sized and which fair sharing it uses.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -77,8 +77,8 @@ module_dir() { (cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue); }
 #                user system:kueue (the host process) and to the ServiceAccount an in-cluster
 #                install would use
 #   config.yaml  Kueue Configuration: batch/job only, Jobs without a queue label left alone, no
-#                leader election, no internal cert management, loopback ports, admission fair
-#                sharing (LocalQueues ordered by their recent usage); $STATE is replaced at start
+#                leader election, no internal cert management, loopback ports, fair sharing
+#                between a Cohort's ClusterQueues; $STATE is replaced at start
 render_manifests() {
   local dir ver
   ver="$(version)+$(sha256sum "$root/hack/addons/kueue.sh" | cut -c1-12)" # this script renders them
@@ -157,12 +157,13 @@ featureGates:
 clientConnection:
   qps: 50
   burst: 100
-# Admission fair sharing (docs/kueue-local.md, "Fair sharing"): a ClusterQueue with
-# admissionScope UsageBasedAdmissionFairSharing admits first from the LocalQueue whose
-# decayed usage is lowest. Tool calls last seconds: usage halves in 5 minutes, sampled every 10 s.
-admissionFairSharing:
-  usageHalfLifeTime: 5m
-  usageSamplingInterval: 10s
+# Fair sharing between the ClusterQueues of a Cohort (docs/kueue-local.md, "Fair sharing"): the
+# one with the lowest dominant resource share is admitted from first. The strategies matter
+# only for preemption, which the queues turn off. Not admission fair sharing (ordering by
+# LocalQueue usage): in v0.17.0 it rewrites a LocalQueue's status ~50 times a second once a
+# Workload was admitted (measured; the docs say why).
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
 YAML
   echo "$ver" >"$manifests/.version"
   echo "kueue: manifests for $ver in $manifests"
@@ -281,8 +282,9 @@ status() {
   tail -c "+$((${KUEUE_LOG_FROM:-0} + 1))" "$KUEUE_LOG" 2>/dev/null | grep -q '"logger":"job",.*"msg":"Starting workers"'
 }
 
-# queues NAMESPACE...: apply ResourceFlavor default and ClusterQueue toolgate sized to the node
-# (hack/addons/kueue/queues.yaml.tmpl) and a LocalQueue toolgate in each NAMESPACE. The quota is
+# queues NAMESPACE...: apply ResourceFlavor default, Cohort toolgate sized to the node, ClusterQueue
+# toolgate (nominal quota 0: it borrows the Cohort's; hack/addons/kueue/queues.yaml.tmpl) and a
+# LocalQueue toolgate in each NAMESPACE. The Cohort's quota is
 # the Node's status.allocatable (cpu, memory, pods) minus
 #   - the requests of the Pods on it that no Job owns (the operator's replicas, the egress
 #     proxy, the gateway: they run beside the queued Jobs, outside Kueue), and
@@ -332,7 +334,7 @@ queues() {
       sed "s|@NAMESPACE@|$ns|" "$root/hack/addons/kueue/localqueue.yaml.tmpl"
     done
   } | "${k[@]}" apply -f - >/dev/null
-  echo "kueue: ClusterQueue toolgate: cpu ${cpu}m, memory ${mem}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
+  echo "kueue: Cohort toolgate (ClusterQueue toolgate borrows it): cpu ${cpu}m, memory ${mem}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
 }
 
 case "${1:-build}" in

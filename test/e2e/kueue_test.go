@@ -35,7 +35,8 @@ import (
 )
 
 // Kueue on the local cluster (docs/kueue-local.md): make up starts Kueue's manager and applies
-// ClusterQueue toolgate, sized to the node, and LocalQueue toolgate in toolgate-demo. These
+// Cohort toolgate, sized to the node, ClusterQueue toolgate, which borrows all of it, and
+// LocalQueue toolgate in toolgate-demo. These
 // specs use plain batch/v1 Jobs, created suspended and labelled as the operator will create
 // its own (issue 34): Kueue admits what fits the quota and holds what does not.
 
@@ -48,7 +49,7 @@ const (
 
 var (
 	kueueWorkloadList = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"}
-	kueueClusterQueue = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue"}
+	kueueCohort       = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "Cohort"}
 )
 
 var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue"), func() {
@@ -76,9 +77,10 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 			fmt.Sprintf("%s, %s", admitted.Round(time.Millisecond), time.Since(created).Round(time.Millisecond)))
 	})
 
-	It("keeps a Job whose requests exceed the ClusterQueue suspended, its Workload not admitted", func(ctx SpecContext) {
-		// One core more than the whole quota: it can never fit.
-		quota := clusterQueueQuota(ctx, corev1.ResourceCPU)
+	It("keeps a Job whose requests exceed the ClusterQueue's quota suspended, its Workload not admitted", func(ctx SpecContext) {
+		// One core more than the node's whole quota (the Cohort's, all ClusterQueue toolgate
+		// may borrow): it can never fit.
+		quota := cohortQuota(ctx, corev1.ResourceCPU)
 		tooMuch := quota.DeepCopy()
 		tooMuch.Add(resource.MustParse("1"))
 		job := kueueJob("e2e-kueue-too-big-", tooMuch, resource.MustParse("16Mi"))
@@ -195,13 +197,14 @@ func workloadCondition(wl *unstructured.Unstructured, t string) *metav1.Conditio
 	return meta.FindStatusCondition(conds, t)
 }
 
-// clusterQueueQuota returns ClusterQueue toolgate's nominal quota of a resource (flavor default).
-func clusterQueueQuota(ctx context.Context, name corev1.ResourceName) resource.Quantity {
+// cohortQuota returns Cohort toolgate's nominal quota of a resource (flavor default): the
+// node's capacity for queued Jobs, which ClusterQueue toolgate borrows.
+func cohortQuota(ctx context.Context, name corev1.ResourceName) resource.Quantity {
 	GinkgoHelper()
-	cq := &unstructured.Unstructured{}
-	cq.SetGroupVersionKind(kueueClusterQueue)
-	Expect(admin.Get(ctx, client.ObjectKey{Name: kueueQueue}, cq)).To(Succeed(), "ClusterQueue %s (make up applies it)", kueueQueue)
-	groups, _, _ := unstructured.NestedSlice(cq.Object, "spec", "resourceGroups")
+	cohort := &unstructured.Unstructured{}
+	cohort.SetGroupVersionKind(kueueCohort)
+	Expect(admin.Get(ctx, client.ObjectKey{Name: kueueQueue}, cohort)).To(Succeed(), "Cohort %s (make up applies it)", kueueQueue)
+	groups, _, _ := unstructured.NestedSlice(cohort.Object, "spec", "resourceGroups")
 	for _, g := range groups {
 		flavors, _, _ := unstructured.NestedSlice(g.(map[string]any), "flavors")
 		for _, f := range flavors {
@@ -214,6 +217,6 @@ func clusterQueueQuota(ctx context.Context, name corev1.ResourceName) resource.Q
 			}
 		}
 	}
-	Fail(fmt.Sprintf("ClusterQueue %s has no quota for %s", kueueQueue, name))
+	Fail(fmt.Sprintf("Cohort %s has no quota for %s", kueueQueue, name))
 	return resource.Quantity{}
 }
