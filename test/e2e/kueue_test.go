@@ -112,19 +112,128 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 		Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{"batch.kubernetes.io/job-name": job.Name})).To(Succeed())
 		Expect(pods.Items).To(BeEmpty())
 	})
+
+	// Two requester groups, ClusterQueue toolgate and a second one in cohort toolgate, both
+	// borrowing the node's quota. Toolgate's Jobs fill it; a Job of each group waits, toolgate's
+	// created first. When room for one frees up, fair sharing admits the other group's (whose
+	// share is 0) although toolgate's waited longer; FIFO across the Cohort would not.
+	It("admits from the requester group with the lower share first (fair sharing in the Cohort)", func(ctx SpecContext) {
+		const other = "e2e-kueue-fair"
+		createFairQueue(ctx, other)
+		quota := cohortQuota(ctx, corev1.ResourceCPU)
+		half := *resource.NewMilliQuantity(quota.MilliValue()/2, resource.DecimalSI)
+		twoFifths := *resource.NewMilliQuantity(quota.MilliValue()*2/5, resource.DecimalSI)
+		mem := resource.MustParse("16Mi")
+
+		By(fmt.Sprintf("toolgate's two Jobs take the quota (%s cpu each of %s): one for 10 s, one for 60 s", half.String(), quota.String()))
+		short := kueueJobIn(kueueQueue, "e2e-kueue-short-", half, mem, "sleep", "10")
+		long := kueueJobIn(kueueQueue, "e2e-kueue-long-", half, mem, "sleep", "60")
+		for _, j := range []*batchv1.Job{short, long} {
+			Expect(admin.Create(ctx, j)).To(Succeed())
+			deleteJobAtEnd(j)
+		}
+		for _, j := range []*batchv1.Job{short, long} {
+			waitUnsuspended(ctx, j)
+		}
+
+		By(fmt.Sprintf("a Job of each group waits (%s cpu each): toolgate's first, then %s's", twoFifths.String(), other))
+		mine := kueueJobIn(kueueQueue, "e2e-kueue-mine-", twoFifths, mem, "true")
+		Expect(admin.Create(ctx, mine)).To(Succeed())
+		deleteJobAtEnd(mine)
+		time.Sleep(time.Second) // a creation timestamp a second later: FIFO would pick mine
+		theirs := kueueJobIn(other, "e2e-kueue-theirs-", twoFifths, mem, "true")
+		Expect(admin.Create(ctx, theirs)).To(Succeed())
+		deleteJobAtEnd(theirs)
+		Consistently(func(g Gomega) {
+			for _, j := range []*batchv1.Job{mine, theirs} {
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
+				g.Expect(j.Spec.Suspend).To(HaveValue(BeTrue()), "Job %s admitted while the quota was full", j.Name)
+			}
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+
+		By("the short Job ends: the other group's Job is admitted, toolgate's keeps waiting")
+		waitUnsuspended(ctx, theirs)
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+		Expect(mine.Spec.Suspend).To(HaveValue(BeTrue()), "toolgate's Job %s was admitted before the other group's", mine.Name)
+		Consistently(func(g Gomega) {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+			g.Expect(mine.Spec.Suspend).To(HaveValue(BeTrue()))
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
+	})
 })
+
+// waitUnsuspended waits until Kueue admitted the Job (it unsuspends it).
+func waitUnsuspended(ctx context.Context, job *batchv1.Job) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Spec.Suspend).To(HaveValue(BeFalse()), "Job %s still suspended", job.Name)
+	}).WithContext(ctx).WithTimeout(callTimeout).WithPolling(poll).Should(Succeed())
+}
+
+// createFairQueue creates a second requester group: ClusterQueue name in cohort toolgate,
+// shaped as toolgate (nominal quota 0, borrowing the Cohort's; no preemption), and LocalQueue
+// name in toolgate-demo pointing at it; both deleted when the spec ends.
+func createFairQueue(ctx context.Context, name string) {
+	GinkgoHelper()
+	zero := []any{
+		map[string]any{"name": "cpu", "nominalQuota": "0"},
+		map[string]any{"name": "memory", "nominalQuota": "0"},
+		map[string]any{"name": "pods", "nominalQuota": "0"},
+	}
+	cq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+		"metadata": map[string]any{"name": name, "labels": map[string]any{e2eLabel: "true"}},
+		"spec": map[string]any{
+			"cohortName": kueueQueue, "namespaceSelector": map[string]any{}, "queueingStrategy": "BestEffortFIFO",
+			"preemption": map[string]any{"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
+			"resourceGroups": []any{map[string]any{
+				"coveredResources": []any{"cpu", "memory", "pods"},
+				"flavors":          []any{map[string]any{"name": "default", "resources": zero}},
+			}},
+		},
+	}}
+	lq := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": name, "namespace": demoNS, "labels": map[string]any{e2eLabel: "true"}},
+		"spec":     map[string]any{"clusterQueue": name},
+	}}
+	for _, o := range []*unstructured.Unstructured{cq, lq} {
+		Expect(admin.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
+		})
+	}
+	Eventually(func(g Gomega) {
+		for _, o := range []*unstructured.Unstructured{cq, lq} {
+			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			active := false
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				active = active || (m["type"] == "Active" && m["status"] == "True")
+			}
+			g.Expect(active).To(BeTrue(), "%s %s not Active", o.GetKind(), o.GetName())
+		}
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(poll).Should(Succeed())
+}
 
 // kueueJob is a plain Job of the tools image (busybox true, Pod Security "restricted") in
 // toolgate-demo: suspended, labelled for LocalQueue toolgate, with these requests.
 func kueueJob(generateName string, cpu, memory resource.Quantity) *batchv1.Job {
-	pod := restrictedPod("", "true")
+	return kueueJobIn(kueueQueue, generateName, cpu, memory, "true")
+}
+
+// kueueJobIn is kueueJob for LocalQueue queue, running busybox with args.
+func kueueJobIn(queue, generateName string, cpu, memory resource.Quantity, args ...string) *batchv1.Job {
+	pod := restrictedPod("", args...)
 	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory},
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: generateName, Namespace: demoNS,
-			Labels: map[string]string{e2eLabel: "true", kueueQueueLabel: kueueQueue},
+			Labels: map[string]string{e2eLabel: "true", kueueQueueLabel: queue},
 		},
 		Spec: batchv1.JobSpec{
 			Suspend:                 ptr.To(true),
