@@ -116,8 +116,10 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 	// Two requester groups, ClusterQueue toolgate and a second one in cohort toolgate, both
 	// borrowing the node's quota. Toolgate's Jobs fill it; a Job of each group waits, toolgate's
 	// created first. When room for one frees up, fair sharing admits the other group's (whose
-	// share is 0) although toolgate's waited longer; FIFO across the Cohort would not.
-	It("admits from the requester group with the lower share first (fair sharing in the Cohort)", func(ctx SpecContext) {
+	// share is 0) although toolgate's waited longer; FIFO across the Cohort would not. Serial:
+	// it fills the Cohort's quota for up to 40 s (other queued Jobs would wait), and the node's
+	// CPU with it.
+	It("admits from the requester group with the lower share first (fair sharing in the Cohort)", Serial, func(ctx SpecContext) {
 		const other = "e2e-kueue-fair"
 		createFairQueue(ctx, other)
 		quota := cohortQuota(ctx, corev1.ResourceCPU)
@@ -125,9 +127,9 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 		twoFifths := *resource.NewMilliQuantity(quota.MilliValue()*2/5, resource.DecimalSI)
 		mem := resource.MustParse("16Mi")
 
-		By(fmt.Sprintf("toolgate's two Jobs take the quota (%s cpu each of %s): one for 10 s, one for 60 s", half.String(), quota.String()))
+		By(fmt.Sprintf("toolgate's two Jobs take the quota (%s cpu each of %s): one for 10 s, one for 40 s", half.String(), quota.String()))
 		short := kueueJobIn(kueueQueue, "e2e-kueue-short-", half, mem, "sleep", "10")
-		long := kueueJobIn(kueueQueue, "e2e-kueue-long-", half, mem, "sleep", "60")
+		long := kueueJobIn(kueueQueue, "e2e-kueue-long-", half, mem, "sleep", "40")
 		for _, j := range []*batchv1.Job{short, long} {
 			Expect(admin.Create(ctx, j)).To(Succeed())
 			deleteJobAtEnd(j)
