@@ -49,6 +49,9 @@ cluster_up() {
     log "first run: building Kubernetes $K8S_VERSION from Go modules (${missing//$'\n'/ })"
     log "  this takes about 13 minutes on an idle 2-core machine (more under load); progress follows"
   fi
+  if [ ! -x "$ROOT/bin/kueue/kueue-manager" ]; then
+    log "first run: building Kueue from Go modules too (hack/addons/kueue.sh; about 8 minutes on 2 cores)"
+  fi
   "$here/cluster.sh" up
 }
 
@@ -131,6 +134,33 @@ install() {
   ensure_demo_secret
   kc apply -k "$EXAMPLES" >/dev/null
   wait_for - "examples registered (17 Tools, ToolScopes demo and coding, 2 ToolPolicies)" 60 examples_ready
+}
+
+# kueue_queues: Kueue's ResourceFlavor default, Cohort toolgate sized to the node, ClusterQueue
+# toolgate borrowing it and a LocalQueue toolgate in the demo namespace (the e2e suite's too),
+# applied now that the operator's Pods run: their requests come off the quota (hack/addons/kueue.sh queues,
+# docs/kueue-local.md "Queues"). The host reserve: 500m cpu, and the resident memory of the
+# cluster's host processes (etcd, API server, kubelet, containerd, ..., Kueue) right now.
+kueue_queues() {
+  local c pid rss=0 r start out
+  start="$(now_us)"
+  for c in "${COMPONENTS[@]}"; do
+    pid="$(component_pid "$c")" || continue
+    r="$(ps -o rss= -p "$pid" 2>/dev/null)" || continue
+    rss=$((rss + r))
+  done
+  if ! out="$(KUEUE_ADMIN_KUBECONFIG="$ADMIN_KUBECONFIG" KUBECTL="$KUBECTL" KUEUE_RESERVE_CPU=500 \
+    KUEUE_RESERVE_MEMORY=$(((rss + 1023) / 1024)) "$here/addons/kueue.sh" queues "$DEMO_NS" 2>&1)"; then
+    printf '%s\n' "$out" >&2
+    die "Kueue's queues could not be applied (above; hack/addons/kueue.sh queues)"
+  fi
+  log "$out (+$(fmt_secs "$(($(now_us) - start))")s)"
+  wait_for - "ClusterQueue toolgate and LocalQueue $DEMO_NS/toolgate Active" 30 kueue_queues_active
+}
+
+kueue_queues_active() {
+  kc wait --for=condition=Active clusterqueue/toolgate --timeout=2s &&
+    kc -n "$DEMO_NS" wait --for=condition=Active localqueue/toolgate --timeout=2s
 }
 
 # ensure_demo_secret: the Secret demo-api-token (key token) that the credentialed examples
@@ -391,6 +421,7 @@ main() {
       ensure_tools
       images
       install
+      kueue_queues
       demo
       session_demo
       isolation_demo || log "WARNING: the isolation examples' demo failed (informational)"

@@ -7,12 +7,19 @@
 #   hack/addons/kueue.sh manifests   render bin/kueue/manifests/: CRDs, namespace, RBAC, config
 #   hack/addons/kueue.sh start       build, render, apply, start the manager (KUEUE_ADMIN_KUBECONFIG,
 #                                    KUEUE_KUBECONFIG: the local cluster's by default)
-#   hack/addons/kueue.sh stop        stop the one start started
-#   hack/addons/kueue.sh status      exit 0 when the manager reports ready
+#   hack/addons/kueue.sh prepare     build, render, apply CRDs and RBAC, issue the certificates,
+#                                    write $KUEUE_STATE/config.yaml: all of start but the launch
+#                                    (make up launches the manager itself, hack/cluster/addons.sh)
+#   hack/addons/kueue.sh stop        stop the one start started; remove /etc/kueue/metrics/certs
+#   hack/addons/kueue.sh status      exit 0 when the manager reports ready (with KUEUE_LOG: and
+#                                    its Job controller's workers run)
+#   hack/addons/kueue.sh queues NS...  ResourceFlavor default, Cohort toolgate sized to the node,
+#                                    ClusterQueue toolgate borrowing it, LocalQueue toolgate in each
+#                                    NS (hack/addons/kueue/*.yaml.tmpl)
 #
 # The version comes from hack/tools/kueue/go.mod (a module of its own, `go get -tool`, so Kueue's
 # dependencies, on an older k8s.io set, never enter toolgate's go.mod). docs/kueue-local.md says
-# why the manager runs without webhooks and what `make up` still has to do.
+# why the manager runs without webhooks, how the queue is sized and which fair sharing it uses.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -70,8 +77,8 @@ module_dir() { (cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue); }
 #                user system:kueue (the host process) and to the ServiceAccount an in-cluster
 #                install would use
 #   config.yaml  Kueue Configuration: batch/job only, Jobs without a queue label left alone, no
-#                leader election, no internal cert management, loopback ports; $STATE is
-#                replaced at start
+#                leader election, no internal cert management, loopback ports, fair sharing
+#                between a Cohort's ClusterQueues; $STATE is replaced at start
 render_manifests() {
   local dir ver
   ver="$(version)+$(sha256sum "$root/hack/addons/kueue.sh" | cut -c1-12)" # this script renders them
@@ -150,6 +157,13 @@ featureGates:
 clientConnection:
   qps: 50
   burst: 100
+# Fair sharing between the ClusterQueues of a Cohort (docs/kueue-local.md, "Fair sharing"): the
+# one with the lowest dominant resource share is admitted from first. The strategies matter
+# only for preemption, which the queues turn off. Not admission fair sharing (ordering by
+# LocalQueue usage): in v0.17.0 it rewrites a LocalQueue's status ~50 times a second once a
+# Workload was admitted (measured; the docs say why).
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
 YAML
   echo "$ver" >"$manifests/.version"
   echo "kueue: manifests for $ver in $manifests"
@@ -196,16 +210,13 @@ secs_since() {
 
 pid_alive() { [ -f "$state/kueue.pid" ] && kill -0 "$(cat "$state/kueue.pid")" 2>/dev/null; }
 
-# start: build, render, apply CRDs and RBAC as the admin, then run the manager as system:kueue in
-# its own session (pid and log in $KUEUE_STATE) and wait for /readyz and its Job controller's
-# workers. Prints the seconds each step took.
-start() {
+# prepare: build, render, apply CRDs and RBAC as the admin and wait until they are
+# Established, issue the certificates, write $KUEUE_STATE/config.yaml. Prints its seconds.
+prepare() {
   local t0
   [ -f "$admin_kubeconfig" ] || { echo "kueue: no admin kubeconfig at $admin_kubeconfig" >&2; exit 1; }
-  [ -f "$kueue_kubeconfig" ] || { echo "kueue: no kubeconfig for system:kueue at $kueue_kubeconfig" >&2; exit 1; }
   build
   render_manifests
-  if pid_alive && ready; then echo "kueue: already running"; return; fi
   ensure_certs
   t0="${EPOCHREALTIME/./}"
   "$kubectl" --kubeconfig "$admin_kubeconfig" apply --server-side --force-conflicts \
@@ -214,6 +225,16 @@ start() {
     -f "$manifests/crds.yaml" >/dev/null
   echo "kueue: CRDs and RBAC applied and established in $(secs_since "$t0")s"
   sed "s|\\\$STATE|$state|" "$manifests/config.yaml" >"$state/config.yaml"
+}
+
+# start: prepare, then run the manager as system:kueue in its own session (pid and log in
+# $KUEUE_STATE) and wait for /readyz and its Job controller's workers. Prints the seconds each
+# step took. (The smoke test's way; make up starts it as a cluster component instead.)
+start() {
+  local t0
+  [ -f "$kueue_kubeconfig" ] || { echo "kueue: no kubeconfig for system:kueue at $kueue_kubeconfig" >&2; exit 1; }
+  if pid_alive && ready; then echo "kueue: already running"; return; fi
+  prepare
   t0="${EPOCHREALTIME/./}"
   KUBECONFIG="$kueue_kubeconfig" setsid "$bin" --config "$state/config.yaml" --zap-log-level=info \
     >"$state/kueue.log" 2>&1 </dev/null &
@@ -233,18 +254,19 @@ start() {
   exit 1
 }
 
-# stop: stop the manager start started (the CRDs and objects stay on the cluster) and remove
-# its metrics certificate from /etc/kueue.
+# stop: stop the manager start started, if it did (the CRDs and objects stay on the cluster),
+# and remove its metrics certificate from /etc/kueue (also after a manager `make up` ran).
 stop() {
   local pidfile="$state/kueue.pid" pid
-  [ -f "$pidfile" ] || return 0
-  pid="$(cat "$pidfile")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" || true; fi
+  if [ -f "$pidfile" ]; then
+    pid="$(cat "$pidfile")"
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+      if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" || true; fi
+    fi
+    rm -f "$pidfile"
   fi
-  rm -f "$pidfile"
   # The metrics certificate outside the repository, if it is still the one start put there.
   if cmp -s "$state/certs/tls.crt" "$metrics_cert_dir/tls.crt"; then
     rm -f "$metrics_cert_dir/tls.crt" "$metrics_cert_dir/tls.key"
@@ -252,11 +274,76 @@ stop() {
   fi
 }
 
+# status: /readyz answers; with KUEUE_LOG (the manager's log, from byte KUEUE_LOG_FROM on), also
+# its Job controller's workers run (/readyz answers ≈ 2 s before Kueue can admit).
+status() {
+  ready || return 1
+  [ -n "${KUEUE_LOG:-}" ] || return 0
+  tail -c "+$((${KUEUE_LOG_FROM:-0} + 1))" "$KUEUE_LOG" 2>/dev/null | grep -q '"logger":"job",.*"msg":"Starting workers"'
+}
+
+# queues NAMESPACE...: apply ResourceFlavor default, Cohort toolgate sized to the node, ClusterQueue
+# toolgate (nominal quota 0: it borrows the Cohort's; hack/addons/kueue/queues.yaml.tmpl) and a
+# LocalQueue toolgate in each NAMESPACE. The Cohort's quota is
+# the Node's status.allocatable (cpu, memory, pods) minus
+#   - the requests of the Pods on it that no Job owns (the operator's replicas, the egress
+#     proxy, the gateway: they run beside the queued Jobs, outside Kueue), and
+#   - KUEUE_RESERVE_CPU (millicores, default 500) and KUEUE_RESERVE_MEMORY (MiB, default 0):
+#     the cluster's host processes, which the kubelet's allocatable does not count (make up
+#     passes their resident memory).
+# Idempotent: make up re-sizes it on every run. Prints the sizing.
+queues() {
+  local k=("$kubectl" --kubeconfig "$admin_kubeconfig") node_json pods_json sizing node ns
+  node_json="$("${k[@]}" get nodes -o json)"
+  node="$(jq -r '.items[0].metadata.name' <<<"$node_json")"
+  pods_json="$("${k[@]}" get pods -A --field-selector "spec.nodeName=$node" -o json)"
+  # One line: NODE CPU_MILLI MEMORY_MI PODS, then a human-readable account of the sizing.
+  sizing="$(jq -rn --argjson node "$node_json" --argjson pods "$pods_json" \
+    --argjson rcpu "${KUEUE_RESERVE_CPU:-500}" --argjson rmem "${KUEUE_RESERVE_MEMORY:-0}" '
+    def qty: if type == "number" then . else
+      (capture("^(?<n>[0-9.]+)(?<s>[a-zA-Z]*)$") // error("quantity \(.)")) as $c |
+      ($c.n | tonumber) * ({"": 1, "m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+        "Ki": 1024, "Mi": 1048576, "Gi": 1073741824, "Ti": 1099511627776}[$c.s]
+        // error("unit \($c.s)")) end;
+    def req($r): [.resources.requests[$r]? // 0 | qty] | add;
+    # What the scheduler counts for a Pod: its containers, or its largest init container if
+    # that is more, plus the runtime overhead.
+    def podreq($r): ([.spec.containers[] | req($r)] | add) as $c |
+      (.spec.initContainers // [] | map(req($r)) | max // 0) as $i |
+      ([$c, $i] | max) + (.spec.overhead[$r]? // 0 | qty);
+    ($node.items[0].status.allocatable) as $a |
+    [$pods.items[] | select(.status.phase != "Succeeded" and .status.phase != "Failed")
+      | select([.metadata.ownerReferences[]?.kind] | index("Job") | not)] as $outside |
+    {cpu: ($outside | map(podreq("cpu")) | add // 0), memory: ($outside | map(podreq("memory")) | add // 0),
+     pods: ($outside | length)} as $o |
+    {cpu: ((($a.cpu | qty) - $o.cpu) * 1000 - $rcpu | floor),
+     memory: ((($a.memory | qty) - $o.memory) / 1048576 - $rmem | floor),
+     pods: (($a.pods | qty) - $o.pods | floor)} as $q |
+    if $q.cpu <= 0 or $q.memory <= 0 or $q.pods <= 0 then error("nothing left for the queue: \($q)") else . end |
+    "\($node.items[0].metadata.name) \($q.cpu) \($q.memory) \($q.pods)",
+    "allocatable cpu \($a.cpu), memory \($a.memory), pods \($a.pods); minus \($o.pods) Pods outside Jobs (cpu \($o.cpu * 1000 | round)m, memory \($o.memory / 1048576 | round)Mi) and the host reserve (cpu \($rcpu)m, memory \($rmem)Mi)"
+  ')" || { echo "kueue: cannot size the ClusterQueue from the node" >&2; exit 1; }
+  local cpu mem pods detail
+  read -r node cpu mem pods <<<"$(head -1 <<<"$sizing")"
+  detail="$(tail -1 <<<"$sizing")"
+  {
+    sed -e "s|@NODE@|$node|" -e "s|@SIZING@|$detail|" -e "s|@CPU@|${cpu}m|" -e "s|@MEMORY@|${mem}Mi|" \
+      -e "s|@PODS@|$pods|" "$root/hack/addons/kueue/queues.yaml.tmpl"
+    for ns in "$@"; do
+      printf -- '---\n'
+      sed "s|@NAMESPACE@|$ns|" "$root/hack/addons/kueue/localqueue.yaml.tmpl"
+    done
+  } | "${k[@]}" apply -f - >/dev/null
+  echo "kueue: Cohort toolgate (ClusterQueue toolgate borrows it): cpu ${cpu}m, memory ${mem}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
+}
+
 case "${1:-build}" in
   build) build ;;
   manifests) render_manifests ;;
+  prepare) prepare ;;
   start) start ;;
   stop) stop ;;
-  status) ready ;;
-  *) echo "usage: $0 build|manifests|start|stop|status" >&2; exit 2 ;;
+  status) status ;;
+  queues) shift; queues "$@" ;;
+  *) echo "usage: $0 build|manifests|prepare|start|stop|status|queues NAMESPACE..." >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# The cluster's add-ons: CoreDNS (cluster DNS), the volume provisioner with its StorageClass, and
-# the gvisor RuntimeClass. Sourced by hack/cluster.sh.
+# The cluster's add-ons: CoreDNS (cluster DNS), the volume provisioner with its StorageClass, the
+# gvisor RuntimeClass, and Kueue (Job admission). Sourced by hack/cluster.sh.
 
 # start_coredns NODE_IP: cluster DNS. CoreDNS (hack/addons/coredns) answers on the node address,
 # port 53, behind the kube-dns Service (10.0.0.10, the kubelet's clusterDNS), from the API (the
@@ -113,3 +113,42 @@ EOF
 dns_ready() { curl -fsS -m 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" >/dev/null; }
 dns_service_routed() { iptables -w -t nat -S KUBE-SERVICES 2>/dev/null | grep -q -- "-d $DNS_SERVICE_IP/32"; }
 provisioner_healthy() { curl -fsS -m 2 "http://127.0.0.1:$PROVISIONER_PORT/metrics" >/dev/null; }
+
+# kueue_env: hack/addons/kueue.sh's settings for this cluster.
+kueue_env() {
+  KUEUE_STATE="$KUEUE_STATE" KUEUE_ADMIN_KUBECONFIG="$ADMIN_KUBECONFIG" \
+    KUEUE_KUBECONFIG="$KUBECONFIGS/kueue.kubeconfig" KUBECTL="$K8S_BIN/kubectl" \
+    KUEUE_CA_DIR="$PKI" KUEUE_HEALTH_PORT="$KUEUE_HEALTH_PORT" KUEUE_METRICS_PORT="$KUEUE_METRICS_PORT" \
+    KUEUE_WEBHOOK_PORT="$KUEUE_WEBHOOK_PORT" "$@"
+}
+
+# start_kueue: Kueue's controller manager (hack/addons/kueue.sh, docs/kueue-local.md) as user
+# system:kueue: its CRDs and RBAC applied and Established, its serving certificate (signed by
+# the cluster CA; a copy at /etc/kueue/metrics/certs, where Kueue reads it) and Configuration
+# in .cluster/kueue, then the manager as a component. Its queues come later, once the operator
+# runs (hack/up.sh: hack/addons/kueue.sh queues). Fails `up` with a message if any step fails.
+start_kueue() {
+  local start out
+  start="$(now_us)"
+  if ! out="$(kueue_env "$ROOT/hack/addons/kueue.sh" prepare 2>&1)"; then
+    printf '%s\n' "$out" >&2
+    die "Kueue: preparing it failed (above: hack/addons/kueue.sh prepare; docs/kueue-local.md)"
+  fi
+  log "${out##*$'\n'} (Kueue prepared in +$(fmt_secs "$(($(now_us) - start))")s)"
+  # Where this run's log starts: a restart appends, and the readiness check reads only what
+  # this run wrote.
+  KUEUE_LOG_FROM="$(stat -c %s "$LOGS/kueue.log" 2>/dev/null || echo 0)"
+  [ "${LOG_APPEND:-0}" = 1 ] || KUEUE_LOG_FROM=0
+  start_component kueue --config "$KUEUE_STATE/config.yaml" \
+    --kubeconfig "$KUBECONFIGS/kueue.kubeconfig" --zap-log-level=info
+}
+
+# kueue_ready: /readyz answers and this run's Job controller runs its workers (only then does
+# Kueue admit: ≈ 2 s after /readyz).
+kueue_ready() {
+  KUEUE_LOG="$LOGS/kueue.log" KUEUE_LOG_FROM="${KUEUE_LOG_FROM:-0}" kueue_env "$ROOT/hack/addons/kueue.sh" status
+}
+
+# stop_kueue_certs: remove the metrics certificate Kueue reads from /etc/kueue (the manager is
+# stopped as a component before).
+stop_kueue_certs() { kueue_env "$ROOT/hack/addons/kueue.sh" stop; }

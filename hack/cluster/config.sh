@@ -128,9 +128,10 @@ write_configs() {
 
 # ---- host changes -------------------------------------------------------------------------------
 # Paths that kubelet, containerd and the CNI plugins create outside any configured folder.
-# (/run/mount: util-linux's utab, written when the kubelet makes its root dir a shared mount.)
+# (/run/mount: util-linux's utab, written when the kubelet makes its root dir a shared mount;
+# /etc/kueue: Kueue's metrics certificate, at a path fixed in its code, hack/addons/kueue.sh.)
 OUTSIDE_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd
-  /run/netns /run/mount /opt/containerd /etc/kubernetes)
+  /run/netns /run/mount /opt/containerd /etc/kubernetes /etc/kueue)
 # Kernel settings that the kubelet (kernel tunables), the bridge plugin (ip_forward) and
 # kube-proxy may change; `down` puts the recorded values back, in this order (turning
 # ip_forward on also turns all.accept_redirects off, and turning it off resets every

@@ -222,6 +222,7 @@ cmd_down() {
     [ "${COMPONENTS[i]}" != kube-apiserver ] || grace=2
     stop_component "${COMPONENTS[i]}" "$grace"
   done
+  stop_kueue_certs # Kueue's metrics certificate in /etc/kueue (and a manager `kueue.sh start` started)
   stop_component jaeger # hack/jaeger/jaeger.sh start (make up TRACING=1), if it runs
   "$ROOT/hack/jaeger/address.sh" down # the tools' collector address (make up TRACING=1)
   local step

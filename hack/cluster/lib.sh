@@ -39,7 +39,7 @@ CONTAINERD_SOCK="$RUN/containerd.sock"
 API_URL="https://127.0.0.1:$APISERVER_PORT"
 
 # Components in start order; `down` stops them in reverse.
-COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner)
+COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner kueue)
 K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner)
 # nfacct: only for `down`, to delete the nfacct counters kube-proxy's rules create.
 # nftables: the nft tool, to check and clean up the NetworkPolicy enforcer's tables.
@@ -55,6 +55,12 @@ COREDNS_READY_PORT=10333
 PROVISIONER_PORT=10331
 PROVISIONER_NAME=toolgate.local/hostpath
 STORAGE_CLASS=toolgate-local
+# Kueue (hack/addons/kueue.sh, docs/kueue-local.md): /readyz, /metrics, its (unregistered)
+# webhook server; its state (serving certificate, rendered Configuration) in KUEUE_STATE.
+KUEUE_HEALTH_PORT=10334
+KUEUE_METRICS_PORT=10335
+KUEUE_WEBHOOK_PORT=10336
+KUEUE_STATE="$STATE/kueue"
 
 # ---- logging and timing ---------------------------------------------------------------------
 _T0="${EPOCHREALTIME/./}"
@@ -96,6 +102,7 @@ component_bin() {
   case "$1" in
     containerd) echo /usr/bin/containerd ;;
     jaeger) readlink -f "$ROOT/bin/jaeger" 2>/dev/null || echo "$ROOT/bin/jaeger" ;; # hack/jaeger/jaeger.sh
+    kueue) readlink -f "$ROOT/bin/kueue/kueue-manager" 2>/dev/null || echo "$ROOT/bin/kueue/kueue-manager" ;; # hack/addons/kueue.sh
     *) readlink -f "$K8S_BIN/$1" 2>/dev/null || echo "$K8S_BIN/$1" ;;
   esac
 }

@@ -12,6 +12,7 @@ TOKEN_USERS=(
   "kube-network-policies|system:kube-network-policies|"
   "coredns|system:coredns|"
   "provisioner|system:toolgate-provisioner|"
+  "kueue|system:kueue|"
   "kubelet|system:node:$NODE_NAME|system:nodes"
   "agent|agent|"
   "approver|approver|"

@@ -27,15 +27,21 @@ k8s_binaries() {
 # (of a pinned module, or of our own mains: hack/netpol, hack/addons), one per line.
 missing_binaries() { k8s_binaries --missing "${K8S_COMPONENTS[@]}"; }
 
-# ensure_binaries: build the missing ones from Go modules (minutes when cold).
+# ensure_binaries: build the missing ones from Go modules (minutes when cold), then Kueue's
+# manager and manifests (hack/addons/kueue.sh: its own tools module; a no-op when present).
+# make test's prepare step runs this (make cluster-binaries), so its two lanes never build
+# either at once.
 ensure_binaries() {
   local missing
   missing="$(missing_binaries)"
-  [ -n "$missing" ] || return 0
-  log "building ${missing//$'\n'/ } (cold: several minutes)"
-  # shellcheck disable=SC2086
-  k8s_binaries $missing
-  log "binaries ready"
+  if [ -n "$missing" ]; then
+    log "building ${missing//$'\n'/ } (cold: several minutes)"
+    # shellcheck disable=SC2086
+    k8s_binaries $missing
+    log "binaries ready"
+  fi
+  "$ROOT/hack/addons/kueue.sh" build || die "building Kueue failed (hack/addons/kueue.sh build)"
+  "$ROOT/hack/addons/kueue.sh" manifests >/dev/null || die "rendering Kueue's manifests failed (hack/addons/kueue.sh manifests)"
 }
 
 # stale TARGET SOURCE...: TARGET is missing or older than any SOURCE (files or folders).

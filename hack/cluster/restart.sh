@@ -19,6 +19,7 @@ restart_ready() {
       ;;
     coredns) wait_for coredns "CoreDNS ready" 30 dns_ready ;;
     provisioner) wait_for provisioner "volume provisioner serving" 30 provisioner_healthy ;;
+    kueue) wait_for kueue "Kueue ready (its Job controller running)" 60 kueue_ready ;;
   esac
 }
 
@@ -35,6 +36,7 @@ restart_start() {
     kube-network-policies) start_netpol ;;
     coredns) start_coredns "$2" ;;
     provisioner) start_provisioner ;;
+    kueue) start_kueue ;;
   esac
 }
 

@@ -133,7 +133,8 @@ leftovers() {
 check_ports() {
   local port users
   for port in "$ETCD_CLIENT_PORT" "$ETCD_PEER_PORT" "$APISERVER_PORT" 10248 10249 10250 10256 10257 10259 "$NETPOL_PORT" \
-    "$PROVISIONER_PORT" "$COREDNS_HEALTH_PORT" "$COREDNS_READY_PORT"; do
+    "$PROVISIONER_PORT" "$COREDNS_HEALTH_PORT" "$COREDNS_READY_PORT" "$KUEUE_HEALTH_PORT" "$KUEUE_METRICS_PORT" \
+    "$KUEUE_WEBHOOK_PORT"; do
     users="$(ss -Hltnp "sport = :$port" 2>/dev/null || true)"
     [ -z "$users" ] || die "port $port is already in use: $users"
   done
@@ -163,6 +164,7 @@ cluster: toolgate-local, Kubernetes $K8S_VERSION, node $NODE_NAME ($(cat "$PKI/n
               $KUBECONFIGS/agent.kubeconfig, $KUBECONFIGS/approver.kubeconfig (no groups)
   kubectl     $K8S_BIN/kubectl   (or: source $STATE/cluster.env)
   images      $(ctr_k8s images ls -q 2>/dev/null | grep '^toolgate.local/' | tr '\n' ' ')
+  kueue       Kueue $(cut -d+ -f1 "$ROOT/bin/kueue/kueue-manager.version" 2>/dev/null), health http://127.0.0.1:$KUEUE_HEALTH_PORT/readyz (queues: make up)
   logs        $LOGS/
   stop        hack/cluster.sh down
 EOF
@@ -211,6 +213,8 @@ cmd_up() {
   start_netpol
   start_coredns "$ip"
   start_provisioner
+  # Kueue's CRDs and RBAC (≈ 3 s) go in while the node comes up; its manager needs only the API.
+  start_kueue
   wait_for kube-proxy "kube-proxy healthy" 30 http_healthy 10256
   wait_for kube-network-policies "NetworkPolicy enforcer healthy" 30 http_healthy "$NETPOL_PORT"
   wait_for kube-network-policies "NetworkPolicy enforcer bound to its queue, guard in place" 30 netpol_enforcing
@@ -222,6 +226,7 @@ cmd_up() {
   wait_for coredns "CoreDNS ready" 30 dns_ready
   wait_for kube-proxy "Service kube-dns ($DNS_SERVICE_IP) routed" 30 dns_service_routed
   wait_for provisioner "volume provisioner serving" 30 provisioner_healthy
+  wait_for kueue "Kueue ready (its Job controller running)" 60 kueue_ready
 
   write_env_file "$ip"
   log "cluster up"

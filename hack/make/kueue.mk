@@ -1,5 +1,6 @@
 # Kueue for the local cluster (docs/kueue-local.md): built from Go modules into bin/kueue and
-# shown against envtest. `make up` does not start it yet. Included by the main Makefile.
+# shown against envtest; `make up` starts it (hack/cluster/addons.sh) and applies its queues
+# (hack/up.sh). Included by the main Makefile.
 
 ##@ Kueue
 
