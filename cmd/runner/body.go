@@ -33,6 +33,15 @@ func bodySide(cfg config, sigs <-chan os.Signal, stderr io.Writer) int {
 	}
 	defer conn.Close()
 	if cfg.session {
+		if cfg.sessionRelay != "" {
+			ln, err := relayOperator(cfg.sessionAddr, cfg.sessionRelay, stderr)
+			if err != nil {
+				logf(stderr, "session: the relay's listener: %v", err)
+				return frame.ExitRunnerError
+			}
+			defer ln.Close()
+			logf(stderr, "session: relaying the operator's connections from %s to %s", ln.Addr(), cfg.sessionRelay)
+		}
 		silence()
 		if err := protectKey(); err != nil {
 			logf(stderr, "%v", err)

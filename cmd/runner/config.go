@@ -66,6 +66,9 @@ type config struct {
 	session       bool
 	sessionTLSDir string
 	sessionAddr   string
+	// sessionRelay (a Unix socket path; "" none): the signer listens for the operator there,
+	// and the body side relays the operator's TCP connections to it (session_relay.go).
+	sessionRelay string
 	wipeDirs      []string
 	workspace     string
 	// The current session call's own variables for the body (NAME=value) and its deadline
@@ -109,6 +112,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	cfg.session = getenv(podcontract.EnvSession) == podcontract.SessionOn
 	cfg.sessionTLSDir = envOr(getenv, podcontract.EnvSessionTLSDir, podcontract.SessionTLSDir)
 	cfg.sessionAddr = envOr(getenv, podcontract.EnvSessionAddr, ":"+strconv.Itoa(podcontract.SessionPort))
+	cfg.sessionRelay = getenv(podcontract.EnvSessionRelay)
 	cfg.workspace = envOr(getenv, podcontract.EnvWorkspace, podcontract.WorkspaceMountPath)
 	cfg.wipeDirs = strings.Split(envOr(getenv, podcontract.EnvSessionWipe, "/tmp,/dev/shm"), ",")
 	if getenv(podcontract.EnvSessionWipe) == "" && getenv("HOME") != "" {

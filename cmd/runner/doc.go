@@ -131,6 +131,12 @@
 // listening for the operator at ADDR", then accepts the body side's link (as the one-shot
 // signer), then serves. Its TLS files unusable: exit 125, reason InvalidConfiguration.
 //
+// With TOOLGATE_SESSION_RELAY (a socket path, set on both containers of a Pod under a
+// RuntimeClass) the signer listens there, not on TCP, and the body side listens on
+// TOOLGATE_SESSION_ADDR and copies each connection's bytes to and from that socket: under a
+// runtime whose sandbox holds the Pod's address (gVisor) only a listener inside the body's
+// sandbox is reachable. The relay sees only the TLS stream, which ends at the signer.
+//
 // Connections: one at a time. A newer authenticated connection replaces the current one
 // (closed) when the session is idle, and waits for the end of a call in progress (whose
 // reply goes to the call's own connection): only the operator can make one, and it redials

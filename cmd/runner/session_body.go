@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -179,12 +180,12 @@ func resetAfterCall(cfg config) error {
 		if !wipeable(d, cfg.workspace) {
 			continue
 		}
-		if err := wipeContents(d, ""); err != nil {
+		if err := wipeContents(d); err != nil {
 			errs = append(errs, fmt.Errorf("wiping %s: %w", d, err))
 		}
 	}
 	if link := filepath.Dir(cfg.signerAddress); filepath.IsAbs(cfg.signerAddress) && wipeable(link, cfg.workspace) {
-		if err := wipeContents(link, filepath.Base(cfg.signerAddress)); err != nil {
+		if err := wipeContents(link, filepath.Base(cfg.signerAddress), filepath.Base(cfg.sessionRelay)); err != nil {
 			errs = append(errs, fmt.Errorf("wiping %s: %w", link, err))
 		}
 	}
@@ -203,11 +204,11 @@ func wipeable(dir, workspace string) bool {
 	return !within(dir, ws) && !within(ws, dir)
 }
 
-// wipeContents removes everything in dir but the entry named keep ("" none; not following
+// wipeContents removes everything in dir but the entries named in keep (not following
 // symbolic links), keeping dir and its mode; a directory that does not exist has nothing
 // to wipe. A tree the tool made unwritable (chmod 0) is made writable first: its files are
 // the container user's.
-func wipeContents(dir, keep string) error {
+func wipeContents(dir string, keep ...string) error {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -217,7 +218,7 @@ func wipeContents(dir, keep string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if keep != "" && e.Name() == keep {
+		if slices.Contains(keep, e.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

@@ -51,11 +51,21 @@ func sessionTLS(dir string) (*tls.Config, error) {
 	}, nil
 }
 
-// listenOperator listens for the operator at cfg.sessionAddr.
+// listenOperator listens for the operator at cfg.sessionAddr, or, when the body side
+// relays, at the relay socket cfg.sessionRelay.
 func listenOperator(cfg config) (net.Listener, *tls.Config, error) {
 	conf, err := sessionTLS(cfg.sessionTLSDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.sessionRelay != "" {
+		// The body side relays the operator's connections here (session_relay.go).
+		_ = os.Remove(cfg.sessionRelay)
+		ln, err := net.Listen("unix", cfg.sessionRelay)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ln, conf, nil
 	}
 	ln, err := net.Listen("tcp", cfg.sessionAddr)
 	if err != nil {

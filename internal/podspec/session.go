@@ -46,6 +46,13 @@ func SessionPodSpec(in Input, opts Options, tlsSecret string) corev1.PodSpec {
 		MountPath: podcontract.SessionTLSDir, ReadOnly: true})
 	tool := toolContainerOf(&ps)
 	tool.Env = append(tool.Env, literalEnv(podcontract.EnvSession, podcontract.SessionOn))
+	if opts.RuntimeClassOf(in.Tool.Sandbox) != "" {
+		// The runtime's sandbox may hold the Pod's address (gVisor): the body side, inside it,
+		// takes the operator's connections and relays them to the signer.
+		relay := literalEnv(podcontract.EnvSessionRelay, podcontract.SessionRelay)
+		signer.Env = append(signer.Env, relay)
+		tool.Env = append(tool.Env, relay)
+	}
 	ps.Volumes = append(ps.Volumes, corev1.Volume{Name: SessionTLSVolume, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: tlsSecret, DefaultMode: ptrInt32(0o440)}}})
 	return ps

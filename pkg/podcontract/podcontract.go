@@ -94,6 +94,12 @@ const (
 	// tests).
 	EnvSessionAddr = "TOOLGATE_SESSION_ADDR"
 	SessionPort    = 8443
+	// EnvSessionRelay (SessionRelay, a socket in the link volume), set on both containers of
+	// a session Pod under a RuntimeClass: the signer listens for the operator there instead
+	// of on TCP, and the body side listens on TCP (EnvSessionAddr) and relays each
+	// connection to it, bytes only (the mutual TLS ends at the signer). Under a runtime whose
+	// sandbox holds the Pod's address (gVisor) only a listener inside it is reachable.
+	EnvSessionRelay = "TOOLGATE_SESSION_RELAY"
 	// EnvSessionWipe overrides, in the body's container, the comma-separated directories
 	// whose contents the body side removes after each session call (default
 	// "/tmp,/dev/shm,$HOME");
@@ -272,6 +278,9 @@ const (
 	LinkMountPath = "/var/run/toolgate-link"
 	// SignerSocket is where the signer listens for the body side in the link volume.
 	SignerSocket = LinkMountPath + "/signer.sock"
+	// SessionRelay is the session signer's operator socket when the body side relays
+	// (EnvSessionRelay).
+	SessionRelay = LinkMountPath + "/operator.sock"
 	// SignerAbstractSocket is the abstract Unix socket (Linux; the Pod's network namespace,
 	// no file) the signer listens on too, and the body side tries first: the link volume is
 	// only needed where the two containers do not share a network namespace (each a sandbox

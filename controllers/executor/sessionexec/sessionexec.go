@@ -291,6 +291,11 @@ func (s *Executor) replyOutcome(ctx context.Context, call *v1alpha1.ToolCall, ru
 		return base, true
 	}
 	base.Report = jobexec.ReportOf(f)
+	if f.Reason == frame.ReasonDeadlineExceeded {
+		// The runner ended the call at its deadline, as the kubelet ends a cold Pod at its
+		// activeDeadlineSeconds: the same reason for the same ending.
+		base.TerminationReason = pipeline.TerminationDeadlineExceeded
+	}
 	return base, frame.EndsSession(f.Reason)
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -96,6 +97,13 @@ type runnerPod struct {
 // reads the port it listens on from its log, then starts the body side (the kubelet's
 // order).
 func startRunnerPod(t *testing.T, auth *authority, name string) *runnerPod {
+	return startRunnerPodWith(t, auth, name, false)
+}
+
+// startRunnerPodWith is startRunnerPod; relay: the signer listens on a socket in the link
+// directory and the body side relays the operator's TCP connections to it (a Pod under a
+// RuntimeClass).
+func startRunnerPodWith(t *testing.T, auth *authority, name string, relay bool) *runnerPod {
 	t.Helper()
 	exe := buildRunner(t)
 	p := &runnerPod{t: t, pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name,
@@ -132,6 +140,9 @@ func startRunnerPod(t *testing.T, auth *authority, name string) *runnerPod {
 		podcontract.EnvSignerSocket:   filepath.Join(linkDir, "signer.sock"),
 		podcontract.EnvSignerAbstract: "@toolgate-transport-test-" + hex.EncodeToString(rnd[:]),
 	}
+	if relay {
+		link[podcontract.EnvSessionRelay] = filepath.Join(linkDir, "operator.sock")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -165,13 +176,15 @@ func startRunnerPod(t *testing.T, auth *authority, name string) *runnerPod {
 	p.signerLog, p.bodyLog = &syncBuffer{}, &syncBuffer{}
 	lines := bufio.NewReader(stderr)
 	const said = "session: listening for the operator at "
-	for p.port == 0 {
+	for listening := false; !listening; {
 		line, err := lines.ReadString('\n')
 		p.signerLog.write(line)
 		if err != nil {
 			t.Fatalf("the signer ended before it listened: %q", p.signerLog.String())
 		}
-		if _, addr, ok := strings.Cut(line, said); ok {
+		_, addr, ok := strings.Cut(line, said)
+		listening = ok
+		if ok && !relay {
 			_, port, _ := net.SplitHostPort(strings.TrimSpace(addr))
 			if p.port, err = strconv.Atoi(port); err != nil {
 				t.Fatalf("the signer's address %q: %v", addr, err)
@@ -189,6 +202,7 @@ func startRunnerPod(t *testing.T, auth *authority, name string) *runnerPod {
 	}()
 	p.body = exec.CommandContext(ctx, exe, podcontract.BodyFlag, "--", "/bin/sh", "-c", runnerTool)
 	p.body.Env = env(map[string]string{
+		podcontract.EnvSessionAddr:     "127.0.0.1:0",
 		podcontract.EnvSession:         podcontract.SessionOn,
 		podcontract.EnvSessionWipe:     p.tmp + "," + p.home,
 		podcontract.EnvWorkspace:       p.ws,
@@ -205,7 +219,65 @@ func startRunnerPod(t *testing.T, auth *authority, name string) *runnerPod {
 		_ = p.signer.Wait()
 		_ = p.body.Wait()
 	})
+	if relay {
+		p.port = relayPort(t, p.bodyLog)
+	}
 	return p
+}
+
+// relayPort is the port the body side relays from, once its log says so.
+func relayPort(t *testing.T, log *syncBuffer) int {
+	t.Helper()
+	const said = "session: relaying the operator's connections from "
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, rest, ok := strings.Cut(log.String(), said); ok {
+			if addr, _, ok := strings.Cut(rest, " to "); ok {
+				_, port, _ := net.SplitHostPort(addr)
+				n, err := strconv.Atoi(port)
+				if err != nil {
+					t.Fatalf("the relay's address %q: %v", addr, err)
+				}
+				return n
+			}
+		}
+		time.Sleep(10 * time.Millisecond) // polling the body's log for the line
+	}
+	t.Fatalf("the body side never relayed: %q", log.String())
+	return 0
+}
+
+// Under a RuntimeClass the operator reaches the signer through the body side's relay: the
+// calls verify as they do direct (the mutual TLS ends at the signer), and a client without
+// the operator's certificate is refused through the relay too.
+func TestTLSTransportThroughTheBodysRelay(t *testing.T) {
+	auth, err := newAuthority(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startRunnerPodWith(t, auth, "toolgate-session-relay", true)
+	tr := p.transport(auth)
+	for i, args := range []string{`{"op":"echo","n":1}`, `{"op":"echo","n":2}`} {
+		f := p.call(tr, fmt.Sprintf("call-relay-%d", i), args)
+		if f.ExitCode != 0 {
+			t.Fatalf("call %d through the relay: %+v (signer %q, body %q)", i, f, p.signerLog.String(), p.bodyLog.String())
+		}
+	}
+	rogue, err := newAuthority(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := rogue.clientConfig(p.pod.Namespace, p.pod.Name)
+	conf.InsecureSkipVerify = true
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)), conf)
+	if err == nil {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = c.Read(make([]byte, 1))
+		_ = c.Close()
+	}
+	if err == nil {
+		t.Fatal("a client of another CA got through the relay")
+	}
 }
 
 // handover is attempt 1 of callUID with args, signed for podUID.
