@@ -69,8 +69,8 @@ type config struct {
 	// sessionRelay (a Unix socket path; "" none): the signer listens for the operator there,
 	// and the body side relays the operator's TCP connections to it (session_relay.go).
 	sessionRelay string
-	wipeDirs      []string
-	workspace     string
+	wipeDirs     []string
+	workspace    string
 	// The current session call's own variables for the body (NAME=value) and its deadline
 	// (0: none, the one-shot modes).
 	callEnv  []string
