@@ -45,7 +45,8 @@ const (
 // the Pod, the outcome is unknown and the call is never handed over twice).
 func sandboxExpect() check.Expectation {
 	e := expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
-	e.IfKilled = &check.Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted}}
+	e.IfKilled = &check.Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted},
+		Executed: "operator: restarted while the call ran in session Pod"} // sessionexec.Observe's words
 	return e
 }
 

@@ -489,6 +489,13 @@ func (c *checker) killedWhileRunning(call *v1alpha1.ToolCall, end time.Time) (st
 	return fmt.Sprintf("ran from %s to %s; %d kills", from.Format(time.RFC3339Nano), to, len(c.h.Kills)), false
 }
 
+func executedMessage(call *v1alpha1.ToolCall) string {
+	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
 func decidedByApproval(reason string) bool {
 	return reason == v1alpha1.ReasonApproved || reason == v1alpha1.ReasonApprovalDenied || reason == v1alpha1.ReasonApprovalDigestMismatch
 }
@@ -526,6 +533,9 @@ func (c *checker) outcomes() {
 		}
 		switch {
 		case Ending{Phase: exp.Phase, Reasons: exp.Reasons}.allows(call.Status.Phase, reason):
+		case exp.IfKilled != nil && exp.IfKilled.allows(call.Status.Phase, reason) && !strings.Contains(executedMessage(call), exp.IfKilled.Executed):
+			c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ended %s, allowed after a kill only when the Executed condition says %q; it says %q",
+				exp.Scenario, outcomeKey(call.Status.Phase, reason), exp.IfKilled.Executed, executedMessage(call))
 		case exp.IfKilled != nil && exp.IfKilled.allows(call.Status.Phase, reason):
 			if at, ok := c.killedWhileRunning(call, firstTerminal[callID(call.Namespace, call.Name, call.UID)]); ok {
 				c.rep.EndedByKill++

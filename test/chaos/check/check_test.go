@@ -289,11 +289,13 @@ func handover(c v1alpha1.ToolCall, pod string, attempt int, refused bool) Sessio
 // whose operator was killed while it ran: Failed JobDeleted, allowed by its IfKilled.
 func goodSessions() History {
 	h := good()
-	killed := &Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted}}
+	killed := &Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted}, Executed: "operator: restarted"}
 	s1 := sessionCall("s1", "alice", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(time.Second))
 	s2 := sessionCall("s2", "alice", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(2*time.Second))
 	b1 := sessionCall("b1", "bob", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(2*time.Second))
 	s3 := sessionCall("s3", "alice", v1alpha1.PhaseFailed, failed(v1alpha1.ReasonJobDeleted), t0.Add(4*time.Second))
+	s3.Status.Conditions = append(s3.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionExecuted, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonJobDeleted, Message: "deleted (operator: restarted while the call ran in session Pod x)"})
 	h.Calls = append(h.Calls, s1, s2, b1, s3)
 	h.Versions = append(h.Versions, version(s1, "20", 2*time.Second), version(s2, "21", 3*time.Second),
 		version(b1, "22", 3*time.Second), version(s3, "23", 6*time.Second))
@@ -356,6 +358,9 @@ func TestEachSessionRuleCanFail(t *testing.T) {
 		}},
 		{"a killed ending with no kill while it ran", RuleOutcome, func(h *History) { h.Kills = h.Kills[:1] }},
 		{"a killed ending when the kill came after it ended", RuleOutcome, func(h *History) { h.Kills = []time.Time{t0.Add(7 * time.Second)} }},
+		{"a killed ending another path of the operator came to", RuleOutcome, func(h *History) {
+			at(h, "s3").Status.Conditions[0].Message = "deleted (operator: the session Pod's connection failed during the call)"
+		}},
 		{"another failure reason after a kill", RuleOutcome, func(h *History) {
 			at(h, "s3").Status.Result = failed(v1alpha1.ReasonNonZeroExit)
 			dropVersions(h, "s3")

@@ -151,6 +151,9 @@ type Expectation struct {
 type Ending struct {
 	Phase   v1alpha1.ToolCallPhase `json:"phase"`
 	Reasons []string               `json:"reasons,omitempty"`
+	// Executed, when set, must be part of the call's Executed condition message: the
+	// operator's words for why it ended so (which path of the operator ended it).
+	Executed string `json:"executed,omitempty"`
 }
 
 // allows says whether the ending matches phase and reason (no Reasons: an empty reason).
