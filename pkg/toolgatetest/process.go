@@ -33,7 +33,8 @@ import (
 
 // An operator run as a process of its own (the chaos harness, bench-controller's
 // -operator-process) reaches envtest through WriteKubeconfig and the simulated Kubelet's Pod
-// logs, which stand in for pods/log, through ServeLogs and LogsClient.
+// logs, which stand in for pods/log, through ServeLogs and LogsClient; its session Pods, in
+// place of the mutual-TLS transport, through the same server and SessionClient.
 
 // WriteKubeconfig writes cfg (envtest's admin: client certificate, token, CA data) as a
 // kubeconfig at path.
@@ -55,7 +56,8 @@ type LogReader interface {
 
 // ServeLogs serves r's Pod logs on a loopback port (GET /log, the bounds of
 // LogReader.TailLog as query parameters) and returns its base URL for LogsClient and a
-// function that stops it.
+// function that stops it. When r is a Kubelet it also serves its session Pods (POST
+// /session) for SessionClient.
 func ServeLogs(r LogReader) (base string, stop func() error, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,6 +79,9 @@ func ServeLogs(r LogReader) (base string, stop func() error, err error) {
 		}
 		_, _ = w.Write(data)
 	})
+	if k, ok := r.(*Kubelet); ok {
+		mux.HandleFunc("POST /session", k.serveSession) // process_session.go
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), srv.Close, nil

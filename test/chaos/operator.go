@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -19,10 +22,13 @@ import (
 
 // runOperator is the "operator" role: the manager as cmd/manager builds it (same scheme,
 // cache restrictions, controllers.Setup with metrics registered; no leader election, as
-// cmd/manager's default), with two differences only: the metrics and probe endpoints are
-// off (several run on one machine), and results carried in the Pod log are read from the
+// cmd/manager's default), with these differences only: the metrics and probe endpoints are
+// off (several run on one machine), results carried in the Pod log are read from the
 // harness's simulated kubelet over loopback HTTP instead of pods/log (envtest has no
-// kubelet). It runs until it is killed.
+// kubelet), and session calls are handed to the harness's simulated session Pods over the
+// same loopback server (tg.SessionClient) instead of mutual TLS to a Pod address (envtest
+// Pods have none; the process still makes its own session CA, so a new process still
+// cannot use an earlier one's Pods). It runs until it is killed.
 func runOperator(args []string) error {
 	fs := flag.NewFlagSet("operator", flag.ExitOnError)
 	logs := fs.String("logs", "", "base URL of the harness's log server")
@@ -58,8 +64,20 @@ func runOperator(args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Logs: tg.LogsClient{Base: *logs}}); err != nil {
+	if err := controllers.Setup(mgr, controllers.Options{Call: opts, RegisterMetrics: true, Logs: tg.LogsClient{Base: *logs},
+		Session: sessionTransport{tg.SessionClient{Base: *logs}}}); err != nil {
 		return fmt.Errorf("setting up the controllers: %w", err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
+
+// sessionTransport is the operator process's session transport: the harness's simulated
+// session Pods, reached through tg.SessionClient (nothing is kept per Pod).
+type sessionTransport struct{ c tg.SessionClient }
+
+func (t sessionTransport) Call(ctx context.Context, pod *corev1.Pod, line []byte) (controllers.SessionReply, error) {
+	at, reply, err := t.c.Call(ctx, pod, line)
+	return controllers.SessionReply{HandedOver: at, Bytes: reply}, err
+}
+
+func (sessionTransport) Forget(types.UID) {}

@@ -28,6 +28,7 @@ type operator struct {
 	done    chan struct{}
 	runs    int
 	crashes int
+	exits   []time.Time // when each process that exited by itself was seen gone
 	stopped bool
 }
 
@@ -74,6 +75,7 @@ func (o *operator) exited(cmd *exec.Cmd) {
 	}
 	o.cmd = nil
 	o.crashes++
+	o.exits = append(o.exits, time.Now())
 	o.mu.Unlock()
 	time.Sleep(time.Second)
 	o.mu.Lock()
@@ -107,6 +109,13 @@ func (o *operator) shutdown() {
 	o.kill()
 }
 
+// exitTimes are when the processes that exited by themselves were seen gone.
+func (o *operator) exitTimes() []time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]time.Time(nil), o.exits...)
+}
+
 func (o *operator) figures() (runs, crashes int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -125,6 +134,7 @@ type faults struct {
 	mu               sync.Mutex
 	kills, apiServer int
 	last             time.Time
+	killedAt         []time.Time
 	errs             []error
 	cancel           context.CancelFunc
 	done             chan struct{}
@@ -150,6 +160,7 @@ func (f *faults) run(ctx context.Context) {
 // fault is one fault: every apiServerEvery-th an API server restart (the operator is
 // killed with it), otherwise an operator kill; the operator is started again at once.
 func (f *faults) fault(n int) {
+	killedAt := time.Now() // before SIGKILL: the process dies after it
 	f.op.kill()
 	var err error
 	apiServer := f.apiServerEvery > 0 && n%f.apiServerEvery == 0
@@ -173,6 +184,7 @@ func (f *faults) fault(n int) {
 		f.apiServer++
 	}
 	f.last = at
+	f.killedAt = append(f.killedAt, killedAt)
 	if err != nil {
 		f.errs = append(f.errs, err)
 	}
@@ -183,6 +195,13 @@ func (f *faults) fault(n int) {
 func (f *faults) stop() {
 	f.cancel()
 	<-f.done
+}
+
+// killTimes are when each operator kill was sent.
+func (f *faults) killTimes() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.killedAt...)
 }
 
 func (f *faults) figures() (kills, apiServer int, last time.Time, errs []error) {

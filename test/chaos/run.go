@@ -112,6 +112,11 @@ func run(o options) (res *result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	agentClient, err := env.AddUser(agentUser, []string{tg.EditorsGroup})
+	if err != nil {
+		return nil, err
+	}
+	requesters := map[string]client.Client{tg.AdminUser: env.Client, agentUser: agentClient}
 	ap := &approver{c: approverClient, ctx: ctx, script: script, maxDelay: 1500 * time.Millisecond,
 		rng: rand.New(rand.NewPCG(o.seed, 1)), answered: map[types.UID]bool{}}
 	rec, err := check.NewRecorder(env.Config, ns.Name)
@@ -132,7 +137,7 @@ func run(o options) (res *result, err error) {
 	faultStart := time.Now()
 	f.run(ctx)
 	progress(fmt.Sprintf("creating %d calls at %.0f/s while the operator is killed every %s–%s", o.n, o.rate, o.killMin, o.killMax))
-	if err := createCalls(ctx, env.Client, ns.Name, calls, o.rate); err != nil {
+	if err := createCalls(ctx, requesters, ns.Name, calls, o.rate); err != nil {
 		f.stop()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// Not the operator's failure: with -restart-apiserver the API server is away most
@@ -153,6 +158,8 @@ func run(o options) (res *result, err error) {
 	ap.wg.Wait()
 	h, herr := rec.History(ctx)
 	h.PodStarts = podStarts(k.PodStarts())
+	// Kills: every operator process that ended under its calls, killed or by itself.
+	h.SessionHandovers, h.Kills = sessionHandovers(k.SessionHandovers()), append(f.killTimes(), op.exitTimes()...)
 	h.Expectations, h.LastFault, h.TerminalBound = script, last, o.bound
 	res.Check = check.Check(h)
 	res.Kills, res.APIServerRestart = kills, apiRestarts
@@ -250,9 +257,10 @@ func startKubelet(env *tg.Env, k *tg.Kubelet, workers int) (func() error, error)
 	return func() error { cancel(); return <-done }, nil
 }
 
-// createCalls creates the calls in order at rate, each retried until the API server takes
-// it (an AlreadyExists after a lost answer counts as taken).
-func createCalls(ctx context.Context, c client.Client, ns string, calls []plannedCall, rate float64) error {
+// createCalls creates the calls in order at rate, each as its requester (the client of
+// that user), retried until the API server takes it (an AlreadyExists after a lost answer
+// counts as taken).
+func createCalls(ctx context.Context, clients map[string]client.Client, ns string, calls []plannedCall, rate float64) error {
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	for i, pc := range calls {
@@ -260,7 +268,7 @@ func createCalls(ctx context.Context, c client.Client, ns string, calls []planne
 			<-tick.C
 		}
 		for giveUp := time.Now().Add(2 * time.Minute); ; {
-			err := c.Create(ctx, pc.object(ns, i))
+			err := clients[pc.requester].Create(ctx, pc.object(ns, i))
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				break
 			}
@@ -305,6 +313,15 @@ func podStarts(in []tg.PodStart) []check.PodStart {
 	for _, p := range in {
 		out = append(out, check.PodStart{Namespace: p.Namespace, Pod: p.Pod, Job: p.Job, JobUID: p.JobUID,
 			Call: p.Call, CallUID: p.CallUID, Attempt: p.Attempt, At: p.At})
+	}
+	return out
+}
+
+func sessionHandovers(in []tg.SessionHandover) []check.SessionHandover {
+	out := make([]check.SessionHandover, 0, len(in))
+	for _, h := range in {
+		out = append(out, check.SessionHandover{Namespace: h.Namespace, Pod: h.Pod, PodUID: h.PodUID, CallUID: h.CallUID,
+			Attempt: h.Attempt, At: h.At, Refused: h.Refused})
 	}
 	return out
 }

@@ -24,7 +24,30 @@ type scenario struct {
 	weight  int
 	tool    string
 	session bool
+	// sandbox: a session call in the sandbox scope (ToolScope sessionSandbox): it runs in
+	// its session's long-lived Pod, handed over by the session executor.
+	sandbox bool
 	expect  check.Expectation
+}
+
+// The sandbox scope and its sessions: sandbox calls pick one of sandboxSessions session
+// names and one of two requesters at random, so each name is used by both requesters
+// (their Pods must stay apart) and every session gets several calls.
+const (
+	sandboxScope    = "sandbox"
+	sandboxSessions = 4
+	// agentUser is the second requester of sandbox calls (AdminUser is the first).
+	agentUser = "agent"
+)
+
+// sandboxExpect is a sandbox call's expectation: Succeeded; or, when an operator kill fell
+// while it ran, Failed JobDeleted (its attempt PodDeleted: the new process cannot reach
+// the Pod, the outcome is unknown and the call is never handed over twice).
+func sandboxExpect() check.Expectation {
+	e := expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)
+	e.IfKilled = &check.Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted},
+		Executed: "operator: restarted while the call ran in session Pod"} // sessionexec.Observe's words
+	return e
 }
 
 // largeResult is the stdout of the "large" tool: far over the termination message's
@@ -52,23 +75,25 @@ func scenarios() []scenario {
 	exhausted := expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)
 	exhausted.MinAttempts, exhausted.MaxAttempts = 2, 2
 	return []scenario{
-		{name: "safe-session", weight: 14, tool: "lookup", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "unsafe-session", weight: 14, tool: "write", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "slow", weight: 8, tool: "slow", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "approve", weight: 10, tool: "deploy", expect: approved},
-		{name: "deny", weight: 6, tool: "deploy", expect: denied(v1alpha1.ReasonApprovalDenied, check.Deny)},
+		{name: "safe-session", weight: 7, tool: "lookup", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "unsafe-session", weight: 7, tool: "write", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "sandbox-read", weight: 13, tool: "sbread", session: true, sandbox: true, expect: sandboxExpect()},
+		{name: "sandbox-write", weight: 12, tool: "sbwrite", session: true, sandbox: true, expect: sandboxExpect()},
+		{name: "slow", weight: 6, tool: "slow", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "approve", weight: 8, tool: "deploy", expect: approved},
+		{name: "deny", weight: 5, tool: "deploy", expect: denied(v1alpha1.ReasonApprovalDenied, check.Deny)},
 		{name: "unanswered", weight: 5, tool: "gated", expect: denied(v1alpha1.ReasonApprovalTimeout, check.Unanswered)},
 		{name: "policy-deny", weight: 5, tool: "rm", expect: denied(v1alpha1.ReasonPolicyDenied, check.NoApproval)},
-		{name: "retry-succeeds", weight: 8, tool: "flaky", expect: retried},
+		{name: "retry-succeeds", weight: 6, tool: "flaky", expect: retried},
 		{name: "evicted-retried", weight: 4, tool: "evicted", expect: evicted},
-		{name: "retry-exhausted", weight: 5, tool: "broken", expect: exhausted},
-		{name: "fail", weight: 5, tool: "fail", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)},
-		{name: "timeout", weight: 5, tool: "timeout", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded)},
+		{name: "retry-exhausted", weight: 4, tool: "broken", expect: exhausted},
+		{name: "fail", weight: 4, tool: "fail", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)},
+		{name: "timeout", weight: 4, tool: "timeout", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded)},
 		// Nobody reports on the hang tool's Pod: the operator's deadline ends it, as
 		// DeadlineExceeded when the Pod was seen started, else ImageNeverStarted (the
 		// simulated kubelet may not have created it yet after an API server restart).
 		{name: "hang", weight: 2, tool: "hang", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded, v1alpha1.ReasonImageNeverStarted)},
-		{name: "large", weight: 5, tool: "large", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "large", weight: 4, tool: "large", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
 		{name: "too-large", weight: 4, tool: "toolarge", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonOutputTooLarge)},
 	}
 }
@@ -96,6 +121,9 @@ func setupTools(ctx context.Context, c client.Client, k *tg.Kubelet, ns string, 
 		tg.MakeTool("hang", ns).Image("example/hang:1").Command("/hang").Timeout(2 * time.Second).Obj(),
 		echo("large").Obj(),
 		echo("toolarge").MaxOutputBytes(1024).Obj(),
+		echo("sbread").ConcurrencySafe(true).ReadOnly(true).Obj(),
+		echo("sbwrite").Obj(),
+		tg.MakeToolScope(sandboxScope, ns).SessionSandbox(30 * time.Second).Obj(),
 		tg.MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).Tools("deploy", "gated").
 			VerdictRule("a-person-decides", "true", v1alpha1.VerdictAsk).Obj(),
 		tg.MakeToolPolicy("no-rm", ns).Stage(v1alpha1.StagePreExecute).Tools("rm").
@@ -113,12 +141,14 @@ func setupTools(ctx context.Context, c client.Client, k *tg.Kubelet, ns string, 
 	k.Script("hang", tg.Outcome{Hold: true})
 	k.Script("large", tg.Outcome{Stdout: largeResult, After: 500 * time.Millisecond})
 	k.Script("toolarge", tg.Outcome{Stdout: bytes.Repeat([]byte("y"), 4096)})
+	k.Script("sbread", tg.Outcome{Echo: true, After: 100 * time.Millisecond})
+	k.Script("sbwrite", ok)
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	return waitRegistered(ctx, c, ns, len(objs)-2)
+	return waitRegistered(ctx, c, ns, len(objs)-3)
 }
 
 // waitRegistered waits until the operator has registered n Tools.
@@ -149,11 +179,14 @@ func waitRegistered(ctx context.Context, c client.Client, ns string, n int) erro
 // plannedCall is one call of the run.
 type plannedCall struct {
 	name, session string
-	s             scenario
+	// requester is the user who creates the call (AdminUser unless a sandbox call says).
+	requester string
+	s         scenario
 }
 
 // plan draws n calls from the mix with rng: sessions group up to 6 consecutive session
-// calls (safe and unsafe mixed).
+// calls (safe and unsafe mixed); a sandbox call goes to one of sandboxSessions session
+// names as one of two requesters.
 func plan(n int, rng *rand.Rand) []plannedCall {
 	mix := scenarios()
 	total := 0
@@ -171,8 +204,14 @@ func plan(n int, rng *rand.Rand) []plannedCall {
 			}
 			pick -= s.weight
 		}
-		c := plannedCall{name: fmt.Sprintf("c%05d-%s", i, s.name), s: s}
-		if s.session {
+		c := plannedCall{name: fmt.Sprintf("c%05d-%s", i, s.name), requester: tg.AdminUser, s: s}
+		switch {
+		case s.sandbox:
+			c.session = fmt.Sprintf("sandbox-%d", 1+rng.IntN(sandboxSessions))
+			if rng.IntN(2) == 1 {
+				c.requester = agentUser
+			}
+		case s.session:
 			if inSession == 0 {
 				session++
 				inSession = 2 + rng.IntN(5)
@@ -186,9 +225,12 @@ func plan(n int, rng *rand.Rand) []plannedCall {
 }
 
 func (p plannedCall) object(ns string, i int) *v1alpha1.ToolCall {
-	w := tg.MakeToolCall(p.name, ns).Tool(p.s.tool).Requester(tg.AdminUser).Args(map[string]any{"n": i})
+	w := tg.MakeToolCall(p.name, ns).Tool(p.s.tool).Requester(p.requester).Args(map[string]any{"n": i})
 	if p.session != "" {
 		w.Session(p.session)
+	}
+	if p.s.sandbox {
+		w.Scope(sandboxScope)
 	}
 	return w.Obj()
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/toolcall"
+	"github.com/toolgate/toolgate/internal/podspec"
 )
 
 // Rules, one per promise. A Violation names the rule it breaks.
@@ -28,6 +30,12 @@ const (
 	RuleJobsPerAttempt = "jobs-per-attempt"
 	// RulePodStartsPerAttempt: an attempt's body started more than once.
 	RulePodStartsPerAttempt = "pod-starts-per-attempt"
+	// RuleHandoversPerAttempt: a session call's attempt was handed over (and not refused)
+	// more than once: its body ran twice.
+	RuleHandoversPerAttempt = "handovers-per-attempt"
+	// RuleSessionPodShared: one session Pod (uid) was handed calls of two sessions: two
+	// namespaces, scopes, session names, requesters, tools or tool snapshots.
+	RuleSessionPodShared = "session-pod-shared"
 	// RuleAttempts: more attempts than the retry policy allows, fewer than the script
 	// needs, or a Job or Pod for an attempt the call never recorded.
 	RuleAttempts = "attempts"
@@ -48,7 +56,7 @@ const (
 // Rules lists every rule, in report order.
 func Rules() []string {
 	return []string{RuleLost, RuleNotTerminal, RuleTerminalLate, RuleJobsPerAttempt, RulePodStartsPerAttempt,
-		RuleAttempts, RuleResultChanged, RuleVerdictAfterDeny, RuleApprovalReused, RuleOutcome, RuleRanWhenDenied}
+		RuleHandoversPerAttempt, RuleSessionPodShared, RuleAttempts, RuleResultChanged, RuleVerdictAfterDeny, RuleApprovalReused, RuleOutcome, RuleRanWhenDenied}
 }
 
 // Violation is one broken promise.
@@ -79,6 +87,8 @@ type checker struct {
 	rep *Report
 	// byUID maps a call uid to its namespace/name, for messages.
 	names map[string]string
+	// handed counts the session handovers per attempt (refused ones too).
+	handed map[attemptKey]int
 }
 
 func (c *checker) fail(rule, call, format string, args ...any) {
@@ -96,6 +106,7 @@ func Check(h History) Report {
 	c.terminal()
 	c.timeToTerminal()
 	c.perAttempt()
+	c.sessions()
 	c.history()
 	c.terminalEvents()
 	c.approvals()
@@ -178,6 +189,10 @@ func (c *checker) perAttempt() {
 	for _, p := range c.h.PodStarts {
 		starts[attemptKey{callID(p.Namespace, p.Call, p.CallUID), p.Attempt}]++
 	}
+	handed := map[attemptKey]int{} // refused ones too: a call must not be handed over at all for an attempt it never recorded
+	for _, h := range c.h.SessionHandovers {
+		handed[attemptKey{string(h.CallUID), h.Attempt}]++
+	}
 	c.rep.Jobs, c.rep.PodStarts = len(c.h.Jobs), len(c.h.PodStarts)
 	for _, k := range sortedAttempts(jobs) {
 		n := len(jobs[k])
@@ -194,12 +209,12 @@ func (c *checker) perAttempt() {
 		}
 	}
 	for i := range c.h.Calls {
-		c.attempts(&c.h.Calls[i], jobs, starts)
+		c.attempts(&c.h.Calls[i], jobs, starts, handed)
 	}
 }
 
 // attempts checks one call's attempts against its retry policy and its Jobs and Pods.
-func (c *checker) attempts(call *v1alpha1.ToolCall, jobs map[attemptKey]map[types.UID]bool, starts map[attemptKey]int) {
+func (c *checker) attempts(call *v1alpha1.ToolCall, jobs map[attemptKey]map[types.UID]bool, starts, handed map[attemptKey]int) {
 	name := call.Namespace + "/" + call.Name
 	exp := c.h.Expectations[types.NamespacedName{Namespace: call.Namespace, Name: call.Name}]
 	limit := exp.MaxAttempts
@@ -224,7 +239,7 @@ func (c *checker) attempts(call *v1alpha1.ToolCall, jobs map[attemptKey]map[type
 	}
 	ids := map[string]bool{callID(call.Namespace, call.Name, call.UID): true, call.Namespace + "/" + call.Name: true}
 	if exp.MustNotRun || call.Status.Phase == v1alpha1.PhaseDenied {
-		c.ranWhenDenied(call, ids, jobs, starts)
+		c.ranWhenDenied(call, ids, jobs, starts, handed)
 		return
 	}
 	for _, k := range sortedAttempts(jobs) {
@@ -237,10 +252,15 @@ func (c *checker) attempts(call *v1alpha1.ToolCall, jobs map[attemptKey]map[type
 			c.fail(RuleAttempts, name, "a Pod start of attempt %d, which the call never recorded (attempts %d)", k.attempt, n)
 		}
 	}
+	for _, k := range sortedAttempts(handed) {
+		if ids[k.call] && !recorded[k.attempt] {
+			c.fail(RuleAttempts, name, "a session handover of attempt %d, which the call never recorded (attempts %d)", k.attempt, n)
+		}
+	}
 }
 
 // ranWhenDenied: a call that must not run (denied) has no Job and no Pod start.
-func (c *checker) ranWhenDenied(call *v1alpha1.ToolCall, ids map[string]bool, jobs map[attemptKey]map[types.UID]bool, starts map[attemptKey]int) {
+func (c *checker) ranWhenDenied(call *v1alpha1.ToolCall, ids map[string]bool, jobs map[attemptKey]map[types.UID]bool, starts, handed map[attemptKey]int) {
 	ran := 0
 	for k, uids := range jobs {
 		if ids[k.call] {
@@ -252,9 +272,77 @@ func (c *checker) ranWhenDenied(call *v1alpha1.ToolCall, ids map[string]bool, jo
 			ran += s
 		}
 	}
-	if ran > 0 {
-		c.fail(RuleRanWhenDenied, call.Namespace+"/"+call.Name, "phase %s (the script: it must not run) but %d Jobs and Pod starts", call.Status.Phase, ran)
+	for k, s := range handed {
+		if ids[k.call] {
+			ran += s
+		}
 	}
+	if ran > 0 {
+		c.fail(RuleRanWhenDenied, call.Namespace+"/"+call.Name, "phase %s (the script: it must not run) but %d Jobs, Pod starts and session handovers", call.Status.Phase, ran)
+	}
+}
+
+// sessions: a session call's attempt is handed over at most once (refused handovers
+// aside: the Pod's runner did not run them), and every call handed to one session Pod (by
+// uid, refused ones included: the operator must not even try) belongs to one session —
+// namespace, scope, session name, requester, tool and the tool's snapshot. A handover of a
+// call not listed at the end cannot be placed in a session and is left out of the second
+// check.
+func (c *checker) sessions() {
+	byUID := map[types.UID]*v1alpha1.ToolCall{}
+	for i := range c.h.Calls {
+		byUID[c.h.Calls[i].UID] = &c.h.Calls[i]
+	}
+	taken := map[attemptKey]int{}
+	c.handed = map[attemptKey]int{}
+	served := map[types.UID]map[string][]string{} // Pod uid → session → calls
+	podName := map[types.UID]string{}
+	for _, h := range c.h.SessionHandovers {
+		c.rep.SessionHandovers++
+		c.handed[attemptKey{string(h.CallUID), h.Attempt}]++
+		if h.Refused {
+			c.rep.RefusedHandovers++
+		} else {
+			taken[attemptKey{string(h.CallUID), h.Attempt}]++
+		}
+		podName[h.PodUID] = h.Namespace + "/" + h.Pod
+		if served[h.PodUID] == nil {
+			served[h.PodUID] = map[string][]string{}
+		}
+		if call := byUID[h.CallUID]; call != nil {
+			key := sessionOf(call)
+			served[h.PodUID][key] = append(served[h.PodUID][key], call.Name)
+		}
+	}
+	c.rep.SessionPods = len(served)
+	for _, k := range sortedAttempts(taken) {
+		n := taken[k]
+		c.rep.MaxHandoversPerAttempt = max(c.rep.MaxHandoversPerAttempt, n)
+		if n > 1 {
+			c.fail(RuleHandoversPerAttempt, c.name(k.call), "attempt %d was handed over %d times (not refused): its body ran %d times", k.attempt, n, n)
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(served)) {
+		if sessions := served[uid]; len(sessions) > 1 {
+			var parts []string
+			for _, key := range slices.Sorted(maps.Keys(sessions)) {
+				parts = append(parts, fmt.Sprintf("%s (%s)", key, strings.Join(sessions[key], ", ")))
+			}
+			c.fail(RuleSessionPodShared, podName[uid], "session Pod uid %s served calls of %d sessions: %s", uid, len(sessions), strings.Join(parts, "; "))
+		}
+	}
+}
+
+// sessionOf names the session a call's session Pod is for: namespace, scope, session,
+// requester, tool and the digest of its tool snapshot (as the operator keys its Pods).
+func sessionOf(call *v1alpha1.ToolCall) string {
+	snapshot := ""
+	if call.Status.Tool != nil && call.Status.Tool.Spec != nil {
+		snapshot = podspec.SessionToolDigest(call.Status.Tool.Spec)
+		snapshot = snapshot[:min(len(snapshot), 12)]
+	}
+	return fmt.Sprintf("namespace %s scope %q session %q requester %q tool %q@%s", call.Namespace, call.Spec.Scope, call.Spec.Session,
+		call.Spec.Requester, call.Spec.Tool, snapshot)
 }
 
 // history walks the watch history of each call: a written result, digest or terminal phase
@@ -379,12 +467,48 @@ func (c *checker) approvals() {
 	}
 }
 
+// killedWhileRunning says whether an operator kill fell while the call's last attempt
+// ran: at or after its startTime less a second (written to the second; the call's
+// creation when absent) and at or before end, when the call was first seen terminal (zero:
+// never seen, no bound). The string describes the window for a report.
+func (c *checker) killedWhileRunning(call *v1alpha1.ToolCall, end time.Time) (string, bool) {
+	from := call.CreationTimestamp.Time
+	if n := len(call.Status.Attempts); n > 0 && call.Status.Attempts[n-1].StartTime != nil {
+		from = call.Status.Attempts[n-1].StartTime.Time
+	}
+	from = from.Add(-time.Second)
+	for _, k := range c.h.Kills {
+		if !k.Before(from) && (end.IsZero() || !k.After(end)) {
+			return "", true
+		}
+	}
+	to := "never seen terminal"
+	if !end.IsZero() {
+		to = end.Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("ran from %s to %s; %d kills", from.Format(time.RFC3339Nano), to, len(c.h.Kills)), false
+}
+
+func executedMessage(call *v1alpha1.ToolCall) string {
+	if c := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionExecuted); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
 func decidedByApproval(reason string) bool {
 	return reason == v1alpha1.ReasonApproved || reason == v1alpha1.ReasonApprovalDenied || reason == v1alpha1.ReasonApprovalDigestMismatch
 }
 
 // outcomes: each scripted call ended as its script says.
 func (c *checker) outcomes() {
+	firstTerminal := map[string]time.Time{}
+	for _, v := range c.h.Versions {
+		id := callID(v.Call.Namespace, v.Call.Name, v.Call.UID)
+		if _, ok := firstTerminal[id]; !ok && v.Call.Status.Phase.IsTerminal() {
+			firstTerminal[id] = v.Observed
+		}
+	}
 	for i := range c.h.Calls {
 		call := &c.h.Calls[i]
 		reason := ""
@@ -397,11 +521,32 @@ func (c *checker) outcomes() {
 			continue
 		}
 		c.rep.Scenarios[exp.Scenario]++
+		if c.rep.ScenarioOutcomes == nil {
+			c.rep.ScenarioOutcomes = map[string]map[string]int{}
+		}
+		if c.rep.ScenarioOutcomes[exp.Scenario] == nil {
+			c.rep.ScenarioOutcomes[exp.Scenario] = map[string]int{}
+		}
+		c.rep.ScenarioOutcomes[exp.Scenario][outcomeKey(call.Status.Phase, reason)]++
 		if !call.Status.Phase.IsTerminal() {
 			continue // reported as not terminal
 		}
-		wantReason := slices.Contains(exp.Reasons, reason) || (len(exp.Reasons) == 0 && reason == "")
-		if call.Status.Phase != exp.Phase || !wantReason {
+		switch {
+		case Ending{Phase: exp.Phase, Reasons: exp.Reasons}.allows(call.Status.Phase, reason):
+		case exp.IfKilled != nil && exp.IfKilled.allows(call.Status.Phase, reason) && !strings.Contains(executedMessage(call), exp.IfKilled.Executed):
+			c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ended %s, allowed after a kill only when the Executed condition says %q; it says %q",
+				exp.Scenario, outcomeKey(call.Status.Phase, reason), exp.IfKilled.Executed, executedMessage(call))
+		case exp.IfKilled != nil && exp.IfKilled.allows(call.Status.Phase, reason):
+			if at, ok := c.killedWhileRunning(call, firstTerminal[callID(call.Namespace, call.Name, call.UID)]); ok {
+				c.rep.EndedByKill++
+				if n := len(call.Status.Attempts); n > 0 && c.handed[attemptKey{string(call.UID), int(call.Status.Attempts[n-1].Attempt)}] == 0 {
+					c.rep.EndedByKillNotHandedOver++
+				}
+			} else {
+				c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ended %s, allowed only when an operator kill fell while it ran; none did (%s)",
+					exp.Scenario, outcomeKey(call.Status.Phase, reason), at)
+			}
+		default:
 			c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ended %s, the script says %s",
 				exp.Scenario, outcomeKey(call.Status.Phase, reason), expected(exp))
 		}

@@ -267,3 +267,137 @@ func dropRecords(h *History, name string) {
 func corev1Ref(c v1alpha1.ToolCall) corev1.ObjectReference {
 	return corev1.ObjectReference{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
 }
+
+// sessionCall is a call of session "one" by requester in scope "sandbox", its one attempt
+// run in a session Pod from start.
+func sessionCall(name, requester string, phase v1alpha1.ToolCallPhase, res *v1alpha1.ToolResult, start time.Time) v1alpha1.ToolCall {
+	c := call(name, phase, v1alpha1.VerdictAllow, 1, res)
+	c.Spec.Tool, c.Spec.Scope, c.Spec.Session, c.Spec.Requester = "t", "sandbox", "one", requester
+	c.Status.Tool.Spec.Retry.MaxAttempts = 1
+	c.Status.Attempts[0].JobName, c.Status.Attempts[0].Path, c.Status.Attempts[0].PodName = "", v1alpha1.PathSession, "toolgate-session-x"
+	c.Status.Attempts[0].StartTime = &metav1.Time{Time: start}
+	return c
+}
+
+func handover(c v1alpha1.ToolCall, pod string, attempt int, refused bool) SessionHandover {
+	return SessionHandover{Namespace: ns, Pod: "toolgate-session-" + pod, PodUID: types.UID(pod), CallUID: c.UID, Attempt: attempt, Refused: refused}
+}
+
+// goodSessions is good() plus session calls that keep every promise: s1 and s2 of one
+// session in Pod "pod-a" (s2 refused once by a Pod another process started, then handed
+// to pod-a), the same session name of another requester in its own Pod "pod-b", and s3,
+// whose operator was killed while it ran: Failed JobDeleted, allowed by its IfKilled.
+func goodSessions() History {
+	h := good()
+	killed := &Ending{Phase: v1alpha1.PhaseFailed, Reasons: []string{v1alpha1.ReasonJobDeleted}, Executed: "operator: restarted"}
+	s1 := sessionCall("s1", "alice", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(time.Second))
+	s2 := sessionCall("s2", "alice", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(2*time.Second))
+	b1 := sessionCall("b1", "bob", v1alpha1.PhaseSucceeded, ok(`{}`), t0.Add(2*time.Second))
+	s3 := sessionCall("s3", "alice", v1alpha1.PhaseFailed, failed(v1alpha1.ReasonJobDeleted), t0.Add(4*time.Second))
+	s3.Status.Conditions = append(s3.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionExecuted, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonJobDeleted, Message: "deleted (operator: restarted while the call ran in session Pod x)"})
+	h.Calls = append(h.Calls, s1, s2, b1, s3)
+	h.Versions = append(h.Versions, version(s1, "20", 2*time.Second), version(s2, "21", 3*time.Second),
+		version(b1, "22", 3*time.Second), version(s3, "23", 6*time.Second))
+	h.SessionHandovers = []SessionHandover{handover(s1, "pod-a", 1, false), handover(s2, "pod-old", 1, true),
+		handover(s2, "pod-a", 1, false), handover(b1, "pod-b", 1, false), handover(s3, "pod-a", 1, false)}
+	h.Kills = []time.Time{t0.Add(2 * time.Second), t0.Add(5 * time.Second)}
+	for _, c := range []v1alpha1.ToolCall{s1, s2, b1, s3} {
+		e := Expectation{Scenario: "sandbox", Phase: v1alpha1.PhaseSucceeded, Reasons: succeeded, IfKilled: killed}
+		h.Expectations[types.NamespacedName{Namespace: ns, Name: c.Name}] = e
+	}
+	return h
+}
+
+func TestGoodSessionHistoryHasNoViolations(t *testing.T) {
+	rep := Check(goodSessions())
+	if !rep.OK() {
+		t.Fatalf("violations in a good history: %+v", rep.Violations)
+	}
+	if rep.SessionHandovers != 5 || rep.RefusedHandovers != 1 || rep.SessionPods != 3 || rep.MaxHandoversPerAttempt != 1 || rep.EndedByKill != 1 {
+		t.Errorf("figures: %+v", rep)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	for _, want := range []string{"max 1 (5 handovers, 1 refused)", "3 session Pods", "1 ended as allowed only after a kill while they ran (0 never handed over)",
+		"sandbox ended: Failed/JobDeleted 1, Succeeded/Succeeded 3"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Each case breaks one session promise in goodSessions; exactly that rule must fire.
+func TestEachSessionRuleCanFail(t *testing.T) {
+	at := func(h *History, name string) *v1alpha1.ToolCall {
+		for i := range h.Calls {
+			if h.Calls[i].Name == name {
+				return &h.Calls[i]
+			}
+		}
+		t.Fatalf("no call %s", name)
+		return nil
+	}
+	cases := []struct {
+		name   string
+		rule   string
+		break_ func(h *History)
+	}{
+		{"an attempt handed over twice to one Pod", RuleHandoversPerAttempt, func(h *History) {
+			h.SessionHandovers = append(h.SessionHandovers, handover(*at(h, "s1"), "pod-a", 1, false))
+		}},
+		{"an attempt handed over to two Pods", RuleHandoversPerAttempt, func(h *History) {
+			h.SessionHandovers = append(h.SessionHandovers, handover(*at(h, "s3"), "pod-c", 1, false))
+		}},
+		{"a Pod served two requesters", RuleSessionPodShared, func(h *History) { h.SessionHandovers[3].PodUID = "pod-a" }},
+		{"a Pod served two session names", RuleSessionPodShared, func(h *History) { at(h, "s2").Spec.Session = "two" }},
+		{"a Pod served two scopes", RuleSessionPodShared, func(h *History) { at(h, "s1").Spec.Scope = "other" }},
+		{"a Pod served two tool snapshots", RuleSessionPodShared, func(h *History) { at(h, "s1").Status.Tool.Spec.Timeout = &metav1.Duration{Duration: time.Minute} }},
+		{"a Pod was even offered another session's call", RuleSessionPodShared, func(h *History) {
+			h.SessionHandovers = append(h.SessionHandovers, handover(*at(h, "b1"), "pod-a", 1, true))
+		}},
+		{"a killed ending with no kill while it ran", RuleOutcome, func(h *History) { h.Kills = h.Kills[:1] }},
+		{"a killed ending when the kill came after it ended", RuleOutcome, func(h *History) { h.Kills = []time.Time{t0.Add(7 * time.Second)} }},
+		{"a killed ending another path of the operator came to", RuleOutcome, func(h *History) {
+			at(h, "s3").Status.Conditions[0].Message = "deleted (operator: the session Pod's connection failed during the call)"
+		}},
+		{"another failure reason after a kill", RuleOutcome, func(h *History) {
+			at(h, "s3").Status.Result = failed(v1alpha1.ReasonNonZeroExit)
+			dropVersions(h, "s3")
+		}},
+		{"a handover of an attempt the call never recorded", RuleAttempts, func(h *History) {
+			h.SessionHandovers = append(h.SessionHandovers, handover(*at(h, "s1"), "pod-a", 2, true))
+		}},
+		{"a denied call handed over", RuleRanWhenDenied, func(h *History) {
+			h.SessionHandovers = append(h.SessionHandovers, SessionHandover{Namespace: ns, Pod: "p", PodUID: "pod-d", CallUID: at(h, "denied").UID, Attempt: 1, Refused: true})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := goodSessions()
+			for i := range h.Calls {
+				h.Calls[i].ResourceVersion = "100"
+			}
+			tc.break_(&h)
+			rep := Check(h)
+			if rep.ViolationsByRule[tc.rule] == 0 {
+				t.Fatalf("rule %s did not fire; violations %+v", tc.rule, rep.Violations)
+			}
+			for _, v := range rep.Violations {
+				if v.Rule != tc.rule {
+					t.Errorf("another rule fired too: %+v", v)
+				}
+			}
+		})
+	}
+}
+
+// A call that ended by a kill without ever being handed over is allowed, and counted.
+func TestKilledBeforeHandoverIsCounted(t *testing.T) {
+	h := goodSessions()
+	h.SessionHandovers = h.SessionHandovers[:4] // s3's handover never happened
+	rep := Check(h)
+	if !rep.OK() || rep.EndedByKill != 1 || rep.EndedByKillNotHandedOver != 1 {
+		t.Errorf("violations %+v, ended by kill %d, of them never handed over %d; want none, 1, 1", rep.Violations, rep.EndedByKill, rep.EndedByKillNotHandedOver)
+	}
+}

@@ -11,6 +11,7 @@
 package check
 
 import (
+	"slices"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
@@ -35,6 +36,12 @@ type History struct {
 	// PodStarts are the tool Pods started, per call and attempt: the simulated kubelet's
 	// own record in envtest, the Pods seen on a real cluster.
 	PodStarts []PodStart
+	// SessionHandovers are the Handovers session Pods received (the simulated kubelet's
+	// record in envtest; empty on a real cluster, where only the Pods can see them).
+	SessionHandovers []SessionHandover
+	// Kills are when each operator process was killed (SIGKILL sent), in order: an
+	// Expectation's IfKilled ending is allowed only for a call one of them fell into.
+	Kills []time.Time
 	// Events are the events.k8s.io Events of the run's namespaces.
 	Events []eventsv1.Event
 	// Approvals are the ToolCallApprovals as finally listed.
@@ -87,6 +94,18 @@ type PodStart struct {
 	At        time.Time `json:"at"`
 }
 
+// SessionHandover is one Handover a session Pod received: one more run of the attempt's
+// body in that Pod, unless Refused (the Pod's runner refused it; the body did not run).
+type SessionHandover struct {
+	Namespace string    `json:"namespace"`
+	Pod       string    `json:"pod"`
+	PodUID    types.UID `json:"podUID"`
+	CallUID   types.UID `json:"callUID"`
+	Attempt   int       `json:"attempt"`
+	At        time.Time `json:"at"`
+	Refused   bool      `json:"refused,omitempty"`
+}
+
 // Approval says how the harness answered a call that must wait for approval.
 type Approval string
 
@@ -119,4 +138,25 @@ type Expectation struct {
 	MustNotRun bool `json:"mustNotRun,omitempty"`
 	// Approval is how the harness answered it.
 	Approval Approval `json:"approval,omitempty"`
+	// IfKilled is one more ending allowed only when an operator process was killed
+	// (History.Kills) while the call's last attempt ran: from its startTime (less a second:
+	// the field is written to the second) to when the call was first seen terminal. A
+	// session call whose operator died while it ran in its session Pod ends Failed
+	// (JobDeleted, the attempt PodDeleted): its outcome is unknown and it is never handed
+	// over again.
+	IfKilled *Ending `json:"ifKilled,omitempty"`
+}
+
+// Ending is a terminal phase and the result reasons allowed with it.
+type Ending struct {
+	Phase   v1alpha1.ToolCallPhase `json:"phase"`
+	Reasons []string               `json:"reasons,omitempty"`
+	// Executed, when set, must be part of the call's Executed condition message: the
+	// operator's words for why it ended so (which path of the operator ended it).
+	Executed string `json:"executed,omitempty"`
+}
+
+// allows says whether the ending matches phase and reason (no Reasons: an empty reason).
+func (e Ending) allows(phase v1alpha1.ToolCallPhase, reason string) bool {
+	return phase == e.Phase && (slices.Contains(e.Reasons, reason) || (len(e.Reasons) == 0 && reason == ""))
 }

@@ -32,6 +32,20 @@ type Report struct {
 	MaxAttemptsPerCall     int `json:"maxAttemptsPerCall"`
 	// ApprovalDecisions counts calls decided by an approval (approved or denied).
 	ApprovalDecisions int `json:"approvalDecisions"`
+	// SessionHandovers counts the Handovers session Pods received (RefusedHandovers of them
+	// refused), SessionPods the Pods (uids) they went to, MaxHandoversPerAttempt the most
+	// not refused for one attempt (goal: 1).
+	SessionHandovers       int `json:"sessionHandovers"`
+	RefusedHandovers       int `json:"refusedHandovers"`
+	SessionPods            int `json:"sessionPods"`
+	MaxHandoversPerAttempt int `json:"maxHandoversPerAttempt"`
+	// EndedByKill counts the calls that ended their Expectation's IfKilled way, an operator
+	// kill having fallen while they ran.
+	EndedByKill int `json:"endedByKill"`
+	// EndedByKillNotHandedOver counts those of them whose last attempt no session Pod ever
+	// received (History.SessionHandovers): the body never ran, yet the outcome is reported
+	// unknown. On a real cluster, where no handover is recorded, it counts them all.
+	EndedByKillNotHandedOver int `json:"endedByKillNotHandedOver"`
 	// Versions is the length of the ToolCall watch history, WatchGaps its re-lists, Events
 	// the Events read.
 	Versions  int `json:"versions"`
@@ -40,6 +54,8 @@ type Report struct {
 	// Outcomes counts the calls by final phase/reason, Scenarios by scripted scenario.
 	Outcomes  map[string]int `json:"outcomes"`
 	Scenarios map[string]int `json:"scenarios"`
+	// ScenarioOutcomes counts each scenario's calls by final phase/reason.
+	ScenarioOutcomes map[string]map[string]int `json:"scenarioOutcomes,omitempty"`
 	// Violations are the broken promises; ViolationsByRule counts them per rule.
 	Violations       []Violation    `json:"violations"`
 	ViolationsByRule map[string]int `json:"violationsByRule"`
@@ -71,11 +87,13 @@ func (r Report) Print(w io.Writer) {
 		{"max time to terminal after the last fault", fmt.Sprintf("%s (%d calls ended after it)", r.MaxTimeToTerminal.Round(time.Millisecond), r.TerminalAfterLastFault), "bounded", fmt.Sprint(v(RuleTerminalLate))},
 		{"Jobs per attempt", perAttempt(r.Jobs, r.MaxJobsPerAttempt), "≤ 1", fmt.Sprint(v(RuleJobsPerAttempt))},
 		{"Pod starts per attempt", perAttempt(r.PodStarts, r.MaxPodStartsPerAttempt), "≤ 1", fmt.Sprint(v(RulePodStartsPerAttempt))},
+		{"session handovers per attempt (not refused)", fmt.Sprintf("max %d (%d handovers, %d refused)", r.MaxHandoversPerAttempt, r.SessionHandovers, r.RefusedHandovers), "≤ 1", fmt.Sprint(v(RuleHandoversPerAttempt))},
+		{"sessions per session Pod", fmt.Sprintf("%d session Pods", r.SessionPods), "1", fmt.Sprint(v(RuleSessionPodShared))},
 		{"attempts per call", fmt.Sprintf("max %d", r.MaxAttemptsPerCall), "≤ retry policy", fmt.Sprint(v(RuleAttempts))},
 		{"results changed after written", fmt.Sprintf("%d versions watched, %d re-lists, %d events", r.Versions, r.WatchGaps, r.Events), "0", fmt.Sprint(v(RuleResultChanged))},
 		{"verdicts raised after a Deny", "", "0", fmt.Sprint(v(RuleVerdictAfterDeny))},
 		{"approvals used twice", fmt.Sprintf("%d calls decided by an approval", r.ApprovalDecisions), "0", fmt.Sprint(v(RuleApprovalReused))},
-		{"outcome differs from the script", "", "0", fmt.Sprint(v(RuleOutcome))},
+		{"outcome differs from the script", fmt.Sprintf("%d ended as allowed only after a kill while they ran (%d never handed over)", r.EndedByKill, r.EndedByKillNotHandedOver), "0", fmt.Sprint(v(RuleOutcome))},
 		{"denied calls that ran", "", "0", fmt.Sprint(v(RuleRanWhenDenied))},
 	}
 	for _, row := range rows {
@@ -85,6 +103,11 @@ func (r Report) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "\noutcomes: %s\n", counts(r.Outcomes))
 	if len(r.Scenarios) > 0 {
 		_, _ = fmt.Fprintf(w, "scenarios: %s\n", counts(r.Scenarios))
+	}
+	for _, sc := range slices.Sorted(maps.Keys(r.ScenarioOutcomes)) {
+		if len(r.ScenarioOutcomes[sc]) > 1 { // the scenarios that ended more than one way
+			_, _ = fmt.Fprintf(w, "  %s ended: %s\n", sc, counts(r.ScenarioOutcomes[sc]))
+		}
 	}
 	if r.OK() {
 		_, _ = fmt.Fprintln(w, "\nno violations")
