@@ -138,11 +138,12 @@ var _ = Describe("session sandboxes: a session's calls in long-lived Pods", Labe
 		Expect(sbOut(step("sh", map[string]any{"command": "test -e /tmp/leftover && echo kept || echo wiped; cat app/kept"}))).To(Equal("wiped\ny"))
 
 		By("the body cannot speak to its signer: a handover over plain TCP is refused, and the Pod serves on")
-		before := sessionPodOf(ctx, step("sh", map[string]any{"command": "true"}))
-		forged := sbOut(step("sh", map[string]any{"command": `printf '{"callUID":"forged","attempt":1}\n' | nc -w 3 127.0.0.1 ` +
+		// short_sh: the demo's policy asks a person before sh runs nc (an sh of another name)
+		before := sessionPodOf(ctx, step("short_sh", map[string]any{"command": "true"}))
+		forged := sbOut(step("short_sh", map[string]any{"command": `printf '{"callUID":"forged","attempt":1}\n' | nc -w 2 127.0.0.1 ` +
 			strconv.Itoa(podcontract.SessionPort) + ` 2>&1; echo "nc=$?"`}))
 		Expect(forged).NotTo(ContainSubstring("toolgate-warm-result"), "no reply to a forged handover")
-		after := sessionPodOf(ctx, step("sh", map[string]any{"command": "true"}))
+		after := sessionPodOf(ctx, step("short_sh", map[string]any{"command": "true"}))
 		Expect(after.UID).To(Equal(before.UID), "the same Pod serves the next call")
 
 		By("a credential: redacted in the result")
@@ -182,7 +183,7 @@ var _ = Describe("session sandboxes: a session's calls in long-lived Pods", Labe
 				Expect(p.Spec.RuntimeClassName).To(HaveValue(Equal(gvisorClass)))
 			}
 		}
-		Expect(mine).To(Equal(8), "write_file, read_file, edit_file, sh, list, grep, cred_echo, fetch")
+		Expect(mine).To(Equal(9), "write_file, read_file, edit_file, sh, short_sh, list, grep, cred_echo, fetch")
 	}, SpecTimeout(8*time.Minute))
 
 	It("replaces a Pod whose call overran its deadline, never uses a relabelled one, keeps requesters apart and orders a read after a write", func(ctx SpecContext) {
