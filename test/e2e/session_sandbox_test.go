@@ -63,7 +63,7 @@ func sandboxScope(ctx context.Context, runtimeClass string, credSecret string, e
 	if credSecret != "" {
 		cred := toolgatetest.MakeTool(scope+"-cred", demoNS).Scope(scope).Name("cred_echo").Image(toolImage).RunnerInImage("").
 			Timeout(30*time.Second).Command("/bin/busybox", "sh", "-c", `printf '%s\n' "$API_TOKEN"`).
-			SecretEnv("API_TOKEN", credSecret, "token").Obj()
+			SecretEnv("API_TOKEN", credSecret, "session-token").Obj()
 		onRuntime(&cred.Spec.ToolSpec)
 		createTool(ctx, cred)
 	}
@@ -97,7 +97,7 @@ var _ = Describe("session sandboxes: a session's calls in long-lived Pods", Labe
 	It("runs a 20-call coding session under gVisor with a credential and an egress allow-list, every promise kept", func(ctx SpecContext) {
 		secret := "e2e-sx-cred-" + rand.String(5)
 		value := "tg-e2e-session-" + rand.String(12)
-		credentialSecret(ctx, secret, "token", value)
+		credentialSecret(ctx, secret, "session-token", value)
 		nodeIP := nodeAddress()
 		port, ca, served := tlsHostListener(nodeIP)
 		scope := sandboxScope(ctx, gvisorClass, secret, port)

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -106,6 +105,6 @@ func (s *Executor) prestartTool(ctx context.Context, call *v1alpha1.ToolCall, sc
 	want.Annotations[podcontract.AnnotationSessionSpec] = podspec.SessionSpecDigest(&want.Spec)
 	if _, started, _, err := s.ensurePod(ctx, want); err == nil && started {
 		metrics.SessionPods.WithLabelValues(call.Namespace, "prestarted").Inc()
-		s.event(call, corev1.EventTypeNormal, "SessionPodStarted", "Prestart", "started session Pod "+want.Name+" for tool "+name+" of the session, ahead of its first call")
+		s.event(call, "SessionPodStarted", "Prestart", "started session Pod "+want.Name+" for tool "+name+" of the session, ahead of its first call")
 	}
 }

@@ -168,12 +168,12 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		return executor.Step{}, err
 	case pod == nil:
 		if why != "" {
-			s.event(call, corev1.EventTypeNormal, "SessionPodReplaced", "Replace", fmt.Sprintf("session Pod %s replaced: %s", want.Name, why))
+			s.event(call, "SessionPodReplaced", "Replace", fmt.Sprintf("session Pod %s replaced: %s", want.Name, why))
 			metrics.SessionPods.WithLabelValues(call.Namespace, "replaced").Inc()
 		}
 		return executor.Step{Requeue: startPoll}, nil
 	case started:
-		s.event(call, corev1.EventTypeNormal, "SessionPodStarted", "Start", "started session Pod "+pod.Name)
+		s.event(call, "SessionPodStarted", "Start", "started session Pod "+pod.Name)
 		metrics.SessionPods.WithLabelValues(call.Namespace, "started").Inc()
 		logger(ctx).Info("started a session Pod", "pod", pod.Name)
 		s.prestart(call, scope)
@@ -225,8 +225,9 @@ func handover(call *v1alpha1.ToolCall, in podspec.Input, pod *corev1.Pod, master
 	return frame.EncodeHandover(frame.SignHandover(masters, string(pod.UID), h))
 }
 
-func (s *Executor) event(call *v1alpha1.ToolCall, typ, reason, action, note string) {
-	events.Emit(s.Recorder, call, typ, reason, action, note)
+// event records a Normal Event on the call.
+func (s *Executor) event(call *v1alpha1.ToolCall, reason, action, note string) {
+	events.Emit(s.Recorder, call, corev1.EventTypeNormal, reason, action, note)
 }
 
 // Observe reads the call's reply once the transport has it. A call this process never
@@ -322,7 +323,7 @@ func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v
 	if run.replace {
 		s.deleteByName(ctx, call.Namespace, ended.PodName, "its last call found it misbehaving")
 		metrics.SessionPods.WithLabelValues(call.Namespace, "replaced").Inc()
-		s.event(call, corev1.EventTypeNormal, "SessionPodReplaced", "Replace", "session Pod "+ended.PodName+" deleted after this call; the next call starts a fresh one")
+		s.event(call, "SessionPodReplaced", "Replace", "session Pod "+ended.PodName+" deleted after this call; the next call starts a fresh one")
 	}
 }
 
