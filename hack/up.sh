@@ -310,13 +310,14 @@ demo() {
 }
 
 # session_demo: one coding session of several calls (config/examples/calls/session/, in
-# order), in scope coding whose spec.workspace gives the session a volume: each call runs
-# in a Pod of its own and builds on the files the previous calls left in /workspace. The
+# order), in scope coding whose spec.workspace gives the session a volume and whose
+# spec.sessionSandbox runs its calls in the session's Pods (one per tool, started with its
+# first call): each builds on the files the previous calls left in /workspace. The
 # calls are created one after another, each once the previous one ended.
 session_demo() {
   local f name start deadline
   CALL_NAMES=()
-  log "a coding session (scope coding, session demo-coding): each call its own Pod, one workspace"
+  log "a coding session (scope coding, session demo-coding): its calls in the session's Pods, one workspace"
   for f in "$EXAMPLES"/calls/session/*.yaml; do
     name="$(kagent create -f "$f" -o name)"
     CALL_NAMES+=("${name#toolcall.toolgate.dev/}")
