@@ -293,12 +293,14 @@ status() {
 #     passes their resident memory).
 # Idempotent: make up re-sizes it on every run. Prints the sizing.
 queues() {
-  local k=("$kubectl" --kubeconfig "$admin_kubeconfig") node_json pods_json sizing node ns
-  node_json="$("${k[@]}" get nodes -o json)"
-  node="$(jq -r '.items[0].metadata.name' <<<"$node_json")"
-  pods_json="$("${k[@]}" get pods -A --field-selector "spec.nodeName=$node" -o json)"
+  local k=("$kubectl" --kubeconfig "$admin_kubeconfig") tmp sizing node ns
+  # In files, not arguments: a busy node's Pod list is over the kernel's argument limit.
+  tmp="$(mktemp -d)"
+  "${k[@]}" get nodes -o json >"$tmp/node.json"
+  node="$(jq -r '.items[0].metadata.name' "$tmp/node.json")"
+  "${k[@]}" get pods -A --field-selector "spec.nodeName=$node" -o json >"$tmp/pods.json"
   # One line: NODE CPU_MILLI MEMORY_MI PODS, then a human-readable account of the sizing.
-  sizing="$(jq -rn --argjson node "$node_json" --argjson pods "$pods_json" \
+  sizing="$(jq -rn --slurpfile nodes "$tmp/node.json" --slurpfile podlists "$tmp/pods.json" \
     --argjson rcpu "${KUEUE_RESERVE_CPU:-500}" --argjson rmem "${KUEUE_RESERVE_MEMORY:-0}" '
     def qty: if type == "number" then . else
       (capture("^(?<n>[0-9.]+)(?<s>[a-zA-Z]*)$") // error("quantity \(.)")) as $c |
@@ -311,6 +313,7 @@ queues() {
     def podreq($r): ([.spec.containers[] | req($r)] | add) as $c |
       (.spec.initContainers // [] | map(req($r)) | max // 0) as $i |
       ([$c, $i] | max) + (.spec.overhead[$r]? // 0 | qty);
+    $nodes[0] as $node | $podlists[0] as $pods |
     ($node.items[0].status.allocatable) as $a |
     [$pods.items[] | select(.status.phase != "Succeeded" and .status.phase != "Failed")
       | select([.metadata.ownerReferences[]?.kind] | index("Job") | not)] as $outside |
@@ -322,7 +325,8 @@ queues() {
     if $q.cpu <= 0 or $q.memory <= 0 or $q.pods <= 0 then error("nothing left for the queue: \($q)") else . end |
     "\($node.items[0].metadata.name) \($q.cpu) \($q.memory) \($q.pods)",
     "allocatable cpu \($a.cpu), memory \($a.memory), pods \($a.pods); minus \($o.pods) Pods outside Jobs (cpu \($o.cpu * 1000 | round)m, memory \($o.memory / 1048576 | round)Mi) and the host reserve (cpu \($rcpu)m, memory \($rmem)Mi)"
-  ')" || { echo "kueue: cannot size the ClusterQueue from the node" >&2; exit 1; }
+  ')" || { rm -rf "$tmp"; echo "kueue: cannot size the ClusterQueue from the node" >&2; exit 1; }
+  rm -rf "$tmp"
   local cpu mem pods detail
   read -r node cpu mem pods <<<"$(head -1 <<<"$sizing")"
   detail="$(tail -1 <<<"$sizing")"
