@@ -318,27 +318,28 @@ queues() {
     [$pods.items[] | select(.status.phase != "Succeeded" and .status.phase != "Failed")
       | select([.metadata.ownerReferences[]?.kind] | index("Job") | not)] as $outside |
     {cpu: ($outside | map(podreq("cpu")) | add // 0), memory: ($outside | map(podreq("memory")) | add // 0),
-     pods: ($outside | length)} as $o |
+     storage: ($outside | map(podreq("ephemeral-storage")) | add // 0), pods: ($outside | length)} as $o |
     {cpu: ((($a.cpu | qty) - $o.cpu) * 1000 - $rcpu | floor),
      memory: ((($a.memory | qty) - $o.memory) / 1048576 - $rmem | floor),
+     storage: ((($a["ephemeral-storage"] | qty) - $o.storage) / 1048576 | floor),
      pods: (($a.pods | qty) - $o.pods | floor)} as $q |
-    if $q.cpu <= 0 or $q.memory <= 0 or $q.pods <= 0 then error("nothing left for the queue: \($q)") else . end |
-    "\($node.items[0].metadata.name) \($q.cpu) \($q.memory) \($q.pods)",
+    if $q.cpu <= 0 or $q.memory <= 0 or $q.pods <= 0 or $q.storage <= 0 then error("nothing left for the queue: \($q)") else . end |
+    "\($node.items[0].metadata.name) \($q.cpu) \($q.memory) \($q.pods) \($q.storage)",
     "allocatable cpu \($a.cpu), memory \($a.memory), pods \($a.pods); minus \($o.pods) Pods outside Jobs (cpu \($o.cpu * 1000 | round)m, memory \($o.memory / 1048576 | round)Mi) and the host reserve (cpu \($rcpu)m, memory \($rmem)Mi)"
   ')" || { rm -rf "$tmp"; echo "kueue: cannot size the ClusterQueue from the node" >&2; exit 1; }
   rm -rf "$tmp"
-  local cpu mem pods detail
-  read -r node cpu mem pods <<<"$(head -1 <<<"$sizing")"
+  local cpu mem pods storage detail
+  read -r node cpu mem pods storage <<<"$(head -1 <<<"$sizing")"
   detail="$(tail -1 <<<"$sizing")"
   {
     sed -e "s|@NODE@|$node|" -e "s|@SIZING@|$detail|" -e "s|@CPU@|${cpu}m|" -e "s|@MEMORY@|${mem}Mi|" \
-      -e "s|@PODS@|$pods|" "$root/hack/addons/kueue/queues.yaml.tmpl"
+      -e "s|@PODS@|$pods|" -e "s|@STORAGE@|${storage}Mi|" "$root/hack/addons/kueue/queues.yaml.tmpl"
     for ns in "$@"; do
       printf -- '---\n'
       sed "s|@NAMESPACE@|$ns|" "$root/hack/addons/kueue/localqueue.yaml.tmpl"
     done
   } | "${k[@]}" apply -f - >/dev/null
-  echo "kueue: Cohort toolgate (ClusterQueue toolgate borrows it): cpu ${cpu}m, memory ${mem}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
+  echo "kueue: Cohort toolgate (ClusterQueue toolgate borrows it): cpu ${cpu}m, memory ${mem}Mi, ephemeral-storage ${storage}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
 }
 
 case "${1:-build}" in

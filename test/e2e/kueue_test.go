@@ -181,6 +181,7 @@ func createFairQueue(ctx context.Context, name string) {
 	zero := []any{
 		map[string]any{"name": "cpu", "nominalQuota": "0"},
 		map[string]any{"name": "memory", "nominalQuota": "0"},
+		map[string]any{"name": "ephemeral-storage", "nominalQuota": "0"},
 		map[string]any{"name": "pods", "nominalQuota": "0"},
 	}
 	cq := &unstructured.Unstructured{Object: map[string]any{
@@ -190,7 +191,7 @@ func createFairQueue(ctx context.Context, name string) {
 			"cohortName": kueueQueue, "namespaceSelector": map[string]any{}, "queueingStrategy": "BestEffortFIFO",
 			"preemption": map[string]any{"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"},
 			"resourceGroups": []any{map[string]any{
-				"coveredResources": []any{"cpu", "memory", "pods"},
+				"coveredResources": []any{"cpu", "memory", "ephemeral-storage", "pods"},
 				"flavors":          []any{map[string]any{"name": "default", "resources": zero}},
 			}},
 		},

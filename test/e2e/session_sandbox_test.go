@@ -102,9 +102,13 @@ var _ = Describe("session sandboxes: a session's calls in long-lived Pods", Labe
 		port, ca, served := tlsHostListener(nodeIP)
 		scope := sandboxScope(ctx, gvisorClass, secret, port)
 		session := "e2e-sx-" + rand.String(6)
+		// A requester of its own: the session Pod caps are per requester, and the suite's
+		// other specs hold the agent's session Pods in parallel.
+		coder := impersonating(scopeServiceAccount(ctx, scope, "e2e-sx-"+rand.String(5)))
 		call := func(tool string, args any) *toolgatev1alpha1.ToolCall {
 			GinkgoHelper()
-			return succeeded(sessionCall(ctx, scope, session, tool, args))
+			c := issueAs(ctx, coder, "e2e-sx-"+rand.String(8), scope, session, tool, args)
+			return succeeded(waitTerminal(ctx, c, callTimeout))
 		}
 		start := time.Now()
 		var firstDone time.Time

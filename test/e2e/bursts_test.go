@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pkg/podcontract"
+	"github.com/toolgate/toolgate/pkg/toolgatetest"
+)
+
+// Issue 34 on real Pods: toolgate's Jobs wait in Kueue's LocalQueue toolgate (make up starts
+// Kueue with a ClusterQueue sized to the node): a burst over the quota all succeeds, and a
+// call on a queue nobody serves ends NotAdmitted at its bound.
+
+// admissionScope is a scope whose calls' Jobs wait in LocalQueue queue for at most maxWait,
+// holding a copy of the example echo Tool.
+func admissionScope(ctx context.Context, queue string, maxWait time.Duration) string {
+	GinkgoHelper()
+	scope := "e2e-adm-" + rand.String(5)
+	s := toolgatetest.MakeToolScope(scope, demoNS).Subjects("agent").Admission(queue, maxWait).Obj()
+	metav1.SetMetaDataLabel(&s.ObjectMeta, e2eLabel, "true")
+	Expect(admin.Create(ctx, s)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(admin.Delete(ctx, s))).To(Succeed()) })
+	var src toolgatev1alpha1.Tool
+	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "echo"}, &src)).To(Succeed())
+	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: scope + "-echo", Namespace: demoNS}}
+	t.Spec = *src.Spec.DeepCopy()
+	t.Spec.Scope = scope
+	// 100m each: the queue's quota (about 1.2 cores here) holds about 11 at once.
+	if t.Spec.Body.Resources.Requests == nil {
+		t.Spec.Body.Resources.Requests = corev1.ResourceList{}
+	}
+	t.Spec.Body.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("100m")
+	createTool(ctx, t)
+	return scope
+}
+
+var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Label("bursts", "kueue"), func() {
+	It("runs a burst over the queue's quota to the end, every call Succeeded, its Jobs created suspended and labelled", Serial, func(ctx SpecContext) {
+		scope := admissionScope(ctx, "toolgate", 5*time.Minute)
+		// The quota (the node's, less what runs outside Jobs) holds about 11 of these Jobs:
+		// 40 at once must queue.
+		const n = 40
+		calls := make([]*toolgatev1alpha1.ToolCall, n)
+		for i := range calls { // one after another: about a second for all 40
+			calls[i] = createCall(ctx, "echo", scope, map[string]any{"text": fmt.Sprintf("burst %d", i)})
+		}
+		By("the Jobs are created suspended, labelled for queue toolgate; some wait, shown on their calls")
+		sawWaiting := false
+		Eventually(func(g Gomega) {
+			for _, c := range calls {
+				got := &toolgatev1alpha1.ToolCall{}
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
+				if cond := meta.FindStatusCondition(got.Status.Conditions, toolgatev1alpha1.ConditionExecuted); cond != nil && cond.Reason == toolgatev1alpha1.ReasonWaitingForAdmission {
+					sawWaiting = true
+				}
+				g.Expect(isTerminal(got.Status.Phase)).To(BeTrue(), "%s is %s", got.Name, got.Status.Phase)
+			}
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+		for _, c := range calls {
+			succeeded(waitTerminal(ctx, c, callTimeout))
+		}
+		jobs := &batchv1.JobList{}
+		Expect(admin.List(ctx, jobs, client.InNamespace(demoNS))).To(Succeed())
+		labelled := 0
+		for _, j := range jobs.Items {
+			if j.Annotations[podcontract.AnnotationCallName] != "" && j.Labels["kueue.x-k8s.io/queue-name"] == "toolgate" {
+				labelled++
+			}
+		}
+		Expect(labelled).To(BeNumerically(">=", 1), "the burst's Jobs carry the queue label (those not yet deleted)")
+		Expect(sawWaiting).To(BeTrue(), "a call of the burst showed WaitingForAdmission")
+	}, SpecTimeout(6*time.Minute))
+
+	It("ends a call whose Job no queue admits NotAdmitted at its bound, never DeadlineExceeded", func(ctx SpecContext) {
+		scope := admissionScope(ctx, "nobody-serves-this", 5*time.Second)
+		call := createCall(ctx, "echo", scope, map[string]any{"text": "never"})
+		got := waitTerminal(ctx, call, callTimeout)
+		Expect(got).To(toolgatetest.HavePhase(toolgatev1alpha1.PhaseFailed), toolgatetest.Explain(got))
+		Expect(got.Status.Result.Reason).To(Equal(toolgatev1alpha1.ReasonNotAdmitted))
+		pods := podsOf(ctx, got)
+		Expect(pods).To(BeEmpty(), "no Pod ever started")
+	}, SpecTimeout(2*time.Minute))
+})
