@@ -2,8 +2,9 @@
 // version the API server served, the Jobs and Pod starts of every attempt, the Events and
 // the ToolCallApprovals — and checks the operator's promises against it: every call ends,
 // at most one Job and one Pod start per attempt, no more attempts than the retry policy,
-// a result never changes once written, a Deny is final, an approval answers one call, and
-// every call ends the way its script says it must.
+// a result never changes once written, a Deny is final, an approval answers one call, no
+// Pod appears for a Job while it is suspended (waiting for admission), a call refused
+// NotAdmitted never ran, and every call ends the way its script says it must.
 //
 // It knows nothing of how the history was made: the envtest harness (test/chaos) and the
 // real-cluster run fill the same History (Recorder watches ToolCalls, Jobs and Pods of any
