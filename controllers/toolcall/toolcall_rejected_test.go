@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/options"
+	"github.com/toolgate/toolgate/controllers/startgate"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 )
@@ -196,5 +197,36 @@ func TestNoJobBeforeTheDeadlineCreatesIt(t *testing.T) {
 	call, err := rc.reconcile(t)
 	if err != nil || call.Status.Phase != v1alpha1.PhaseRunning || rc.creates != 1 {
 		t.Fatalf("err %v phase %s creates %d", err, call.Status.Phase, rc.creates)
+	}
+}
+
+// A Job that will wait for admission counts its deadline as the wait does: created late
+// (the operator was down past the tool's timeout and grace) but within its bound on the
+// wait, it is still created, suspended, for the tool's timeout counts from admission
+// (docs/bursts.md); past the bound plus the timeout and grace, it is not. Found by the
+// chaos harness: 2 s tools behind a queue ended ImageNeverStarted after restarts.
+func TestALateJobOfAGatedAttemptCountsItsWaitBound(t *testing.T) {
+	grace := options.DefaultCall().DeadlineGrace
+	for _, tc := range []struct {
+		name    string
+		after   time.Duration
+		creates int
+		phase   v1alpha1.ToolCallPhase
+	}{
+		{"past the timeout and grace, within the bound on the wait", time.Minute + grace + time.Minute, 1, v1alpha1.PhaseRunning},
+		{"past the bound too", 10*time.Minute + time.Minute + grace, 0, v1alpha1.PhaseFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := newRefusingCluster(t, func() error { return nil })
+			rc.r.Options.Admission = startgate.Options{Queue: "tools", MaxWait: 10 * time.Minute}
+			rc.clock.Step(tc.after)
+			call, err := rc.reconcile(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.creates != tc.creates || call.Status.Phase != tc.phase {
+				t.Errorf("%d Job creates, phase %s; want %d, %s", rc.creates, call.Status.Phase, tc.creates, tc.phase)
+			}
+		})
 	}
 }

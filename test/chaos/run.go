@@ -41,6 +41,7 @@ type result struct {
 	LoadBefore       string        `json:"loadBefore"`
 	LoadAfter        string        `json:"loadAfter"`
 	CPUs             int           `json:"cpus"`
+	Kueue            kueueFigures  `json:"kueue"`
 	Errors           []string      `json:"errors,omitempty"`
 	Check            check.Report  `json:"check"`
 }
@@ -51,6 +52,9 @@ func (r *result) Print(w io.Writer) {
 		r.N, r.Seed, r.Rate, r.KillEvery, r.Kills, r.APIServerRestart, r.OperatorRuns, r.OperatorCrashes)
 	_, _ = fmt.Fprintf(w, "wall %s (faults during the first %s); %d CPUs, load average before %s, after %s\n\n",
 		r.Wall.Round(100*time.Millisecond), r.FaultWindow.Round(100*time.Millisecond), r.CPUs, r.LoadBefore, r.LoadAfter)
+	k := r.Kueue
+	_, _ = fmt.Fprintf(w, "simulated Kueue (LocalQueue %s, quota %d): %d Jobs admitted (%d after a hold past the tool's timeout + grace), at most %d running, longest wait %s; %d patches refused (conflict), %d lists failed\n\n",
+		k.Queue, k.Quota, k.Admitted, k.LongHeld, k.MaxRunning, k.MaxWait.Round(100*time.Millisecond), k.Conflicts, k.ListErrors)
 	r.Check.Print(w)
 	for _, e := range r.Errors {
 		_, _ = fmt.Fprintln(w, "harness error:", e)
@@ -106,6 +110,14 @@ func run(o options) (res *result, err error) {
 		return nil, err
 	}
 
+	// The simulated Kueue runs in this process, through every operator kill, until the
+	// history is read.
+	kq := &kueue{c: env.Client, ns: ns.Name, queue: servedQueue, quota: kueueQuota, every: 200 * time.Millisecond,
+		longest: admissionTimeout + o.deadlineGrace + 3*time.Second}
+	kueueCtx, stopKueue := context.WithCancel(ctx)
+	defer stopKueue()
+	go kq.run(kueueCtx)
+
 	calls := plan(o.n, rng)
 	script := expectations(ns.Name, calls)
 	approverClient, err := env.AddUser("approver", []string{tg.EditorsGroup})
@@ -154,6 +166,7 @@ func run(o options) (res *result, err error) {
 	waitTerminal(ctx, env.Client, ns.Name, o.n, last.Add(o.bound))
 	time.Sleep(time.Second) // the watch delivers the last versions
 
+	stopKueue()
 	stopRec() // the final lists come after the last watched version
 	ap.wg.Wait()
 	h, herr := rec.History(ctx)
@@ -162,7 +175,7 @@ func run(o options) (res *result, err error) {
 	h.SessionHandovers, h.Kills = sessionHandovers(k.SessionHandovers()), append(f.killTimes(), op.exitTimes()...)
 	h.Expectations, h.LastFault, h.TerminalBound = script, last, o.bound
 	res.Check = check.Check(h)
-	res.Kills, res.APIServerRestart = kills, apiRestarts
+	res.Kills, res.APIServerRestart, res.Kueue = kills, apiRestarts, kq.figures()
 	res.OperatorRuns, res.OperatorCrashes = op.figures()
 	res.Wall, res.LoadAfter = time.Since(start), loadAverage()
 	for _, e := range append(append(append(ferrs, herr), rec.Errors()...), ap.errs...) {

@@ -27,7 +27,9 @@ type scenario struct {
 	// sandbox: a session call in the sandbox scope (ToolScope sessionSandbox): it runs in
 	// its session's long-lived Pod, handed over by the session executor.
 	sandbox bool
-	expect  check.Expectation
+	// scope is the call's ToolScope (the admission scenarios': queuedScope, unservedScope).
+	scope  string
+	expect check.Expectation
 }
 
 // The sandbox scope and its sessions: sandbox calls pick one of sandboxSessions session
@@ -38,6 +40,24 @@ const (
 	sandboxSessions = 4
 	// agentUser is the second requester of sandbox calls (AdminUser is the first).
 	agentUser = "agent"
+)
+
+// The admission scopes (docs/bursts.md): queuedScope's calls' Jobs go to the LocalQueue the
+// harness's simulated Kueue serves (kueue.go), unservedScope's to one nobody serves, so
+// they end NotAdmitted after unservedMaxWait.
+const (
+	queuedScope     = "queued"
+	servedQueue     = "served"
+	queuedMaxWait   = 2 * time.Minute
+	unservedScope   = "unserved"
+	unservedQueue   = "nobody"
+	unservedMaxWait = 5 * time.Second
+	// admissionTimeout is the timeout of the tools called behind admission: with the
+	// operator's deadline grace, below the simulated Kueue's longest hold (kueue.hold), so
+	// a timeout that counted from the Job's creation would end those calls DeadlineExceeded.
+	admissionTimeout = 2 * time.Second
+	// kueueQuota is how many of the served queue's Jobs may run at once.
+	kueueQuota = 3
 )
 
 // sandboxExpect is a sandbox call's expectation: Succeeded; or, when an operator kill fell
@@ -75,16 +95,16 @@ func scenarios() []scenario {
 	exhausted := expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)
 	exhausted.MinAttempts, exhausted.MaxAttempts = 2, 2
 	return []scenario{
-		{name: "safe-session", weight: 7, tool: "lookup", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "unsafe-session", weight: 7, tool: "write", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "sandbox-read", weight: 13, tool: "sbread", session: true, sandbox: true, expect: sandboxExpect()},
-		{name: "sandbox-write", weight: 12, tool: "sbwrite", session: true, sandbox: true, expect: sandboxExpect()},
-		{name: "slow", weight: 6, tool: "slow", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "approve", weight: 8, tool: "deploy", expect: approved},
-		{name: "deny", weight: 5, tool: "deploy", expect: denied(v1alpha1.ReasonApprovalDenied, check.Deny)},
+		{name: "safe-session", weight: 5, tool: "lookup", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "unsafe-session", weight: 5, tool: "write", session: true, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "sandbox-read", weight: 10, tool: "sbread", session: true, sandbox: true, expect: sandboxExpect()},
+		{name: "sandbox-write", weight: 9, tool: "sbwrite", session: true, sandbox: true, expect: sandboxExpect()},
+		{name: "slow", weight: 5, tool: "slow", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "approve", weight: 6, tool: "deploy", expect: approved},
+		{name: "deny", weight: 4, tool: "deploy", expect: denied(v1alpha1.ReasonApprovalDenied, check.Deny)},
 		{name: "unanswered", weight: 5, tool: "gated", expect: denied(v1alpha1.ReasonApprovalTimeout, check.Unanswered)},
-		{name: "policy-deny", weight: 5, tool: "rm", expect: denied(v1alpha1.ReasonPolicyDenied, check.NoApproval)},
-		{name: "retry-succeeds", weight: 6, tool: "flaky", expect: retried},
+		{name: "policy-deny", weight: 4, tool: "rm", expect: denied(v1alpha1.ReasonPolicyDenied, check.NoApproval)},
+		{name: "retry-succeeds", weight: 5, tool: "flaky", expect: retried},
 		{name: "evicted-retried", weight: 4, tool: "evicted", expect: evicted},
 		{name: "retry-exhausted", weight: 4, tool: "broken", expect: exhausted},
 		{name: "fail", weight: 4, tool: "fail", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)},
@@ -93,8 +113,14 @@ func scenarios() []scenario {
 		// DeadlineExceeded when the Pod was seen started, else ImageNeverStarted (the
 		// simulated kubelet may not have created it yet after an API server restart).
 		{name: "hang", weight: 2, tool: "hang", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonDeadlineExceeded, v1alpha1.ReasonImageNeverStarted)},
-		{name: "large", weight: 4, tool: "large", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
-		{name: "too-large", weight: 4, tool: "toolarge", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonOutputTooLarge)},
+		{name: "large", weight: 3, tool: "large", expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "too-large", weight: 3, tool: "toolarge", expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonOutputTooLarge)},
+		// Admission (18 %): Jobs created suspended; the simulated Kueue admits the served
+		// queue's (the tools run as scripted, their 2 s timeout counted from admission);
+		// nobody admits the unserved queue's: NotAdmitted after 5 s, Job deleted, no Pod.
+		{name: "queued", weight: 10, tool: "qecho", scope: queuedScope, expect: expect(v1alpha1.PhaseSucceeded, v1alpha1.ReasonSucceeded)},
+		{name: "queued-fail", weight: 3, tool: "qfail", scope: queuedScope, expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNonZeroExit)},
+		{name: "not-admitted", weight: 5, tool: "qecho", scope: unservedScope, expect: expect(v1alpha1.PhaseFailed, v1alpha1.ReasonNotAdmitted)},
 	}
 }
 
@@ -124,6 +150,10 @@ func setupTools(ctx context.Context, c client.Client, k *tg.Kubelet, ns string, 
 		echo("sbread").ConcurrencySafe(true).ReadOnly(true).Obj(),
 		echo("sbwrite").Obj(),
 		tg.MakeToolScope(sandboxScope, ns).SessionSandbox(30 * time.Second).Obj(),
+		echo("qecho").Timeout(admissionTimeout).Obj(),
+		echo("qfail").Timeout(admissionTimeout).Obj(),
+		tg.MakeToolScope(queuedScope, ns).Admission(servedQueue, queuedMaxWait).Obj(),
+		tg.MakeToolScope(unservedScope, ns).Admission(unservedQueue, unservedMaxWait).Obj(),
 		tg.MakeToolPolicy("ask", ns).Stage(v1alpha1.StagePreExecute).Tools("deploy", "gated").
 			VerdictRule("a-person-decides", "true", v1alpha1.VerdictAsk).Obj(),
 		tg.MakeToolPolicy("no-rm", ns).Stage(v1alpha1.StagePreExecute).Tools("rm").
@@ -143,12 +173,20 @@ func setupTools(ctx context.Context, c client.Client, k *tg.Kubelet, ns string, 
 	k.Script("toolarge", tg.Outcome{Stdout: bytes.Repeat([]byte("y"), 4096)})
 	k.Script("sbread", tg.Outcome{Echo: true, After: 100 * time.Millisecond})
 	k.Script("sbwrite", ok)
+	k.Script("qecho", tg.Outcome{Echo: true, After: time.Second})
+	k.Script("qfail", tg.Outcome{ExitCode: 3, Stderr: "simulated failure", After: 500 * time.Millisecond})
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	return waitRegistered(ctx, c, ns, len(objs)-3)
+	tools := 0
+	for _, obj := range objs {
+		if _, ok := obj.(*v1alpha1.Tool); ok {
+			tools++
+		}
+	}
+	return waitRegistered(ctx, c, ns, tools)
 }
 
 // waitRegistered waits until the operator has registered n Tools.
@@ -229,8 +267,11 @@ func (p plannedCall) object(ns string, i int) *v1alpha1.ToolCall {
 	if p.session != "" {
 		w.Session(p.session)
 	}
-	if p.s.sandbox {
+	switch {
+	case p.s.sandbox:
 		w.Scope(sandboxScope)
+	case p.s.scope != "":
+		w.Scope(p.s.scope)
 	}
 	return w.Obj()
 }

@@ -65,18 +65,20 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if err != nil {
 		return executor.Internal("the frozen arguments could not be reproduced"), nil
 	}
-	if !j.Clock.Now().Before(j.AttemptDeadline(call)) {
+	// A burst queues rather than starting every sandbox at once (controllers/startgate).
+	admission, err := startgate.Resolve(ctx, j.Client, call, j.Options.Admission)
+	if err != nil {
+		return executor.Step{}, err
+	}
+	deadline := j.startDeadline(call, admission)
+	if !j.Clock.Now().Before(deadline) {
 		return j.tooLate(ctx, call, attempt), nil
 	}
 	// The features the tool uses prepare the Pod's input (the egress proxy's grant).
 	in := podspec.Input{Call: call, Tool: call.Status.Tool.Spec, Arguments: frozen.Canonical(),
-		Digest: frozen.Digest(), Attempt: attempt, Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt))}
+		Digest: frozen.Digest(), Attempt: attempt, Traceparent: tracing.ExecutionTraceparent(ctx, int(attempt)), Admission: admission}
 	if st, ok, err := j.Features.PrepareInput(ctx, call, attempt, &in); !ok {
 		return st, err
-	}
-	// A burst queues rather than starting every sandbox at once (controllers/startgate).
-	if in.Admission, err = startgate.Resolve(ctx, j.Client, call, j.Options.Admission); err != nil {
-		return executor.Step{}, err
 	}
 	job := podspec.BuildJob(in, j.Options.Job)
 	if err := controllerutil.SetControllerReference(call, job, j.Scheme); err != nil {
@@ -117,9 +119,21 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 			return executor.Internal("a Job named " + job.Name + " exists and belongs to something else"), nil
 		}
 	default:
-		return j.createRefused(ctx, call, job.Name, err)
+		return j.createRefused(ctx, call, job.Name, deadline, err)
 	}
-	return executor.Step{Requeue: j.AttemptDeadline(call).Sub(j.Clock.Now())}, nil
+	return executor.Step{Requeue: deadline.Sub(j.Clock.Now())}, nil
+}
+
+// startDeadline is the latest the attempt's Job may still be created: the attempt's
+// deadline; for a Job that will wait for admission, the latest that attempt can end (its
+// admission not known yet: executor.AdmittedDeadline), as jobDeadline counts once the Job
+// exists and the features' deadline counts (toolcall's attemptDeadline). The tool's
+// timeout is never spent before admission, a Job created late included.
+func (j *Executor) startDeadline(call *v1alpha1.ToolCall, a *podspec.Admission) time.Time {
+	if a == nil {
+		return j.AttemptDeadline(call)
+	}
+	return executor.AdmittedDeadline(call, time.Time{}, maxWaitOf(*a), j.Clock.Now(), j.Options.DeadlineGrace)
 }
 
 // createRefused decides what a refused Job create means. An object the API server will
@@ -127,9 +141,9 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 // webhook, a timeout, an unavailable API server) is retried through the rate limiter until
 // MaxCreateRefusals or the attempt's deadline, and then ends the call. Either way the call
 // ends Failed ExecutionRejected with the API server's message: it never stays Running.
-func (j *Executor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, err error) (executor.Step, error) {
+func (j *Executor) createRefused(ctx context.Context, call *v1alpha1.ToolCall, jobName string, deadline time.Time, err error) (executor.Step, error) {
 	n := j.refusals.add(call, executor.CurrentAttempt(call), err)
-	if !persistentCreateError(err) && n < MaxCreateRefusals && j.Clock.Now().Before(j.AttemptDeadline(call)) {
+	if !persistentCreateError(err) && n < MaxCreateRefusals && j.Clock.Now().Before(deadline) {
 		ctrl.LoggerFrom(ctx).Info("Job create refused; retrying", "job", jobName, "refusals", n, "error", err.Error())
 		return executor.Step{}, err
 	}

@@ -51,12 +51,20 @@ const (
 	RuleOutcome = "outcome"
 	// RuleRanWhenDenied: a Job or Pod start exists for a call that must not run (denied).
 	RuleRanWhenDenied = "ran-when-denied"
+	// RuleStartedSuspended: a Pod appeared for a Job while it was suspended (waiting for
+	// admission): the Job's last version before the Pod's first (by resourceVersion) says
+	// spec.suspend true.
+	RuleStartedSuspended = "started-while-suspended"
+	// RuleNotAdmittedRan: a call that ended NotAdmitted had a Pod (start), a session
+	// handover, or a Job that was never deleted.
+	RuleNotAdmittedRan = "not-admitted-ran"
 )
 
 // Rules lists every rule, in report order.
 func Rules() []string {
 	return []string{RuleLost, RuleNotTerminal, RuleTerminalLate, RuleJobsPerAttempt, RulePodStartsPerAttempt,
-		RuleHandoversPerAttempt, RuleSessionPodShared, RuleAttempts, RuleResultChanged, RuleVerdictAfterDeny, RuleApprovalReused, RuleOutcome, RuleRanWhenDenied}
+		RuleHandoversPerAttempt, RuleSessionPodShared, RuleAttempts, RuleResultChanged, RuleVerdictAfterDeny, RuleApprovalReused, RuleOutcome, RuleRanWhenDenied,
+		RuleStartedSuspended, RuleNotAdmittedRan}
 }
 
 // Violation is one broken promise.
@@ -111,6 +119,7 @@ func Check(h History) Report {
 	c.terminalEvents()
 	c.approvals()
 	c.outcomes()
+	c.admission()
 	sort.SliceStable(c.rep.Violations, func(i, j int) bool {
 		return slices.Index(Rules(), c.rep.Violations[i].Rule) < slices.Index(Rules(), c.rep.Violations[j].Rule)
 	})
@@ -553,6 +562,80 @@ func (c *checker) outcomes() {
 		if exp.Approval == Approve && call.Status.Phase != v1alpha1.PhaseDenied {
 			if adm := meta.FindStatusCondition(call.Status.Conditions, v1alpha1.ConditionAdmitted); adm == nil || adm.Reason != v1alpha1.ReasonApproved {
 				c.fail(RuleOutcome, call.Namespace+"/"+call.Name, "scenario %s ran without being Approved (Admitted %s)", exp.Scenario, conditionReason(adm))
+			}
+		}
+	}
+}
+
+// admission: no Pod appears for a Job while it is suspended, and a call refused NotAdmitted
+// never ran and its Job was deleted. Whether a Pod came while its Job was suspended is read
+// from resourceVersions (one etcd orders them all), not from clocks: the Job version with
+// the highest resourceVersion below the Pod's first must not be suspended. A Job whose watch
+// re-listed (JobRecord.Relisted) or a version that is not a number is not judged.
+func (c *checker) admission() {
+	jobs := map[types.UID]*JobRecord{}
+	for i := range c.h.Jobs {
+		j := &c.h.Jobs[i]
+		jobs[j.UID] = j
+		if len(j.Versions) == 0 || !j.Versions[0].Suspended {
+			continue
+		}
+		c.rep.SuspendedJobs++
+		for _, v := range j.Versions[1:] {
+			if !v.Suspended {
+				c.rep.ResumedJobs++
+				if !j.Created.IsZero() {
+					c.rep.MaxAdmissionWait = max(c.rep.MaxAdmissionWait, v.Observed.Sub(j.Created))
+				}
+				break
+			}
+		}
+	}
+	for _, p := range c.h.Pods {
+		j := jobs[p.JobUID]
+		podRV := resourceVersion(p.ResourceVersion)
+		if j == nil || j.Relisted || podRV == 0 {
+			continue
+		}
+		var before *JobVersion
+		for k := range j.Versions {
+			v := &j.Versions[k]
+			if rv := resourceVersion(v.ResourceVersion); rv != 0 && rv < podRV && (before == nil || rv > resourceVersion(before.ResourceVersion)) {
+				before = v
+			}
+		}
+		if before != nil && before.Suspended {
+			c.fail(RuleStartedSuspended, c.name(callID(p.Namespace, p.Call, p.CallUID)),
+				"Pod %s (resourceVersion %s) appeared while its Job %s was suspended (its version %s)", p.Pod, p.ResourceVersion, j.Name, before.ResourceVersion)
+		}
+	}
+	for i := range c.h.Calls {
+		call := &c.h.Calls[i]
+		if call.Status.Result == nil || call.Status.Result.Reason != v1alpha1.ReasonNotAdmitted {
+			continue
+		}
+		c.rep.NotAdmitted++
+		name := call.Namespace + "/" + call.Name
+		mine := func(ns, callName string, uid types.UID) bool {
+			return uid == call.UID || (uid == "" && ns == call.Namespace && callName == call.Name)
+		}
+		pods := map[string]bool{}
+		for _, p := range append(append([]PodStart(nil), c.h.PodStarts...), c.h.Pods...) {
+			if mine(p.Namespace, p.Call, p.CallUID) {
+				pods[p.Namespace+"/"+p.Pod+"/"+p.Job] = true
+			}
+		}
+		for _, h := range c.h.SessionHandovers {
+			if h.CallUID == call.UID {
+				pods[h.Namespace+"/"+h.Pod+" (handover)"] = true
+			}
+		}
+		if len(pods) > 0 {
+			c.fail(RuleNotAdmittedRan, name, "ended NotAdmitted but its body had %d Pods or handovers: %s", len(pods), strings.Join(sortedSet(pods), ", "))
+		}
+		for _, j := range c.h.Jobs {
+			if mine(j.Namespace, j.Call, j.CallUID) && !j.Deleted {
+				c.fail(RuleNotAdmittedRan, name, "ended NotAdmitted but its Job %s was never seen deleted", j.Name)
 			}
 		}
 	}

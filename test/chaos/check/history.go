@@ -2,8 +2,9 @@
 // version the API server served, the Jobs and Pod starts of every attempt, the Events and
 // the ToolCallApprovals — and checks the operator's promises against it: every call ends,
 // at most one Job and one Pod start per attempt, no more attempts than the retry policy,
-// a result never changes once written, a Deny is final, an approval answers one call, and
-// every call ends the way its script says it must.
+// a result never changes once written, a Deny is final, an approval answers one call, no
+// Pod appears for a Job while it is suspended (waiting for admission), a call refused
+// NotAdmitted never ran, and every call ends the way its script says it must.
 //
 // It knows nothing of how the history was made: the envtest harness (test/chaos) and the
 // real-cluster run fill the same History (Recorder watches ToolCalls, Jobs and Pods of any
@@ -36,6 +37,10 @@ type History struct {
 	// PodStarts are the tool Pods started, per call and attempt: the simulated kubelet's
 	// own record in envtest, the Pods seen on a real cluster.
 	PodStarts []PodStart
+	// Pods are the tool Pods the Recorder saw (each uid once, its first version seen, with
+	// that version's resourceVersion): set by Recorder.History, kept when a harness replaces
+	// PodStarts with a kubelet's record. The admission rules read them with Jobs' versions.
+	Pods []PodStart
 	// SessionHandovers are the Handovers session Pods received (the simulated kubelet's
 	// record in envtest; empty on a real cluster, where only the Pods can see them).
 	SessionHandovers []SessionHandover
@@ -79,6 +84,24 @@ type JobRecord struct {
 	// Attempt is the label toolgate.dev/attempt (0 when absent or not a number).
 	Attempt int       `json:"attempt"`
 	Created time.Time `json:"created"`
+	// Queue is the Kueue LocalQueue the Job was submitted to (label
+	// kueue.x-k8s.io/queue-name); empty when none.
+	Queue string `json:"queue,omitempty"`
+	// Versions are the Job's versions where spec.suspend changed (the first one seen
+	// included), in the order received: when it waited and when it was resumed.
+	Versions []JobVersion `json:"versions,omitempty"`
+	// Deleted: the Job was seen with a deletionTimestamp or deleted.
+	Deleted bool `json:"deleted,omitempty"`
+	// Relisted: the Job watch re-listed (a gap) while the Job existed, so a change of its
+	// suspend may be missing from Versions; the suspended-start rule does not judge it.
+	Relisted bool `json:"relisted,omitempty"`
+}
+
+// JobVersion is one version of a Job as far as admission goes.
+type JobVersion struct {
+	ResourceVersion string    `json:"resourceVersion"`
+	Suspended       bool      `json:"suspended"`
+	Observed        time.Time `json:"observed"`
 }
 
 // PodStart is one start of a tool Pod: the body ran (or began to) once more.
@@ -92,6 +115,9 @@ type PodStart struct {
 	CallUID   types.UID `json:"callUID"`
 	Attempt   int       `json:"attempt"`
 	At        time.Time `json:"at"`
+	// ResourceVersion is the Pod's first version seen (its creation's when the watch
+	// delivered the ADDED): a Recorder's Pods only.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // SessionHandover is one Handover a session Pod received: one more run of the attempt's

@@ -19,9 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
@@ -163,8 +165,16 @@ func (r *Recorder) relist(ctx context.Context, list client.ObjectList, opts []cl
 		return rv
 	}
 	r.mu.Lock()
-	if _, ok := list.(*v1alpha1.ToolCallList); ok {
+	switch list.(type) {
+	case *v1alpha1.ToolCallList:
 		r.gaps++
+	case *batchv1.JobList:
+		// A Job resumed in the gap may be missing its resume: its versions no longer order
+		// it against its Pod (JobRecord.Relisted).
+		for uid, j := range r.jobs {
+			j.Relisted = true
+			r.jobs[uid] = j
+		}
 	}
 	r.mu.Unlock()
 	return fresh
@@ -199,17 +209,23 @@ func (r *Recorder) onCall(typ string, obj runtime.Object, at time.Time) {
 	}
 }
 
-func (r *Recorder) onJob(_ string, obj runtime.Object, _ time.Time) {
+func (r *Recorder) onJob(typ string, obj runtime.Object, at time.Time) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
 		return
 	}
-	rec := JobRecordOf(job)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, seen := r.jobs[job.UID]; !seen {
-		r.jobs[job.UID] = rec
+	rec, seen := r.jobs[job.UID]
+	if !seen {
+		rec = JobRecordOf(job)
 	}
+	suspended := ptr.Deref(job.Spec.Suspend, false)
+	if n := len(rec.Versions); n == 0 || rec.Versions[n-1].Suspended != suspended {
+		rec.Versions = append(rec.Versions, JobVersion{ResourceVersion: job.ResourceVersion, Suspended: suspended, Observed: at})
+	}
+	rec.Deleted = rec.Deleted || typ == string(watch.Deleted) || !job.DeletionTimestamp.IsZero()
+	r.jobs[job.UID] = rec
 }
 
 func (r *Recorder) onPod(_ string, obj runtime.Object, _ time.Time) {
@@ -229,6 +245,7 @@ func JobRecordOf(job *batchv1.Job) JobRecord {
 	rec := JobRecord{Namespace: job.Namespace, Name: job.Name, UID: job.UID, Call: job.Annotations[podcontract.AnnotationCallName],
 		Created: job.CreationTimestamp.Time}
 	rec.Attempt, _ = strconv.Atoi(job.Labels[podcontract.LabelAttempt])
+	rec.Queue = job.Labels[podspec.LabelKueueQueue]
 	if owner := metav1.GetControllerOf(job); owner != nil {
 		rec.CallUID = owner.UID
 	}
@@ -240,7 +257,7 @@ func JobRecordOf(job *batchv1.Job) JobRecord {
 // the Pod's Job when that Job was seen.
 func PodStartOf(pod *corev1.Pod) PodStart {
 	p := PodStart{Namespace: pod.Namespace, Pod: pod.Name, PodUID: pod.UID, Call: pod.Annotations[podcontract.AnnotationCallName],
-		At: pod.CreationTimestamp.Time}
+		At: pod.CreationTimestamp.Time, ResourceVersion: pod.ResourceVersion}
 	p.Attempt, _ = strconv.Atoi(pod.Labels[podcontract.LabelAttempt])
 	if owner := metav1.GetControllerOf(pod); owner != nil {
 		p.Job, p.JobUID = owner.Name, owner.UID
@@ -293,5 +310,6 @@ func (r *Recorder) History(ctx context.Context) (History, error) {
 		}
 		h.PodStarts = append(h.PodStarts, p)
 	}
+	h.Pods = append([]PodStart(nil), h.PodStarts...)
 	return h, errors.Join(errs...)
 }

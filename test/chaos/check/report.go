@@ -46,6 +46,13 @@ type Report struct {
 	// received (History.SessionHandovers): the body never ran, yet the outcome is reported
 	// unknown. On a real cluster, where no handover is recorded, it counts them all.
 	EndedByKillNotHandedOver int `json:"endedByKillNotHandedOver"`
+	// SuspendedJobs counts the Jobs first seen suspended (waiting for admission),
+	// ResumedJobs those of them later seen resumed, MaxAdmissionWait the longest from a
+	// Job's creation to its resume being seen; NotAdmitted the calls that ended NotAdmitted.
+	SuspendedJobs    int           `json:"suspendedJobs"`
+	ResumedJobs      int           `json:"resumedJobs"`
+	MaxAdmissionWait time.Duration `json:"maxAdmissionWaitNanos"`
+	NotAdmitted      int           `json:"notAdmitted"`
 	// Versions is the length of the ToolCall watch history, WatchGaps its re-lists, Events
 	// the Events read.
 	Versions  int `json:"versions"`
@@ -95,6 +102,8 @@ func (r Report) Print(w io.Writer) {
 		{"approvals used twice", fmt.Sprintf("%d calls decided by an approval", r.ApprovalDecisions), "0", fmt.Sprint(v(RuleApprovalReused))},
 		{"outcome differs from the script", fmt.Sprintf("%d ended as allowed only after a kill while they ran (%d never handed over)", r.EndedByKill, r.EndedByKillNotHandedOver), "0", fmt.Sprint(v(RuleOutcome))},
 		{"denied calls that ran", "", "0", fmt.Sprint(v(RuleRanWhenDenied))},
+		{"Pods of suspended Jobs", fmt.Sprintf("%d Jobs created suspended, %d resumed (longest wait %s)", r.SuspendedJobs, r.ResumedJobs, r.MaxAdmissionWait.Round(100*time.Millisecond)), "0", fmt.Sprint(v(RuleStartedSuspended))},
+		{"NotAdmitted calls that ran or kept their Job", fmt.Sprintf("%d calls NotAdmitted", r.NotAdmitted), "0", fmt.Sprint(v(RuleNotAdmittedRan))},
 	}
 	for _, row := range rows {
 		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
