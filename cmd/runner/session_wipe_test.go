@@ -16,7 +16,7 @@ func TestResetWipesTheLinkVolumeButTheSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := config{wipeDirs: []string{tmp}, signerAddress: sock, workspace: "/workspace", argsFile: "-"}
+	cfg := config{wipeDirs: []string{tmp}, signerAddress: sock, workspace: t.TempDir(), argsFile: "-"}
 	if err := resetAfterCall(cfg); err != nil {
 		t.Fatal(err)
 	}
