@@ -38,11 +38,12 @@ func admissionScope(ctx context.Context, queue string, maxWait time.Duration) st
 	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: scope + "-echo", Namespace: demoNS}}
 	t.Spec = *src.Spec.DeepCopy()
 	t.Spec.Scope = scope
-	// 100m each: the queue's quota (about 1.2 cores here) holds about 11 at once.
+	// 500m each: the queue's quota (about 1.2 cores here) holds two at once, so a burst
+	// waits whatever the machine's speed.
 	if t.Spec.Body.Resources.Requests == nil {
 		t.Spec.Body.Resources.Requests = corev1.ResourceList{}
 	}
-	t.Spec.Body.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("100m")
+	t.Spec.Body.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
 	createTool(ctx, t)
 	return scope
 }
@@ -50,11 +51,11 @@ func admissionScope(ctx context.Context, queue string, maxWait time.Duration) st
 var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Label("bursts", "kueue"), func() {
 	It("runs a burst over the queue's quota to the end, every call Succeeded, its Jobs created suspended and labelled", Serial, func(ctx SpecContext) {
 		scope := admissionScope(ctx, "toolgate", 5*time.Minute)
-		// The quota (the node's, less what runs outside Jobs) holds about 11 of these Jobs:
-		// 40 at once must queue.
-		const n = 40
+		// The quota (the node's, less what runs outside Jobs) holds two of these Jobs: 20 at
+		// once must queue.
+		const n = 20
 		calls := make([]*toolgatev1alpha1.ToolCall, n)
-		for i := range calls { // one after another: about a second for all 40
+		for i := range calls { // one after another: about half a second for all 20
 			calls[i] = createCall(ctx, "echo", scope, map[string]any{"text": fmt.Sprintf("burst %d", i)})
 		}
 		By("the Jobs are created suspended, labelled for queue toolgate; some wait, shown on their calls")
