@@ -51,11 +51,11 @@ func admissionScope(ctx context.Context, queue string, maxWait time.Duration) st
 var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Label("bursts", "kueue"), func() {
 	It("runs a burst over the queue's quota to the end, every call Succeeded, its Jobs created suspended and labelled", Serial, func(ctx SpecContext) {
 		scope := admissionScope(ctx, "toolgate", 5*time.Minute)
-		// The quota (the node's, less what runs outside Jobs) holds two of these Jobs: 20 at
+		// The quota (the node's, less what runs outside Jobs) holds two of these Jobs: 30 at
 		// once must queue.
-		const n = 20
+		const n = 30
 		calls := make([]*toolgatev1alpha1.ToolCall, n)
-		for i := range calls { // one after another: about half a second for all 20
+		for i := range calls { // one after another: under a second for all 30
 			calls[i] = createCall(ctx, "echo", scope, map[string]any{"text": fmt.Sprintf("burst %d", i)})
 		}
 		By("the Jobs are created suspended, labelled for queue toolgate; some wait, shown on their calls")
@@ -75,14 +75,27 @@ var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Lab
 		}
 		jobs := &batchv1.JobList{}
 		Expect(admin.List(ctx, jobs, client.InNamespace(demoNS))).To(Succeed())
-		labelled := 0
+		names := map[string]bool{}
+		for _, c := range calls {
+			names[c.Name] = true
+		}
+		labelled, waited := 0, time.Duration(0)
 		for _, j := range jobs.Items {
-			if j.Annotations[podcontract.AnnotationCallName] != "" && j.Labels["kueue.x-k8s.io/queue-name"] == "toolgate" {
+			if !names[j.Annotations[podcontract.AnnotationCallName]] {
+				continue
+			}
+			if j.Labels["kueue.x-k8s.io/queue-name"] == "toolgate" {
 				labelled++
 			}
+			if j.Status.StartTime != nil {
+				waited = max(waited, j.Status.StartTime.Sub(j.CreationTimestamp.Time))
+			}
 		}
-		Expect(labelled).To(BeNumerically(">=", 1), "the burst's Jobs carry the queue label (those not yet deleted)")
-		Expect(sawWaiting).To(BeTrue(), "a call of the burst showed WaitingForAdmission")
+		Expect(labelled).To(Equal(n), "every Job of the burst was labelled for queue toolgate")
+		// Two at a time: the last Jobs started (were admitted) seconds after their creation.
+		Expect(waited).To(BeNumerically(">=", 3*time.Second), "a Job of the burst waited for admission")
+		AddReportEntry("bursts: longest wait for admission (Job created -> started); a call seen WaitingForAdmission",
+			fmt.Sprintf("%s; %v", waited, sawWaiting))
 	}, SpecTimeout(6*time.Minute))
 
 	It("ends a call whose Job no queue admits NotAdmitted at its bound, never DeadlineExceeded", func(ctx SpecContext) {
