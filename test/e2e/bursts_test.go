@@ -37,7 +37,9 @@ func admissionScope(ctx context.Context, queue string, maxWait time.Duration) st
 	Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: "echo"}, &src)).To(Succeed())
 	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: scope + "-echo", Namespace: demoNS}}
 	t.Spec = *src.Spec.DeepCopy()
-	t.Spec.Scope = scope
+	// Named echo in the scope: it shadows the namespace layer's echo (the nearest
+	// registration wins), whose requests are the defaults.
+	t.Spec.Scope, t.Spec.Name = scope, "echo"
 	// 500m each: the queue's quota (about 1.2 cores here) holds two at once, so a burst
 	// waits whatever the machine's speed.
 	if t.Spec.Body.Resources.Requests == nil {
@@ -94,6 +96,7 @@ var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Lab
 		Expect(labelled).To(Equal(n), "every Job of the burst was labelled for queue toolgate")
 		// Two at a time: the last Jobs started (were admitted) seconds after their creation.
 		Expect(waited).To(BeNumerically(">=", 3*time.Second), "a Job of the burst waited for admission")
+		Expect(sawWaiting).To(BeTrue(), "a call of the burst showed WaitingForAdmission")
 		AddReportEntry("bursts: longest wait for admission (Job created -> started); a call seen WaitingForAdmission",
 			fmt.Sprintf("%s; %v", waited, sawWaiting))
 	}, SpecTimeout(6*time.Minute))
