@@ -103,6 +103,28 @@ type book struct {
 	mu    sync.Mutex
 	users map[types.UID]map[types.UID]bool
 	since map[types.UID]time.Time
+	// prestarts are the prestarts of Pods this process started, run at the Pod's first
+	// handover (prestart.go).
+	prestarts map[types.UID]func()
+}
+
+// deferPrestart keeps start for the first handover to pod.
+func (b *book) deferPrestart(pod types.UID, start func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.prestarts == nil {
+		b.prestarts = map[types.UID]func(){}
+	}
+	b.prestarts[pod] = start
+}
+
+// takePrestart is the prestart kept for pod, once (nil: none).
+func (b *book) takePrestart(pod types.UID) func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	start := b.prestarts[pod]
+	delete(b.prestarts, pod)
+	return start
 }
 
 func (b *book) busy(pod, call types.UID) {
@@ -131,6 +153,7 @@ func (b *book) forget(pod types.UID) {
 	defer b.mu.Unlock()
 	delete(b.users, pod)
 	delete(b.since, pod)
+	delete(b.prestarts, pod)
 }
 
 func (b *book) inUse(pod types.UID) bool {
