@@ -106,6 +106,28 @@ type book struct {
 	// prestarts are the prestarts of Pods this process started, run at the Pod's first
 	// handover (prestart.go).
 	prestarts map[types.UID]func()
+	// stops are the (Pod, call) pairs whose call waits for the Pod to go (stopping.go).
+	stops map[[2]types.UID]bool
+}
+
+// watchStop claims the watch of pod's stop for call: false when one runs already.
+func (b *book) watchStop(pod, call types.UID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stops == nil {
+		b.stops = map[[2]types.UID]bool{}
+	}
+	if b.stops[[2]types.UID{pod, call}] {
+		return false
+	}
+	b.stops[[2]types.UID{pod, call}] = true
+	return true
+}
+
+func (b *book) unwatchStop(pod, call types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.stops, [2]types.UID{pod, call})
 }
 
 // deferPrestart keeps start for the first handover to pod.
