@@ -12,11 +12,11 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/podspec"
 )
 
@@ -57,9 +57,6 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// maxScopeChain bounds the walk up a call's scope chain, as the workspace's does.
-const maxScopeChain = 32
-
 // Resolve is the admission the call's next Job is created behind; nil: none, it starts at
 // once. The nearest scope on the call's chain (its own first, then its parents) that
 // declares admission gives the queue and the bound, each falling back to the operator's;
@@ -90,21 +87,12 @@ func Resolve(ctx context.Context, c client.Reader, call *v1alpha1.ToolCall, o Op
 // declaration is the nearest admission declaration on the call's chain; nil: none (or the
 // call is made in the namespace layer, which declares none).
 func declaration(ctx context.Context, c client.Reader, call *v1alpha1.ToolCall) (*v1alpha1.Admission, error) {
-	name := call.Spec.Scope
-	for range maxScopeChain {
-		if name == "" {
-			return nil, nil
-		}
-		scope := &v1alpha1.ToolScope{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		if scope.Spec.Admission != nil {
-			return scope.Spec.Admission, nil
-		}
-		name = scope.Spec.Parent
+	scope, err := registration.NearestScope(ctx, c, call.Namespace, call.Spec.Scope,
+		func(s *v1alpha1.ToolScope) bool { return s.Spec.Admission != nil })
+	if scope == nil || err != nil {
+		return nil, err
 	}
-	return nil, nil
+	return scope.Spec.Admission, nil
 }
 
 // WaitBound is when an attempt that started at start and waits behind a stops waiting:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -34,9 +35,6 @@ const (
 	// applied by the API server; these keep the operator total).
 	defaultWorkspaceSize      = "1Gi"
 	defaultWorkspaceRetention = time.Hour
-	// maxScopeChain bounds the walk up a call's scope chain (the ToolScope controller
-	// refuses cycles; this keeps a cycle written meanwhile from looping).
-	maxScopeChain = 32
 	// workspaceWait is how soon a call looks again at a claim that is being deleted.
 	workspaceWait = 500 * time.Millisecond
 	// workspaceBindPoll is how soon a call looks again at a new claim of a storage class
@@ -139,21 +137,12 @@ func (c *Claims) awaitsBinding(ctx context.Context, pvc *corev1.PersistentVolume
 // declares a workspace, and the declaration; nil when none does (or the call is made in
 // the namespace layer, which declares none).
 func (c *Claims) workspaceDeclaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, *v1alpha1.Workspace, error) {
-	name := call.Spec.Scope
-	for range maxScopeChain {
-		if name == "" {
-			return nil, nil, nil
-		}
-		scope := &v1alpha1.ToolScope{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
-			return nil, nil, client.IgnoreNotFound(err)
-		}
-		if scope.Spec.Workspace != nil {
-			return scope, scope.Spec.Workspace, nil
-		}
-		name = scope.Spec.Parent
+	scope, err := registration.NearestScope(ctx, c.Client, call.Namespace, call.Spec.Scope,
+		func(s *v1alpha1.ToolScope) bool { return s.Spec.Workspace != nil })
+	if scope == nil || err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, nil
+	return scope, scope.Spec.Workspace, nil
 }
 
 // ensureClaim returns the session's claim, creating it when it does not exist. A claim of

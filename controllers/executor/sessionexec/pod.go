@@ -10,37 +10,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/options"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// maxScopeChain bounds the walk up a call's scope chain (a cycle is refused at admission).
-const maxScopeChain = 32
-
 // declaration is the nearest scope on the call's chain (its own first) that declares
 // sessionSandbox; nil when none does.
 func (s *Executor) declaration(ctx context.Context, call *v1alpha1.ToolCall) (*v1alpha1.ToolScope, error) {
-	name := call.Spec.Scope
-	for range maxScopeChain {
-		if name == "" {
-			return nil, nil
-		}
-		scope := &v1alpha1.ToolScope{}
-		if err := s.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, scope); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		if scope.Spec.SessionSandbox != nil {
-			return scope, nil
-		}
-		name = scope.Spec.Parent
-	}
-	return nil, nil
+	return registration.NearestScope(ctx, s.Client, call.Namespace, call.Spec.Scope,
+		func(sc *v1alpha1.ToolScope) bool { return sc.Spec.SessionSandbox != nil })
 }
 
 // idleTimeout is how long the scope's session Pods are kept idle: its own, else the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/feature"
+	"github.com/toolgate/toolgate/controllers/registration"
 	"github.com/toolgate/toolgate/internal/metrics"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pkg/catalog"
@@ -54,20 +55,7 @@ func (s *Executor) prestart(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope) 
 
 // scopeChain is the call's scope and its ancestors, nearest first.
 func (s *Executor) scopeChain(ctx context.Context, call *v1alpha1.ToolCall) ([]*v1alpha1.ToolScope, error) {
-	var chain []*v1alpha1.ToolScope
-	name := call.Spec.Scope
-	for range maxScopeChain {
-		if name == "" {
-			break
-		}
-		sc := &v1alpha1.ToolScope{}
-		if err := s.Get(ctx, client.ObjectKey{Namespace: call.Namespace, Name: name}, sc); err != nil {
-			return nil, err
-		}
-		chain = append(chain, sc)
-		name = sc.Spec.Parent
-	}
-	return chain, nil
+	return registration.ScopeChain(ctx, s.Client, call.Namespace, call.Spec.Scope)
 }
 
 // visible: a tool registered in scope toolScope ("" the namespace layer) under name is one
