@@ -46,7 +46,7 @@ func (k *Kubelet) stopDeleted(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	if pod.DeletionTimestamp.IsZero() || graceGone(pod) || k.ignoresSIGTERM(pod) {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, k.deleteNow(ctx, pod)
+	return ctrl.Result{}, k.stopContainers(ctx, pod, 143)
 }
 
 // noteSIGTERM remembers that the Pod's body, as played (o, after its workspace body and
@@ -80,11 +80,18 @@ func (k *Kubelet) EndGrace(ctx context.Context, namespace, name string) error {
 	if pod.DeletionTimestamp.IsZero() {
 		return fmt.Errorf("pod %s/%s is not being deleted: its grace period has not begun", namespace, name)
 	}
+	return k.stopContainers(ctx, pod, 137)
+}
+
+// stopContainers reports the Pod's containers ended (exit code: 143 for SIGTERM, 137 for
+// SIGKILL), then deletes it with grace period 0, as a kubelet does: a Pod the operator sees
+// with no grace left has its containers terminated already.
+func (k *Kubelet) stopContainers(ctx context.Context, pod *corev1.Pod, exitCode int32) error {
 	now := metav1.Now()
 	pod.Status.Phase = corev1.PodFailed
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.ToolContainerName, Started: ptr.To(false),
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: now}}}}
-	if err := k.Status().Update(ctx, pod); err != nil {
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exitCode, Reason: "Error", FinishedAt: now}}}}
+	if err := k.Status().Update(ctx, pod); client.IgnoreNotFound(err) != nil {
 		return err
 	}
 	return k.deleteNow(ctx, pod)
