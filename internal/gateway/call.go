@@ -195,7 +195,7 @@ func (g *Gateway) await(ctx context.Context, c *agentclient.Client, call *v1alph
 	defer cancel()
 	go prog.run(waitCtx)
 	until := func(c *v1alpha1.ToolCall) bool { return agentclient.Done(c) || agentclient.AwaitingApproval(c) }
-	last, err := c.Wait(waitCtx, call.Name, until, func(v *v1alpha1.ToolCall) { prog.observe(waitCtx, v) })
+	last, err := c.WaitFrom(waitCtx, call, until, func(v *v1alpha1.ToolCall) { prog.observe(waitCtx, v) })
 	if last == nil {
 		last = call
 	}

@@ -33,6 +33,17 @@ func AwaitingApproval(call *v1alpha1.ToolCall) bool {
 // ctx's error. A watch the server closes is reopened from the last version seen; a call
 // deleted while waited on is a NotFound error.
 func (c *Client) Wait(ctx context.Context, name string, until func(*v1alpha1.ToolCall) bool, observe func(*v1alpha1.ToolCall)) (*v1alpha1.ToolCall, error) {
+	return c.wait(ctx, name, nil, until, observe)
+}
+
+// WaitFrom is Wait from a version of the call the caller holds (the one Create returned):
+// the watch opens at its resourceVersion without reading the call first, one round trip
+// less; a version too old to watch from is read again, as Wait does.
+func (c *Client) WaitFrom(ctx context.Context, call *v1alpha1.ToolCall, until func(*v1alpha1.ToolCall) bool, observe func(*v1alpha1.ToolCall)) (*v1alpha1.ToolCall, error) {
+	return c.wait(ctx, call.Name, call.DeepCopy(), until, observe)
+}
+
+func (c *Client) wait(ctx context.Context, name string, from *v1alpha1.ToolCall, until func(*v1alpha1.ToolCall) bool, observe func(*v1alpha1.ToolCall)) (*v1alpha1.ToolCall, error) {
 	if until == nil {
 		until = Done
 	}
@@ -45,9 +56,12 @@ func (c *Client) Wait(ctx context.Context, name string, until func(*v1alpha1.Too
 		return until(call)
 	}
 	for {
-		last, err := c.Get(ctx, name)
-		if err != nil {
-			return nil, err
+		last := from
+		if from = nil; last == nil || last.ResourceVersion == "" {
+			var err error
+			if last, err = c.Get(ctx, name); err != nil {
+				return nil, err
+			}
 		}
 		if see(last) {
 			return last, nil
