@@ -34,7 +34,7 @@ func testExecutor(t *testing.T) *Executor {
 
 func pooledCall(spec *v1alpha1.ToolSpec) *v1alpha1.ToolCall {
 	return &v1alpha1.ToolCall{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "team-a", UID: "call-uid"},
-		Spec: v1alpha1.ToolCallSpec{Tool: "echo", Scope: "fast", Session: "s", Requester: "alice"},
+		Spec:   v1alpha1.ToolCallSpec{Tool: "echo", Scope: "fast", Session: "s", Requester: "alice"},
 		Status: v1alpha1.ToolCallStatus{Tool: &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo", Spec: spec}}}
 }
 
