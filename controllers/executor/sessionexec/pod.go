@@ -79,16 +79,12 @@ func requesterDigest(requester string) string {
 	return hex.EncodeToString(sum[:])[:40]
 }
 
-// buildPod is the session Pod name of the call's session and tool for in (the call's
-// input, prepared by its features): labels that say what it is for, the operator's CA
-// fingerprint, owned by the scope that declared the sandbox (deleting the scope deletes
-// its sessions' Pods). The caller adds the spec's digest once the features prepared it.
-func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, name string, in podspec.Input) (*corev1.Pod, error) {
-	return s.sessionPod(call, scope, name, podspec.SessionPodSpec(in, s.Options.Job, name))
-}
-
-// sessionPod is the session Pod name of the call's session with spec.
-func (s *Executor) sessionPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, name string, spec corev1.PodSpec) (*corev1.Pod, error) {
+// buildPod is the session Pod name of the call's session and tool with spec (for a call,
+// podspec.SessionPodSpec of its input, prepared by its features): labels that say what it
+// is for, the operator's CA fingerprint, owned by the scope that declared the sandbox
+// (deleting the scope deletes its sessions' Pods). The caller adds the spec's digest once
+// the features prepared it.
+func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, name string, spec corev1.PodSpec) (*corev1.Pod, error) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: call.Namespace,
 		Labels: map[string]string{
 			podcontract.LabelManagedBy:        podcontract.ManagedByValue,
@@ -160,7 +156,7 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 	switch {
 	case err == nil:
 		if why = vet(live, want); why == "" {
-			why = s.servesAnother(live, want)
+			why = s.bindings.servesAnother(live, want)
 		}
 		if why == "" {
 			s.bindings.bind(want.Labels[podcontract.LabelSessionPod], live, false)
@@ -198,8 +194,8 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 // servesAnother says why live may not serve want's session although its labels say it may
 // ("" when it may): this process bound it to another session (it served one, or was
 // claimed for one). Labels can be rewritten by whoever may patch Pods; the binding cannot.
-func (s *Executor) servesAnother(live, want *corev1.Pod) string {
-	if d, ok := s.bindings.boundTo(live.UID); ok && d != want.Labels[podcontract.LabelSessionPod] {
+func (b *bindings) servesAnother(live, want *corev1.Pod) string {
+	if d, ok := b.boundTo(live.UID); ok && d != want.Labels[podcontract.LabelSessionPod] {
 		return "it serves another session"
 	}
 	return ""

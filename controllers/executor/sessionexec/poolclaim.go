@@ -97,16 +97,16 @@ func (b *bindings) unbind(uid types.UID, key types.NamespacedName) {
 
 // podName is the name of the Pod the call's session runs the call in: the pool Pod the
 // session claimed, while it is there; else the session Pod's own name (PodName).
-func (s *Executor) podName(ctx context.Context, call *v1alpha1.ToolCall) string {
-	key, ok := s.bindings.claimed(sessionDigest(call))
+func (b *bindings) podName(ctx context.Context, c client.Reader, call *v1alpha1.ToolCall) string {
+	key, ok := b.claimed(sessionDigest(call))
 	if !ok {
 		return PodName(call)
 	}
 	pod := &corev1.Pod{}
-	if err := s.Get(ctx, key, pod); err == nil && pod.DeletionTimestamp.IsZero() {
+	if err := c.Get(ctx, key, pod); err == nil && pod.DeletionTimestamp.IsZero() {
 		return key.Name
 	}
-	s.bindings.unbind(pod.UID, key)
+	b.unbind(pod.UID, key)
 	return PodName(call)
 }
 
@@ -121,7 +121,10 @@ func poolServes(call *v1alpha1.ToolCall) bool {
 	return snap.Kind != v1alpha1.ToolKindClusterTool || slices.Contains(snap.Spec.WarmPool.Namespaces, call.Namespace)
 }
 
-// claimPool makes a Ready session pool Pod of the call's tool the session's own and
+// claimer claims session pool Pods for the executor's sessions.
+type claimer struct{ s *Executor }
+
+// claim makes a Ready session pool Pod of the call's tool the session's own and
 // returns it (nil: none could be had: the session Pod is then created as without a pool).
 // Candidates come from the cache, each is read live and taken only when its controller is
 // the call's tool with that tool's uid, its template and CA are this process's, its live
@@ -129,7 +132,8 @@ func poolServes(call *v1alpha1.ToolCall) bool {
 // it; one that is not is deleted, never claimed. The claim is one patch carrying the
 // Pod's resourceVersion (two claims never both win one Pod): the pool label removed, the
 // session's labels and annotations, the scope as controller (as a session Pod's).
-func (s *Executor) claimPool(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope) *corev1.Pod {
+func (k claimer) claim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope) *corev1.Pod {
+	s := k.s
 	snap := call.Status.Tool
 	template := warmpool.SessionTemplateDigest(snap.Spec, s.Options.Job, s.auth.fingerprint)
 	list := &corev1.PodList{}
@@ -139,7 +143,7 @@ func (s *Executor) claimPool(ctx context.Context, call *v1alpha1.ToolCall, scope
 	}
 	var candidates []*corev1.Pod
 	for i := range list.Items {
-		if p := &list.Items[i]; s.claimable(p, snap, template) {
+		if p := &list.Items[i]; k.claimable(p, snap, template) {
 			candidates = append(candidates, p)
 		}
 	}
@@ -153,7 +157,7 @@ func (s *Executor) claimPool(ctx context.Context, call *v1alpha1.ToolCall, scope
 	rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
 	for _, c := range candidates[:min(claimTries, len(candidates))] {
 		live := &corev1.Pod{}
-		if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil || live.UID != c.UID || !s.claimable(live, snap, template) {
+		if err := s.APIReader.Get(ctx, client.ObjectKeyFromObject(c), live); err != nil || live.UID != c.UID || !k.claimable(live, snap, template) {
 			continue
 		}
 		want := warmpool.SessionPodSpec(snap.Spec, s.Options.Job, live.Name)
@@ -165,7 +169,7 @@ func (s *Executor) claimPool(ctx context.Context, call *v1alpha1.ToolCall, scope
 			s.deletePod(ctx, live, "a session pool Pod that is not its tool's: "+why)
 			continue
 		}
-		err := s.claimFor(ctx, call, scope, live)
+		err := k.claimFor(ctx, call, scope, live)
 		switch {
 		case err == nil:
 			s.bindings.bind(sessionDigest(call), live, true)
@@ -185,7 +189,8 @@ func (s *Executor) claimPool(ctx context.Context, call *v1alpha1.ToolCall, scope
 // claimable: an idle session pool Pod of the snapshot's tool and this process's template,
 // Ready, not ended, not being deleted, and never bound to a session by this process (a Pod
 // relabelled back into a pool after serving a session is not claimed again).
-func (s *Executor) claimable(p *corev1.Pod, snap *v1alpha1.ToolSnapshot, template string) bool {
+func (k claimer) claimable(p *corev1.Pod, snap *v1alpha1.ToolSnapshot, template string) bool {
+	s := k.s
 	if _, bound := s.bindings.boundTo(p.UID); bound {
 		return false
 	}
@@ -195,9 +200,10 @@ func (s *Executor) claimable(p *corev1.Pod, snap *v1alpha1.ToolSnapshot, templat
 }
 
 // claimFor patches pod into the call's session (optimistic lock on its resourceVersion).
-func (s *Executor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, pod *corev1.Pod) error {
+func (k claimer) claimFor(ctx context.Context, call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, pod *corev1.Pod) error {
+	s := k.s
 	spec := warmpool.SessionPodSpec(call.Status.Tool.Spec, s.Options.Job, pod.Name)
-	want, err := s.sessionPod(call, scope, pod.Name, spec)
+	want, err := s.buildPod(call, scope, pod.Name, spec)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func TestSessionPoolPodIsTheSessionPod(t *testing.T) {
 		call := pooledCall(spec)
 		in := podspec.Input{Call: call, Tool: spec, Arguments: []byte(`{"n":1}`), Digest: "sha256:abc", Attempt: 3,
 			Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-		want, err := s.buildPod(call, scope, "echo-warms-abcde", in)
+		want, err := s.buildPod(call, scope, "echo-warms-abcde", podspec.SessionPodSpec(in, s.Options.Job, "echo-warms-abcde"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,15 +100,15 @@ func TestServesAnother(t *testing.T) {
 	s := testExecutor(t)
 	live := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "team-a", UID: "pod-uid"}}
 	want := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{podcontract.LabelSessionPod: "d2"}}}
-	if why := s.servesAnother(live, want); why != "" {
+	if why := s.bindings.servesAnother(live, want); why != "" {
 		t.Errorf("an unbound Pod: %q", why)
 	}
 	s.bindings.bind("d2", live, false)
-	if why := s.servesAnother(live, want); why != "" {
+	if why := s.bindings.servesAnother(live, want); why != "" {
 		t.Errorf("the session's own Pod: %q", why)
 	}
 	s.bindings.bind("d1", live, true)
-	if why := s.servesAnother(live, want); why == "" {
+	if why := s.bindings.servesAnother(live, want); why == "" {
 		t.Error("a Pod bound to another session may serve this one")
 	}
 }

@@ -92,15 +92,15 @@ func (s *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alph
 	turn := s.bindings.turn(sessionDigest(call))
 	turn.Lock()
 	defer turn.Unlock()
-	name := s.podName(ctx, call)
+	name := s.bindings.podName(ctx, s.Client, call)
 	if why := s.overCap(ctx, call, name); why != "" {
 		metrics.SessionPods.WithLabelValues(call.Namespace, "capped").Inc()
 		logger(ctx).Info("session Pod cap reached; the call runs in a Pod of its own", "why", why)
 		return "", false
 	}
 	where := "session Pod " + name
-	if name == PodName(call) && poolServes(call) && !s.exists(ctx, call.Namespace, name) {
-		if pod := s.claimPool(ctx, call, scope); pod != nil {
+	if name == PodName(call) && poolServes(call) && !exists(ctx, s.Client, call.Namespace, name) {
+		if pod := (claimer{s}).claim(ctx, call, scope); pod != nil {
 			name, where = pod.Name, "session Pod "+pod.Name+" (claimed from the warm pool)"
 			s.event(call, "SessionPodClaimed", "Claim", "claimed pool Pod "+pod.Name+" as the session's Pod")
 			logger(ctx).Info("claimed a pool Pod for a session", "pod", pod.Name)
@@ -111,16 +111,16 @@ func (s *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alph
 	return where, true
 }
 
-// exists: the named Pod is in the cache.
-func (s *Executor) exists(ctx context.Context, namespace, name string) bool {
-	return s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.Pod{}) == nil
+// exists: the named Pod is in c (the cache).
+func exists(ctx context.Context, c client.Reader, namespace, name string) bool {
+	return c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.Pod{}) == nil
 }
 
 // overCap says which cap starting the call's session Pod would pass ("" when none, or
 // when the Pod exists).
 func (s *Executor) overCap(ctx context.Context, call *v1alpha1.ToolCall, name string) string {
 	o := s.Options.Session
-	if s.exists(ctx, call.Namespace, name) {
+	if exists(ctx, s.Client, call.Namespace, name) {
 		return ""
 	}
 	if o.MaxPerNamespace > 0 {
@@ -170,7 +170,7 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if name == "" {
 		name = PodName(call)
 	}
-	want, err := s.buildPod(call, scope, name, in)
+	want, err := s.buildPod(call, scope, name, podspec.SessionPodSpec(in, s.Options.Job, name))
 	if err != nil {
 		return executor.Step{}, err
 	}
