@@ -82,7 +82,8 @@ func TestBindings(t *testing.T) {
 	if d, ok := b.boundTo("pod-uid"); !ok || d != "d1" {
 		t.Errorf("boundTo = %q %v", d, ok)
 	}
-	if b.turn("d1") != b.turn("d1") || b.turn("d1") == b.turn("d2") {
+	first, again, other := b.turn("d1"), b.turn("d1"), b.turn("d2")
+	if first != again || first == other {
 		t.Error("a session's claims do not share one turn, or two sessions share one")
 	}
 	b.unbind("pod-uid", types.NamespacedName{Namespace: "team-a", Name: "echo-warms-abcde"})
