@@ -126,17 +126,23 @@ var _ = Describe("Session sandboxes of a tool with a warm pool", Label("session"
 		ns := newNamespace(ctx)
 		create(ctx, MakeToolScope("fast", ns).SessionSandbox(time.Minute).Obj(), pooledEcho(ns))
 		readySessionPool(ctx, ns, 2)
+		// From now on new Pods stay Pending: the pool's refills are never Ready, so the
+		// claims below choose among the Pods Ready now.
+		kubelet.PausePool(true)
+		DeferCleanup(kubelet.PausePool, false)
 		create(ctx, pooledCall(ns, "a1", "s"))
 		Expect(waitTerminal(ctx, ns, "a1")).To(HavePhase(v1alpha1.PhaseSucceeded))
 		used := sessionHandoverOf(ctx, ns, "a1")
 
-		By("someone who may patch Pods puts it back into its pool, as unclaimed as it was")
+		By("someone who may patch Pods makes it look like an unclaimed pool Pod of its tool again")
 		tool := &v1alpha1.Tool{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "pecho"}, tool)).To(Succeed())
 		pod := &corev1.Pod{}
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: used.Pod}, pod)).To(Succeed())
 		orig := pod.DeepCopy()
-		pod.Labels[podcontract.LabelPool] = "pecho"
+		// (a pool label the pool itself does not list, so that it does not retire the Pod
+		// as one too many: the claim takes any pool Pod its tool controls)
+		pod.Labels[podcontract.LabelPool] = "relabelled"
 		for _, k := range []string{podcontract.LabelSessionPod, podcontract.LabelSessionRequester} {
 			delete(pod.Labels, k)
 		}
@@ -146,11 +152,22 @@ var _ = Describe("Session sandboxes of a tool with a warm pool", Label("session"
 		pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(tool, v1alpha1.GroupVersion.WithKind("Tool"))}
 		Expect(k8sClient.Patch(ctx, pod, client.MergeFrom(orig))).To(Succeed())
 
-		By("every other session's first call runs elsewhere")
-		for _, s := range []string{"t", "u", "v", "w"} {
-			create(ctx, pooledCall(ns, "c-"+s, s))
-			Expect(waitTerminal(ctx, ns, "c-"+s)).To(HavePhase(v1alpha1.PhaseSucceeded))
-			Expect(sessionHandoverOf(ctx, ns, "c-"+s).PodUID).NotTo(Equal(used.PodUID), s)
+		By("two other sessions' first calls: the one Ready pool Pod left and the relabelled one are the candidates")
+		create(ctx, pooledCall(ns, "t1", "t"), pooledCall(ns, "u1", "u"))
+		Eventually(func(g Gomega) {
+			for _, name := range []string{"t1", "u1"} {
+				call := &v1alpha1.ToolCall{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, call)).To(Succeed())
+				g.Expect(call.Status.Attempts).NotTo(BeEmpty())
+				g.Expect(call.Status.Attempts[0].PodName).NotTo(BeEmpty())
+			}
+		}).WithContext(ctx).Should(Succeed())
+		kubelet.PausePool(false)
+		for _, name := range []string{"t1", "u1"} {
+			c := waitTerminal(ctx, ns, name)
+			Expect(c).To(HavePhase(v1alpha1.PhaseSucceeded), explain(c))
+			Expect(c.Status.Attempts[0].PodName).NotTo(Equal(used.Pod), name)
+			Expect(sessionHandoverOf(ctx, ns, name).PodUID).NotTo(Equal(used.PodUID), name)
 		}
 	})
 
@@ -175,13 +192,25 @@ var _ = Describe("Session sandboxes of a tool with a warm pool", Label("session"
 			for k, v := range model.Annotations {
 				p.Annotations[k] = v
 			}
+			for i := range p.Spec.Volumes {
+				if v := p.Spec.Volumes[i].Secret; v != nil && v.SecretName == model.Name {
+					v.SecretName = name // as the pool builds a Pod of this name
+				}
+			}
 			edit(p)
 			create(ctx, p)
-			now := metav1.Now()
-			p.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, PodIP: "10.9.9.9",
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
-			// (the other process's may be retired already)
-			Expect(client.IgnoreNotFound(k8sClient.Status().Update(ctx, p))).To(Succeed())
+			// Started and Ready, as a kubelet would report it (the other process's may be
+			// retired already).
+			Eventually(func(g Gomega) {
+				live := &corev1.Pod{}
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(p), live); apierrors.IsNotFound(err) || !live.DeletionTimestamp.IsZero() {
+					return
+				}
+				now := metav1.Now()
+				live.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now, PodIP: "10.9.9.9",
+					Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+				g.Expect(client.IgnoreNotFound(k8sClient.Status().Update(ctx, live))).To(Succeed())
+			}).WithContext(ctx).Should(Succeed())
 			return p
 		}
 		other := forge("pecho-warms-other", func(p *corev1.Pod) {
