@@ -22,7 +22,8 @@ import (
 
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
 // its tool container started, Ready) — a Tool's and a ClusterTool's, in whatever namespace
-// it keeps it (any toolgate Pod no Job owns) — and it is the operator's WarmExecutor
+// it keeps it, warm or session pool Pods, and session Pods alike (any toolgate Pod no Job
+// owns; a claimed session pool Pod is then served as a session Pod, kubelet_session.go) — and it is the operator's WarmExecutor
 // (warmExecutor, in place of pods/attach): a Handover is checked as the runner
 // checks it — its auth must verify with a master of the namespace's frame key Secret for
 // this Pod (frame.VerifyHandover), else the body does not run and the Pod ends with an
@@ -64,8 +65,9 @@ func (k *Kubelet) setupWarm(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(k.startPoolPod))
 }
 
-// PausePool leaves pool Pods Pending (never Ready, so never claimed) while paused is true,
-// as a node short of capacity would: calls of a pooled Tool then run cold.
+// PausePool leaves pool Pods (and session Pods) Pending (never Ready, so never claimed)
+// while paused is true, as a node short of capacity would: calls of a pooled Tool then run
+// cold, and a session's call waits for its Pod.
 func (k *Kubelet) PausePool(paused bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
