@@ -68,13 +68,7 @@ func buildSessionPod(p Pool, opts podspec.Options, fingerprint string) *corev1.P
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: p.namespace,
-			Labels: map[string]string{
-				podcontract.LabelManagedBy: podcontract.ManagedByValue,
-				podcontract.LabelPool:      podspec.ToolLabelValue(p.owner.GetName()),
-				podcontract.LabelTemplate:  SessionTemplateDigest(p.spec, opts, fingerprint),
-				podcontract.LabelTool:      podspec.ToolLabelValue(p.name()),
-				podcontract.LabelNetwork:   podspec.SandboxNetworkLabel(p.spec.Sandbox),
-			},
+			Labels:    p.labels(SessionTemplateDigest(p.spec, opts, fingerprint)),
 			Annotations: map[string]string{
 				podcontract.AnnotationTool:        p.name(),
 				podcontract.AnnotationSessionCA:   fingerprint,

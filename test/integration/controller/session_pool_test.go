@@ -32,15 +32,7 @@ func sessionPoolPods(ctx SpecContext, g Gomega, ns string) []corev1.Pod {
 // readySessionPool waits until the namespace holds n Ready session pool Pods.
 func readySessionPool(ctx SpecContext, ns string, n int) []corev1.Pod {
 	GinkgoHelper()
-	var pods []corev1.Pod
-	Eventually(func(g Gomega) {
-		pods = sessionPoolPods(ctx, g, ns)
-		g.Expect(pods).To(HaveLen(n))
-		for _, p := range pods {
-			g.Expect(p.Status.Conditions).To(ContainElement(HaveField("Type", corev1.PodReady)), p.Name)
-		}
-	}).WithContext(ctx).Should(Succeed())
-	return pods
+	return readyPods(ctx, ns, n, sessionPoolPods)
 }
 
 func uidsOf(pods []corev1.Pod) []types.UID {
