@@ -159,7 +159,7 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 			why = s.bindings.servesAnother(live, want)
 		}
 		if why == "" {
-			s.bindings.bind(want.Labels[podcontract.LabelSessionPod], live, false)
+			s.bindings.bind(want.Labels[podcontract.LabelSessionPod], live, false, s.Clock.Now())
 			return live, false, "", nil
 		}
 		s.deletePod(ctx, live, "replaced: "+why)
@@ -187,7 +187,7 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 	}
 	// A Pod made in place of a claimed pool Pod keeps that Pod's name: the session's binding
 	// names it for the session's next calls.
-	s.bindings.bind(want.Labels[podcontract.LabelSessionPod], want, want.Name != podNameOf(want.Labels[podcontract.LabelSessionPod]))
+	s.bindings.bind(want.Labels[podcontract.LabelSessionPod], want, want.Name != podNameOf(want.Labels[podcontract.LabelSessionPod]), s.Clock.Now())
 	return want, true, "", nil
 }
 

@@ -2,6 +2,7 @@ package sessionexec
 
 import (
 	"context"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -28,39 +29,42 @@ const claimTries = 5
 // (memory only: after a restart another CA makes every earlier Pod unusable). A Pod a
 // session claimed from a pool has no name of its own to be found by: the session's
 // binding names it. A Pod bound to one session is never used by, nor claimed for, another,
-// whatever its labels say.
+// whatever its labels say. The reaper forgets the bindings of Pods that are gone (prune).
 type bindings struct {
 	mu    sync.Mutex
-	pods  map[string]types.NamespacedName // session digest → its claimed pool Pod
-	bound map[types.UID]string            // Pod uid → the session digest it serves
-	locks map[string]*sync.Mutex          // session digest → its claim's turn
+	pods  map[string]podRef     // session digest → its claimed pool Pod
+	bound map[types.UID]binding // Pod uid → the session it serves
+	turns [64]sync.Mutex        // the sessions' claim locks, by digest (striped: bounded)
+}
+
+type podRef struct {
+	key types.NamespacedName
+	uid types.UID
+}
+
+type binding struct {
+	digest string
+	at     time.Time // when it was bound
 }
 
 // turn is the session's claim lock: two calls of one session never claim two Pods.
 func (b *bindings) turn(digest string) *sync.Mutex {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.locks == nil {
-		b.locks = map[string]*sync.Mutex{}
-	}
-	m, ok := b.locks[digest]
-	if !ok {
-		m = &sync.Mutex{}
-		b.locks[digest] = m
-	}
-	return m
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(digest))
+	return &b.turns[h.Sum32()%uint32(len(b.turns))]
 }
 
-// bind records pod as serving the session digest; claimed: it is the session's pool Pod.
-func (b *bindings) bind(digest string, pod *corev1.Pod, claimed bool) {
+// bind records pod as serving the session digest from now; claimed: it is the session's
+// pool Pod.
+func (b *bindings) bind(digest string, pod *corev1.Pod, claimed bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.bound == nil {
-		b.bound, b.pods = map[types.UID]string{}, map[string]types.NamespacedName{}
+		b.bound, b.pods = map[types.UID]binding{}, map[string]podRef{}
 	}
-	b.bound[pod.UID] = digest
+	b.bound[pod.UID] = binding{digest: digest, at: now}
 	if claimed {
-		b.pods[digest] = client.ObjectKeyFromObject(pod)
+		b.pods[digest] = podRef{key: client.ObjectKeyFromObject(pod), uid: pod.UID}
 	}
 }
 
@@ -68,28 +72,42 @@ func (b *bindings) bind(digest string, pod *corev1.Pod, claimed bool) {
 func (b *bindings) boundTo(uid types.UID) (string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d, ok := b.bound[uid]
-	return d, ok
+	x, ok := b.bound[uid]
+	return x.digest, ok
 }
 
 // claimed is the session's claimed pool Pod, if it has one.
 func (b *bindings) claimed(digest string) (types.NamespacedName, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	k, ok := b.pods[digest]
-	return k, ok
+	r, ok := b.pods[digest]
+	return r.key, ok
 }
 
 // unbind forgets a Pod that went (deleted, or found gone).
 func (b *bindings) unbind(uid types.UID, key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if d, ok := b.bound[uid]; ok && b.pods[d] == key {
-		delete(b.pods, d)
-	}
 	delete(b.bound, uid)
-	for d, k := range b.pods {
-		if k == key {
+	for d, r := range b.pods {
+		if r.key == key || r.uid == uid && uid != "" {
+			delete(b.pods, d)
+		}
+	}
+}
+
+// prune forgets the Pods bound before cutoff that are not in live (the session Pods that
+// exist): deleted by someone else (their scope's deletion, their workspace's).
+func (b *bindings) prune(live map[types.UID]bool, cutoff time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for uid, x := range b.bound {
+		if !live[uid] && x.at.Before(cutoff) {
+			delete(b.bound, uid)
+		}
+	}
+	for d, r := range b.pods {
+		if _, ok := b.bound[r.uid]; !ok {
 			delete(b.pods, d)
 		}
 	}
@@ -172,7 +190,7 @@ func (k claimer) claim(ctx context.Context, call *v1alpha1.ToolCall, scope *v1al
 		err := k.claimFor(ctx, call, scope, live)
 		switch {
 		case err == nil:
-			s.bindings.bind(sessionDigest(call), live, true)
+			s.bindings.bind(sessionDigest(call), live, true, s.Clock.Now())
 			s.book.claimed(live.UID, s.Clock.Now())
 			metrics.SessionPods.WithLabelValues(call.Namespace, "claimed").Inc()
 			return live

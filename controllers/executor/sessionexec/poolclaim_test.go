@@ -75,17 +75,26 @@ func TestBindings(t *testing.T) {
 	if _, ok := b.claimed("d1"); ok {
 		t.Fatal("a session with no claim has a Pod")
 	}
-	b.bind("d1", pod, true)
+	b.bind("d1", pod, true, time.Unix(100, 0))
 	if k, ok := b.claimed("d1"); !ok || k != (types.NamespacedName{Namespace: "team-a", Name: "echo-warms-abcde"}) {
 		t.Errorf("claimed = %v %v", k, ok)
 	}
 	if d, ok := b.boundTo("pod-uid"); !ok || d != "d1" {
 		t.Errorf("boundTo = %q %v", d, ok)
 	}
-	first, again, other := b.turn("d1"), b.turn("d1"), b.turn("d2")
-	if first != again || first == other {
-		t.Error("a session's claims do not share one turn, or two sessions share one")
+	if b.turn("d1") != b.turn(string([]byte("d1"))) {
+		t.Error("a session's claims do not share one turn")
 	}
+	b.prune(map[types.UID]bool{"pod-uid": true}, time.Unix(200, 0))
+	b.prune(map[types.UID]bool{}, time.Unix(50, 0))
+	if _, ok := b.claimed("d1"); !ok {
+		t.Error("a live Pod's binding, or a recent one, was pruned")
+	}
+	b.prune(map[types.UID]bool{}, time.Unix(200, 0))
+	if _, ok := b.claimed("d1"); ok {
+		t.Error("a Pod gone for long is still the session's")
+	}
+	b.bind("d1", pod, true, time.Unix(100, 0))
 	b.unbind("pod-uid", types.NamespacedName{Namespace: "team-a", Name: "echo-warms-abcde"})
 	if _, ok := b.claimed("d1"); ok {
 		t.Error("a deleted Pod is still the session's")
@@ -104,11 +113,11 @@ func TestServesAnother(t *testing.T) {
 	if why := s.bindings.servesAnother(live, want); why != "" {
 		t.Errorf("an unbound Pod: %q", why)
 	}
-	s.bindings.bind("d2", live, false)
+	s.bindings.bind("d2", live, false, time.Unix(100, 0))
 	if why := s.bindings.servesAnother(live, want); why != "" {
 		t.Errorf("the session's own Pod: %q", why)
 	}
-	s.bindings.bind("d1", live, true)
+	s.bindings.bind("d1", live, true, time.Unix(100, 0))
 	if why := s.bindings.servesAnother(live, want); why == "" {
 		t.Error("a Pod bound to another session may serve this one")
 	}
