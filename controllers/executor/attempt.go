@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -13,6 +15,15 @@ import (
 // executor's attach streams): each event wakes the call's reconcile.
 type WakeSource interface {
 	Wakeups() chan ctrlevent.GenericEvent
+}
+
+// StoppingPods is implemented by an executor whose attempts run in a Pod that carries no
+// mark of any one attempt (a session Pod serves one call after another): it names the Pods
+// of call's attempt a that are being deleted, so that an end the runner did not vouch for
+// (a cancel, a deadline, a broken connection) is recorded only once they have stopped, as
+// for an attempt's own Pods (the ToolCall reconciler's toolcall_stopping.go).
+type StoppingPods interface {
+	StoppingPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) ([]*corev1.Pod, error)
 }
 
 // Current is the call's current attempt; nil before the first.

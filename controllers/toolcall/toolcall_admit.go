@@ -37,6 +37,7 @@ func (ad *admitter) admit(ctx context.Context, call *v1alpha1.ToolCall) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ad.held.put(call, reg, start) // for the result's review, if it comes back soon (registry_held.go)
 	call.Status.ObservedGeneration = call.Generation
 	r.issued.stamp(call)
 	outcome := ad.runAdmission(reg, call)

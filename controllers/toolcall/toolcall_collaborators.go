@@ -38,6 +38,8 @@ type statusWriter struct {
 type admitter struct {
 	r          *Reconciler
 	registries coalesce.Coalescer[*registry]
+	// held keeps each admitted call's read for its post-execute review (registry_held.go).
+	held heldReads
 }
 
 // podStopper stops an ended attempt's Pods and waits until they have (toolcall_stopping.go).

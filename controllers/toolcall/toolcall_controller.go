@@ -106,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.audit.pending.forget(req.NamespacedName)
 			r.notices.forgetNotified(req.NamespacedName)
 			r.frozen.Forget(req.NamespacedName)
+			r.admission.held.forget(req.NamespacedName)
 			r.decided.forget(req.NamespacedName)
 			r.issued.forget(req.NamespacedName)
 			_, err := r.tidyExecutions(ctx, req.NamespacedName, nil)

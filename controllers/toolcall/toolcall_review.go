@@ -17,8 +17,8 @@ import (
 )
 
 // postExecute applies the PostExecute policies and the tool's output schema to res, with
-// the same tool and call admission saw (catalog.CallInput over the snapshot) and the policies
-// read live, as admission reads them. It fails closed: policies that cannot be read are an
+// the same tool and call admission saw (catalog.CallInput over the snapshot) and policies
+// read after the call was created, as admission's are (policies). It fails closed: policies that cannot be read are an
 // error (the pass is retried by the controller's rate limiter) until postExecuteDeadline,
 // then the result is withheld as PolicyError; arguments that no longer freeze to the
 // admitted digest withhold it as PolicyError, an output schema that does not compile as
@@ -32,7 +32,7 @@ func (rv *resultReview) postExecute(ctx context.Context, call *v1alpha1.ToolCall
 		return final, d, nil
 	}
 	output, schemaErr := registration.CompileSchema(r.Compiler, registration.RawOf(call.Status.Tool.Spec.Output))
-	reg, err := r.admission.liveRegistry(ctx, call.Namespace)
+	reg, err := rv.policies(ctx, call)
 	if err != nil {
 		deadline := rv.postExecuteDeadline(call)
 		if r.Clock.Now().Before(deadline) {
@@ -48,6 +48,16 @@ func (rv *resultReview) postExecute(ctx context.Context, call *v1alpha1.ToolCall
 			"the tool's output schema does not compile: "+schemaErr.Error())
 	}
 	return final, d, nil
+}
+
+// policies are the namespace's registrations for call's review: admission's read when the
+// result came back within reviewReuse of it (registry_held.go), a live read otherwise.
+func (rv *resultReview) policies(ctx context.Context, call *v1alpha1.ToolCall) (*registry, error) {
+	r := rv.r
+	if reg, ok := r.admission.held.take(call, r.Clock.Now()); ok {
+		return reg, nil
+	}
+	return r.admission.liveRegistry(ctx, call.Namespace)
 }
 
 // policiesUnavailable records, once, that the result waits for the PostExecute policies

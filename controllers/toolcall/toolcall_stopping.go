@@ -72,18 +72,31 @@ func (s attemptStop) unconfirmed(bound time.Duration) string {
 // moment ago may not be in the cache yet.
 func (s *podStopper) stopAttemptPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (attemptStop, error) {
 	r := s.r
+	shared, err := s.sharedPods(ctx, call, a)
+	if err != nil {
+		return attemptStop{}, err
+	}
 	pods, err := attemptPods(ctx, r.Client, call, a.Attempt, false)
 	if err != nil {
 		return attemptStop{}, err
 	}
-	st, err := s.stopPods(ctx, pods)
+	st, err := s.stopPods(ctx, append(pods, shared...))
 	if err != nil || st.waiting() || r.APIReader == nil {
 		return st, err
 	}
 	if pods, err = attemptPods(ctx, r.APIReader, call, a.Attempt, true); err != nil {
 		return attemptStop{}, err
 	}
-	return s.stopPods(ctx, pods)
+	return s.stopPods(ctx, append(pods, shared...))
+}
+
+// sharedPods are the Pods being deleted that attempt a ran in without a mark of its own
+// (executor.StoppingPods: a session Pod).
+func (s *podStopper) sharedPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) ([]*corev1.Pod, error) {
+	if sp, ok := s.r.executorFor(a).(executor.StoppingPods); ok {
+		return sp.StoppingPods(ctx, call, a)
+	}
+	return nil, nil
 }
 
 // attemptPods lists the Pods of the call's attempt (a Job's Pod or a claimed warm Pod: both

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -59,7 +60,13 @@ func findRetry(ctx context.Context, c *agentclient.Client, key callKey) *v1alpha
 	}
 	labels[agentclient.LabelCreatedBy] = CreatedBy
 	list := &v1alpha1.ToolCallList{}
-	if err := c.C.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels(labels)); err != nil {
+	// From the API server's watch cache as it is (resourceVersion 0): a consistent LIST
+	// waits for that cache to catch up with etcd, up to 100 ms on every tools/call. A call
+	// the caller was told is parked is in the cache already (the gateway saw it parked on a
+	// watch the cache serves); with several API servers another's cache may lag by
+	// milliseconds, and a miss costs a new call (a second approval), never a wrong result.
+	if err := c.C.List(ctx, list, client.InNamespace(c.Namespace), client.MatchingLabels(labels),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		return nil
 	}
 	var found *v1alpha1.ToolCall

@@ -111,6 +111,7 @@ func (k *Kubelet) sessionCall(ctx context.Context, p *corev1.Pod, line []byte) (
 		return reply, err
 	}
 	o := k.sessionWorkspaceOutcome(pod, h.Arguments, k.toolScript(pod.Annotations[podcontract.AnnotationTool], h.Attempt))
+	k.noteSIGTERM(pod, o)
 	if o.After > 0 {
 		select {
 		case <-time.After(o.After):

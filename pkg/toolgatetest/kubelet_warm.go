@@ -89,6 +89,9 @@ func (k *Kubelet) startPoolPod(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(pod.Status.ContainerStatuses) > 0 || !pod.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	if err := k.bindSessionPod(ctx, pod); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
 	now := metav1.Now()
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.StartTime = &now
@@ -221,4 +224,20 @@ func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.Con
 	}
 	pod.Status.ContainerStatuses = endedStatuses(pod, term)
 	return k.writer().Status().Update(ctx, pod)
+}
+
+// bindSessionPod binds a session Pod to the simulated node, as the scheduler would: a bound
+// Pod's deletion is graceful (it stays, being deleted, until its containers have stopped:
+// kubelet_termination.go), which is what the operator waits for before it records an end
+// the runner did not vouch for. Pool Pods stay unbound (deleted at once).
+func (k *Kubelet) bindSessionPod(ctx context.Context, pod *corev1.Pod) error {
+	if pod.Labels[podcontract.LabelSessionPod] == "" || pod.Spec.NodeName != "" {
+		return nil
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "simulated-node"}}
+	if err := k.SubResource("binding").Create(ctx, pod, binding); err != nil {
+		return err
+	}
+	return k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
 }

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,9 +49,16 @@ var _ = Describe("the order of a session's calls", Label("session-order", "works
 
 	It("never makes one identity wait on another's barrier under the same session name", func(ctx SpecContext) {
 		scope := workspaceScope(ctx)
+		// The barrier's sh gets room: its 30 s timeout also covers its Pod's start-up, which
+		// has taken more than 15 s under the suite's load; its sleep outlasts the other
+		// identity's cold call.
+		sh := &toolgatev1alpha1.Tool{}
+		Expect(admin.Get(ctx, client.ObjectKey{Namespace: demoNS, Name: scope + "-ws-sh"}, sh)).To(Succeed())
+		sh.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Minute}
+		Expect(admin.Update(ctx, sh)).To(Succeed())
 		other := impersonating(scopeServiceAccount(ctx, scope, "e2e-order-"+rand.String(5)))
 		session := "e2e-order-shared"
-		long := issueAs(ctx, agent, "e2e-order-"+rand.String(5)+"-sleep", scope, session, "sh", map[string]any{"command": "sleep 15"})
+		long := issueAs(ctx, agent, "e2e-order-"+rand.String(5)+"-sleep", scope, session, "sh", map[string]any{"command": "sleep 30"})
 		Eventually(func(g Gomega) {
 			got := &toolgatev1alpha1.ToolCall{}
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(long), got)).To(Succeed())

@@ -25,7 +25,9 @@ const prestartBound = 30 * time.Second
 // credential to record), so that only the session's first call waits for a Pod: an agent's
 // next call of another tool finds its Pod running. Each Pod is built exactly as that
 // tool's first call would build it (same name, same spec digest); a tool the session never
-// calls costs its Pod until the idle timeout.
+// calls costs its Pod until the idle timeout. It runs at the first handover to the Pod this
+// process started for the session's first call (book.deferPrestart), not beside that Pod's
+// start: the first call does not share the node's start-up with the others.
 func (s *Executor) prestart(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), prestartBound)

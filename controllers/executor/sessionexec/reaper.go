@@ -46,16 +46,17 @@ func (r reaper) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			r.s.Reap(ctx)
+			r.reap(ctx)
 		}
 	}
 }
 
-// Reap deletes each session Pod that should go: one another process started (its CA is
+// reap deletes each session Pod that should go: one another process started (its CA is
 // not this process's: nothing here can reach it), one that ended, and one idle past its
 // timeout (since its last call ended here, else since it was created). A session's
 // workspace reconciler deletes the session Pods that mount a claim it deletes.
-func (s *Executor) Reap(ctx context.Context) {
+func (r reaper) reap(ctx context.Context) {
+	s := r.s
 	pods := &corev1.PodList{}
 	if err := s.List(ctx, pods, client.HasLabels{podcontract.LabelSessionPod}); err != nil {
 		logger(ctx).Error(err, "listing session Pods")
@@ -74,14 +75,15 @@ func (s *Executor) Reap(ctx context.Context) {
 		if !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if why := s.reapWhy(p, now); why != "" {
+		if why := r.reapWhy(p, now); why != "" {
 			s.deletePod(ctx, p, why)
 			metrics.SessionPods.WithLabelValues(p.Namespace, "reaped").Inc()
 		}
 	}
 }
 
-func (s *Executor) reapWhy(p *corev1.Pod, now time.Time) string {
+func (r reaper) reapWhy(p *corev1.Pod, now time.Time) string {
+	s := r.s
 	if p.Annotations[podcontract.AnnotationSessionCA] != s.auth.fingerprint {
 		return "started by another operator process"
 	}

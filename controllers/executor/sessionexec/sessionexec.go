@@ -199,7 +199,10 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		s.event(call, "SessionPodStarted", "Start", "started session Pod "+pod.Name)
 		metrics.SessionPods.WithLabelValues(call.Namespace, "started").Inc()
 		logger(ctx).Info("started a session Pod", "pod", pod.Name)
-		s.prestart(call, scope)
+		// The session's other Pods start once this one serves: its call does not share the
+		// node's start-up with them.
+		first, sc := call.DeepCopy(), scope.DeepCopy()
+		s.book.deferPrestart(pod.UID, func() { s.prestart(first, sc) })
 		return executor.Step{Requeue: startPoll}, nil
 	case pod.Status.PodIP == "" || !signerRunning(pod):
 		if reason, detail, ended := s.Features.ClassifyPod(pod); ended {
@@ -219,6 +222,9 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		return executor.Internal("the call could not be handed over: " + err.Error()), nil
 	}
 	deadline := s.AttemptDeadline(call)
+	if start := s.book.takePrestart(pod.UID); start != nil {
+		start()
+	}
 	s.book.busy(pod.UID, call.UID)
 	s.runs.start(call, pod, func() (Reply, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -331,6 +337,11 @@ func (s *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, run run, r
 		a.HandoverTime = &metav1.Time{Time: run.reply.HandedOver}
 	}
 	s.runs.decide(call.UID, replace)
+	if replace && o.Report == nil {
+		// Deleted now, not at release: an end the runner did not vouch for is recorded once
+		// the Pod has stopped (StoppingPods).
+		s.deleteByName(context.Background(), call.Namespace, a.PodName, "its call ended without the runner's account")
+	}
 	return executor.Step{Outcome: &o}
 }
 
@@ -351,13 +362,14 @@ func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v
 }
 
 // Stop deletes the session Pod of a cancelled call's running attempt: the body stops now,
-// and the Pod is never used again (the session's next call starts a fresh one).
+// and the Pod is never used again (the session's next call starts a fresh one). Again on
+// every pass until the Pod has stopped (StoppingPods): the run stays known until the call
+// ends (Tidy).
 func (s *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	name := executor.Current(call).PodName
 	if _, inFlight := s.runs.get(call.UID); !inFlight {
 		return "", nil // nothing was handed over by this process
 	}
-	s.runs.forget(call.UID)
 	s.deleteByName(ctx, call.Namespace, name, "its call was cancelled")
 	return "session Pod " + name + " deleted", nil
 }
@@ -373,7 +385,11 @@ func (s *Executor) deleteByName(ctx context.Context, namespace, name, why string
 	}
 }
 
-// Tidy has nothing per call: a session Pod outlives its calls (reaper.go deletes it).
-func (s *Executor) Tidy(context.Context, types.NamespacedName, *v1alpha1.ToolCall) (time.Duration, error) {
+// Tidy forgets the run of a call that ended; a session Pod outlives its calls (reaper.go
+// deletes it).
+func (s *Executor) Tidy(_ context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+	if call != nil && call.Status.Phase.IsTerminal() {
+		s.runs.done(call.UID)
+	}
 	return 0, nil
 }

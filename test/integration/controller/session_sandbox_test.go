@@ -6,10 +6,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 	. "github.com/toolgate/toolgate/pkg/toolgatetest"
 )
@@ -152,6 +154,31 @@ var _ = Describe("Session sandboxes", Label("session", "session-sandbox"), func(
 		for _, h := range handoversTo(ns)[1:] {
 			Expect(h.PodUID).NotTo(Equal(pods[0].UID), "the relabelled Pod served no call")
 		}
+	})
+
+	It("records a cancelled session call's end only once its Pod has stopped", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		kubelet.Script("sess-hold", Outcome{After: time.Minute, IgnoreSIGTERM: true, Echo: true})
+		create(ctx, MakeToolScope("hold", ns).SessionSandbox(time.Minute).Obj())
+		create(ctx, MakeTool("sess-hold", ns).Image("example/hold:1").Command("/hold").Obj())
+		create(ctx, MakeToolCall("h1", ns).Tool("sess-hold").Scope("hold").Session("s").Requester(AdminUser).Args(map[string]any{}).Obj())
+		Eventually(func(g Gomega) { g.Expect(handoversTo(ns)).To(HaveLen(1)) }).WithContext(ctx).Should(Succeed())
+		pod := handoversTo(ns)[0].Pod
+
+		Expect(cancelAs(ctx, k8sClient, ns, "h1")).To(Succeed())
+		Eventually(func(g Gomega) {
+			h1, p := &v1alpha1.ToolCall{}, &corev1.Pod{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "h1"}, h1)).To(Succeed())
+			g.Expect(h1).To(HavePhase(v1alpha1.PhaseRunning), "its body runs on in the deleted Pod")
+			g.Expect(h1).To(HaveCondition(v1alpha1.ConditionExecuted, metav1.ConditionUnknown, v1alpha1.ReasonStopping))
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, p)).To(Succeed())
+			g.Expect(p.DeletionTimestamp).NotTo(BeNil(), "the body got SIGTERM")
+		}).WithContext(ctx).Should(Succeed())
+
+		Expect(kubelet.EndGrace(ctx, ns, pod)).To(Succeed())
+		h1 := waitTerminal(ctx, ns, "h1")
+		expectCancelled(h1, pipeline.CancelledWhileRunning)
+		Expect(h1.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("every Pod of the attempt has stopped"))))
 	})
 
 	It("deletes an idle session Pod after its scope's idle timeout", func(ctx SpecContext) {
