@@ -229,9 +229,10 @@ func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.Con
 // bindSessionPod binds a session Pod to the simulated node, as the scheduler would: a bound
 // Pod's deletion is graceful (it stays, being deleted, until its containers have stopped:
 // kubelet_termination.go), which is what the operator waits for before it records an end
-// the runner did not vouch for. Pool Pods stay unbound (deleted at once).
+// the runner did not vouch for. Session pool Pods are bound too (a claim makes one a
+// session Pod); warm pool Pods stay unbound (deleted at once).
 func (k *Kubelet) bindSessionPod(ctx context.Context, pod *corev1.Pod) error {
-	if pod.Labels[podcontract.LabelSessionPod] == "" || pod.Spec.NodeName != "" {
+	if !sessionOrSessionPool(pod) || pod.Spec.NodeName != "" {
 		return nil
 	}
 	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
@@ -240,4 +241,9 @@ func (k *Kubelet) bindSessionPod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	return k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+}
+
+// sessionOrSessionPool: a session Pod, or a session pool Pod (it carries the session CA).
+func sessionOrSessionPool(o client.Object) bool {
+	return o.GetLabels()[podcontract.LabelSessionPod] != "" || o.GetAnnotations()[podcontract.AnnotationSessionCA] != ""
 }
