@@ -259,6 +259,19 @@ var _ = Describe("Session sandboxes of a tool with a warm pool", Label("session"
 		Expect(sessionHandoverOf(ctx, ns, "b1").Pod).To(HavePrefix("toolgate-session-"))
 	})
 
+	It("claims a ClusterTool's session pool Pod in a namespace its pool lists", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		ct := pooledClusterTool(ctx, "sp-"+ns, 1, ns)
+		create(ctx, MakeToolScope("fast", ns).SessionSandbox(time.Minute).Obj())
+		pool := readySessionPool(ctx, ns, 1)
+		Expect(metav1.IsControlledBy(&pool[0], ct)).To(BeTrue())
+		create(ctx, MakeToolCall("c1", ns).Tool(ct.Name).Scope("fast").Session("s").Requester(AdminUser).Args(map[string]any{"text": "x"}).Obj())
+		c1 := waitTerminal(ctx, ns, "c1")
+		Expect(c1).To(HavePhase(v1alpha1.PhaseSucceeded), explain(c1))
+		Expect(c1.Status.Tool.Kind).To(Equal(v1alpha1.ToolKindClusterTool))
+		Expect(sessionHandoverOf(ctx, ns, "c1").PodUID).To(Equal(pool[0].UID))
+	})
+
 	It("keeps no session pool Pods for a workspace tool, whose session Pod is created", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		scriptFileTools()
