@@ -145,7 +145,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		&toolcall.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 			Recorder: rec, Clock: opts.Clock, Compiler: compiler, Logs: logs, Options: opts.Call, Audit: opts.AuditLogger,
 			Notifier: notifier, Warm: warm, Tracer: opts.Tracer, Keys: keys, Session: opts.Session},
-		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys},
+		&warmpool.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Clock: opts.Clock, Job: opts.Call.Job, Recorder: rec, Keys: keys,
+			Sessions: poolTLS()},
 		&history.Reconciler{Client: mgr.GetClient(), Succeeded: opts.Call.Retention.HistorySucceeded, Failed: opts.Call.Retention.HistoryFailed},
 		&registration.ToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
 		&registration.ClusterToolReconciler{Client: mgr.GetClient(), Recorder: rec, Compiler: compiler},
@@ -160,6 +161,16 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// poolTLS is the session CA the warm pools' session Pods get their TLS from (nil when it
+// could not be made: the session executor is then off too, and pools keep warm Pods only).
+func poolTLS() warmpool.SessionTLS {
+	p, err := sessionexec.PoolTLS()
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 // TraceTo is the CallTracer exporting to exp (toolcall.TraceTo).

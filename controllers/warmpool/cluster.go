@@ -165,6 +165,7 @@ func (r *Reconciler) setupClusterPools(mgr ctrl.Manager) error {
 		For(&v1alpha1.ClusterTool{}).
 		Owns(&corev1.Pod{}).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.listingNamespace), builder.OnlyMetadata).
+		Watches(&v1alpha1.ToolScope{}, handler.EnqueueRequestsFromMapFunc(r.clusterToolsOfScope)).
 		Named("warmpool-cluster").
 		Complete(clusterPools{r})
 }

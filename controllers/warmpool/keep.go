@@ -2,6 +2,7 @@ package warmpool
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,42 +44,77 @@ func ClusterToolPool(tool *v1alpha1.ClusterTool, namespace string, size int) Poo
 // name is the tool's model-facing name (the metrics' tool label).
 func (p Pool) name() string { return catalog.ToolName(p.spec, p.owner.GetName()) }
 
-// keep brings one pool to its size: Pods of another template, Pods that ended and Pods
-// idle past maxIdle are retired, missing ones created. It returns when the oldest kept Pod
-// reaches maxIdle (0: no Pod kept).
+// podKind is one kind of Pod a pool keeps: size Pods of one template.
+type podKind struct {
+	digest string
+	size   int
+	want   func(name string) corev1.PodSpec
+	create func(ctx context.Context) error
+}
+
+// kinds are the kinds of Pod p keeps: its warm Pods, and, where sessions are declared and
+// the session CA is known, its session pool Pods (session.go).
+func (r *Reconciler) kinds(ctx context.Context, p Pool) ([]podKind, error) {
+	warm := podspec.WarmPodSpec(p.spec, r.Job)
+	kinds := []podKind{{digest: podspec.WarmTemplateDigest(p.spec, r.Job), size: p.size,
+		want:   func(string) corev1.PodSpec { return warm },
+		create: func(ctx context.Context) error { return r.createPoolPod(ctx, p) }}}
+	if r.Sessions == nil || p.size == 0 {
+		return kinds, nil
+	}
+	declared, err := r.sessionsDeclared(ctx, p.namespace)
+	if err != nil || !declared {
+		return kinds, err
+	}
+	return append(kinds, podKind{digest: SessionTemplateDigest(p.spec, r.Job, r.Sessions.Fingerprint()), size: p.size,
+		want:   func(name string) corev1.PodSpec { return SessionPodSpec(p.spec, r.Job, name) },
+		create: func(ctx context.Context) error { return r.createSessionPod(ctx, p) }}), nil
+}
+
+// keep brings one pool to its size: Pods of another template (of another operator
+// process's session CA), Pods that ended and Pods idle past maxIdle are retired, missing
+// ones created, for each kind it keeps. It returns when the oldest kept Pod reaches
+// maxIdle (0: no Pod kept).
 func (r *Reconciler) keep(ctx context.Context, p Pool) (time.Duration, error) {
 	pods, err := r.poolPods(ctx, p)
 	if err != nil {
 		return 0, err
 	}
+	kinds, err := r.kinds(ctx, p)
+	if err != nil {
+		return 0, err
+	}
 	now := r.Clock.Now()
-	digest := podspec.WarmTemplateDigest(p.spec, r.Job)
 	maxIdle := warmMaxIdle(p.spec)
-	want := podspec.WarmPodSpec(p.spec, r.Job)
-	var keep []*corev1.Pod
+	kept := make([][]*corev1.Pod, len(kinds))
 	for _, pod := range pods {
+		i := slices.IndexFunc(kinds, func(k podKind) bool { return pod.Labels[podcontract.LabelTemplate] == k.digest })
 		// A Pod moved into this pool (its labels and owner patched) whose spec is another
 		// body's is never kept, hence never claimed.
-		ours := pod.Labels[podcontract.LabelTemplate] == digest && r.specFits(ctx, p, pod, &want)
-		if len(keep) < p.size && ours && !PodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
-			keep = append(keep, pod)
-			continue
+		if i >= 0 && len(kept[i]) < kinds[i].size && !PodEnded(pod) && now.Sub(pod.CreationTimestamp.Time) < maxIdle {
+			if want := kinds[i].want(pod.Name); r.specFits(ctx, p, pod, &want) {
+				kept[i] = append(kept[i], pod)
+				continue
+			}
 		}
 		if err := r.retire(ctx, pod); err != nil {
 			return 0, err
 		}
 	}
-	for range p.size - len(keep) {
-		if err := r.createPoolPod(ctx, p); err != nil {
-			return 0, err
+	for i, k := range kinds {
+		for range k.size - len(kept[i]) {
+			if err := k.create(ctx); err != nil {
+				return 0, err
+			}
 		}
 	}
-	r.record(p, keep)
-	if len(keep) == 0 {
+	r.record(p, kept[0])
+	all := slices.Concat(kept...)
+	if len(all) == 0 {
 		return 0, nil
 	}
-	oldest := keep[0].CreationTimestamp.Time
-	for _, pod := range keep[1:] {
+	oldest := all[0].CreationTimestamp.Time
+	for _, pod := range all[1:] {
 		if pod.CreationTimestamp.Before(&metav1.Time{Time: oldest}) {
 			oldest = pod.CreationTimestamp.Time
 		}

@@ -69,16 +69,22 @@ func BuildPod(p Pool, opts podspec.Options) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: prefix,
 			Namespace:    p.namespace,
-			Labels: map[string]string{
-				podcontract.LabelManagedBy: podcontract.ManagedByValue,
-				podcontract.LabelPool:      podspec.ToolLabelValue(p.owner.GetName()),
-				podcontract.LabelTemplate:  podspec.WarmTemplateDigest(p.spec, opts),
-				podcontract.LabelTool:      podspec.ToolLabelValue(name),
-				podcontract.LabelNetwork:   podspec.NetworkLabel(p.spec.Sandbox.Network),
-			},
-			Annotations: map[string]string{podcontract.AnnotationTool: name},
+			Labels:       p.labels(podspec.WarmTemplateDigest(p.spec, opts)),
+			Annotations:  map[string]string{podcontract.AnnotationTool: name},
 		},
 		Spec: podspec.WarmPodSpec(p.spec, opts),
+	}
+}
+
+// labels are the labels of a Pod of p of template: the pool's, the template, the tool's
+// and its network label (NetworkPolicies select it).
+func (p Pool) labels(template string) map[string]string {
+	return map[string]string{
+		podcontract.LabelManagedBy: podcontract.ManagedByValue,
+		podcontract.LabelPool:      podspec.ToolLabelValue(p.owner.GetName()),
+		podcontract.LabelTemplate:  template,
+		podcontract.LabelTool:      podspec.ToolLabelValue(p.name()),
+		podcontract.LabelNetwork:   podspec.NetworkLabel(p.spec.Sandbox.Network),
 	}
 }
 

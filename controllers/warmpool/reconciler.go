@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -46,6 +47,9 @@ type Reconciler struct {
 	// Keys are the namespaces' frame masters, shared with the ToolCall reconciler (Setup):
 	// a pool Pod is created only once its namespace has one.
 	Keys FrameKeys
+	// Sessions is the session executor's process CA: with it, pooled tools also keep
+	// session pool Pods where a ToolScope declares sessionSandbox (session.go). nil: none.
+	Sessions SessionTLS
 }
 
 // FrameKeys hands out a namespace's frame masters (current first), creating its frame key
@@ -96,12 +100,14 @@ func PodEnded(pod *corev1.Pod) bool {
 	return cs != nil && cs.State.Terminated != nil
 }
 
-// SetupWithManager watches Tools and the Pods they own (a claim changes the owner, which
-// brings the Tool back for a refill), and sets up the ClusterTools' pools.
+// SetupWithManager watches Tools, the Pods they own (a claim changes the owner, which
+// brings the Tool back for a refill) and ToolScopes (a sessionSandbox declared or removed
+// changes which Pods the namespace's pools keep), and sets up the ClusterTools' pools.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Tool{}).
 		Owns(&corev1.Pod{}).
+		Watches(&v1alpha1.ToolScope{}, handler.EnqueueRequestsFromMapFunc(r.toolsOfScope)).
 		Named("warmpool").
 		Complete(r)
 	if err != nil {

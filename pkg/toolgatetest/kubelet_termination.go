@@ -19,7 +19,7 @@ import (
 // Graceful deletion in envtest: the API server keeps a deleted Pod that is bound to a node
 // (spec.nodeName; this Kubelet's Pods are) and not yet ended until its kubelet confirms that
 // its containers stopped, and envtest has no kubelet. The Kubelet plays that part for the
-// Pods of toolgate's Jobs and session Pods: a deleted Pod's body gets SIGTERM and, as most bodies do, stops at
+// Pods of toolgate's Jobs, session Pods and session pool Pods: a deleted Pod's body gets SIGTERM and, as most bodies do, stops at
 // once (the Pod is deleted with grace period 0, as a kubelet does once the containers are
 // gone). A body scripted with Outcome.IgnoreSIGTERM traps the signal and runs on: its Pod
 // stays, being deleted, its container running, until EndGrace plays the end of its grace
@@ -29,7 +29,7 @@ func (k *Kubelet) setupTermination(mgr ctrl.Manager) error {
 	jobPod := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		owner := metav1.GetControllerOf(o)
 		return o.GetLabels()[podcontract.LabelManagedBy] == podcontract.ManagedByValue && owner != nil && owner.Kind == "Job" ||
-			o.GetLabels()[podcontract.LabelSessionPod] != ""
+			sessionOrSessionPool(o)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Pod{}, builder.WithPredicates(jobPod)).

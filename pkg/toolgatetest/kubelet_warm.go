@@ -22,7 +22,8 @@ import (
 
 // Warm pools in envtest: the Kubelet starts every pool Pod the operator creates (Running,
 // its tool container started, Ready) — a Tool's and a ClusterTool's, in whatever namespace
-// it keeps it (any toolgate Pod no Job owns) — and it is the operator's WarmExecutor
+// it keeps it, warm or session pool Pods, and session Pods alike (any toolgate Pod no Job
+// owns; a claimed session pool Pod is then served as a session Pod, kubelet_session.go) — and it is the operator's WarmExecutor
 // (warmExecutor, in place of pods/attach): a Handover is checked as the runner
 // checks it — its auth must verify with a master of the namespace's frame key Secret for
 // this Pod (frame.VerifyHandover), else the body does not run and the Pod ends with an
@@ -64,8 +65,9 @@ func (k *Kubelet) setupWarm(mgr ctrl.Manager) error {
 		Complete(reconcile.Func(k.startPoolPod))
 }
 
-// PausePool leaves pool Pods Pending (never Ready, so never claimed) while paused is true,
-// as a node short of capacity would: calls of a pooled Tool then run cold.
+// PausePool leaves pool Pods (and session Pods) Pending (never Ready, so never claimed)
+// while paused is true, as a node short of capacity would: calls of a pooled Tool then run
+// cold, and a session's call waits for its Pod.
 func (k *Kubelet) PausePool(paused bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -227,9 +229,10 @@ func (k *Kubelet) endWarm(ctx context.Context, pod *corev1.Pod, term *corev1.Con
 // bindSessionPod binds a session Pod to the simulated node, as the scheduler would: a bound
 // Pod's deletion is graceful (it stays, being deleted, until its containers have stopped:
 // kubelet_termination.go), which is what the operator waits for before it records an end
-// the runner did not vouch for. Pool Pods stay unbound (deleted at once).
+// the runner did not vouch for. Session pool Pods are bound too (a claim makes one a
+// session Pod); warm pool Pods stay unbound (deleted at once).
 func (k *Kubelet) bindSessionPod(ctx context.Context, pod *corev1.Pod) error {
-	if pod.Labels[podcontract.LabelSessionPod] == "" || pod.Spec.NodeName != "" {
+	if !sessionOrSessionPool(pod) || pod.Spec.NodeName != "" {
 		return nil
 	}
 	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
@@ -238,4 +241,9 @@ func (k *Kubelet) bindSessionPod(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	return k.Get(ctx, client.ObjectKeyFromObject(pod), pod)
+}
+
+// sessionOrSessionPool: a session Pod, or a session pool Pod (it carries the session CA).
+func sessionOrSessionPool(o client.Object) bool {
+	return o.GetLabels()[podcontract.LabelSessionPod] != "" || o.GetAnnotations()[podcontract.AnnotationSessionCA] != ""
 }

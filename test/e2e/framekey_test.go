@@ -130,7 +130,7 @@ func poolPodOf(ctx context.Context, tool string) corev1.Pod {
 	var pods corev1.PodList
 	Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{poolLabel: tool})).To(Succeed())
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && podReady(&p) && warmPod(&p) {
 			return p
 		}
 	}

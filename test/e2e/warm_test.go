@@ -40,7 +40,11 @@ func warmTool(ctx context.Context, example, name string, size int32, edit func(*
 	waitPool(ctx, name, int(size))
 }
 
-// waitPool waits until the Tool's pool holds n Ready, unclaimed Pods.
+// warmPod: a pool Pod for one call, not a session pool Pod (kept besides them while a
+// ToolScope of the namespace declares sessionSandbox; it carries the session CA).
+func warmPod(p *corev1.Pod) bool { return p.Annotations[podcontract.AnnotationSessionCA] == "" }
+
+// waitPool waits until the Tool's pool holds n Ready, unclaimed warm Pods.
 func waitPool(ctx context.Context, tool string, n int) {
 	GinkgoHelper()
 	var ready []corev1.Pod
@@ -49,7 +53,7 @@ func waitPool(ctx context.Context, tool string, n int) {
 		g.Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{poolLabel: tool})).To(Succeed())
 		ready = ready[:0]
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) {
+			if p.DeletionTimestamp == nil && podReady(&p) && warmPod(&p) {
 				ready = append(ready, p)
 			}
 		}

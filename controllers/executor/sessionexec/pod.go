@@ -3,7 +3,6 @@ package sessionexec
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/hex"
 	"time"
 
@@ -51,7 +50,12 @@ func sessionDigest(call *v1alpha1.ToolCall) string {
 
 // PodName is the name of the session Pod a call of a session runs in (and of its Secret).
 func PodName(call *v1alpha1.ToolCall) string {
-	return "toolgate-session-" + sessionDigest(call)
+	return podNameOf(sessionDigest(call))
+}
+
+// podNameOf is the name of the session Pod of session digest d.
+func podNameOf(d string) string {
+	return "toolgate-session-" + d
 }
 
 func requesterDigest(requester string) string {
@@ -59,17 +63,17 @@ func requesterDigest(requester string) string {
 	return hex.EncodeToString(sum[:])[:40]
 }
 
-// buildPod is the session Pod of the call's session and tool for in (the call's input,
-// prepared by its features): labels that say what it is for, the operator's CA
-// fingerprint, the spec's digest, owned by the scope that declared the sandbox (deleting
-// the scope deletes its sessions' Pods).
-func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, in podspec.Input) (*corev1.Pod, error) {
-	name := PodName(call)
+// buildPod is the session Pod name of the call's session and tool with spec (for a call,
+// podspec.SessionPodSpec of its input, prepared by its features): labels that say what it
+// is for, the operator's CA fingerprint, owned by the scope that declared the sandbox
+// (deleting the scope deletes its sessions' Pods). The caller adds the spec's digest once
+// the features prepared it.
+func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, name string, spec corev1.PodSpec) (*corev1.Pod, error) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: call.Namespace,
 		Labels: map[string]string{
 			podcontract.LabelManagedBy:        podcontract.ManagedByValue,
 			podcontract.LabelTool:             podspec.ToolLabelValue(call.Spec.Tool),
-			podcontract.LabelNetwork:          podspec.SandboxNetworkLabel(in.Tool.Sandbox),
+			podcontract.LabelNetwork:          podspec.SandboxNetworkLabel(call.Status.Tool.Spec.Sandbox),
 			podcontract.LabelSessionPod:       sessionDigest(call),
 			podcontract.LabelSessionRequester: requesterDigest(call.Spec.Requester),
 		},
@@ -81,7 +85,7 @@ func (s *Executor) buildPod(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope, 
 			podcontract.AnnotationSessionCA:          s.auth.fingerprint,
 			podcontract.AnnotationSessionIdleTimeout: idleTimeout(s.Options.Session, scope).String(),
 		}},
-		Spec: podspec.SessionPodSpec(in, s.Options.Job, name)}
+		Spec: spec}
 	return pod, controllerutil.SetControllerReference(scope, pod, s.Scheme)
 }
 
@@ -115,16 +119,12 @@ func vet(live, want *corev1.Pod) string {
 // tlsSecret is the session Pod's Secret: its server certificate and key (for its own name)
 // and the client CA, this process's. Owned by the scope, as the Pod; deleted with the Pod.
 func (s *Executor) tlsSecret(pod *corev1.Pod) (*corev1.Secret, error) {
-	cert, key, err := s.auth.issue(s.Clock.Now(), pod.Name, x509.ExtKeyUsageServerAuth, []string{serverName(pod.Namespace, pod.Name)})
+	sec, err := s.auth.secret(s.Clock.Now(), pod)
 	if err != nil {
 		return nil, err
 	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
-		Labels:          map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelSessionPod: pod.Labels[podcontract.LabelSessionPod]},
-		Annotations:     map[string]string{podcontract.AnnotationSessionCA: s.auth.fingerprint},
-		OwnerReferences: pod.OwnerReferences},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{podcontract.SessionTLSCert: cert, podcontract.SessionTLSKey: key, podcontract.SessionClientCA: s.auth.caPEM}}
+	sec.Labels = map[string]string{podcontract.LabelManagedBy: podcontract.ManagedByValue, podcontract.LabelSessionPod: pod.Labels[podcontract.LabelSessionPod]}
+	sec.OwnerReferences = pod.OwnerReferences
 	return sec, nil
 }
 
@@ -140,6 +140,10 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 	switch {
 	case err == nil:
 		if why = vet(live, want); why == "" {
+			why = s.bindings.servesAnother(live, want)
+		}
+		if why == "" {
+			s.bindings.bind(want.Labels[podcontract.LabelSessionPod], live, false, s.Clock.Now())
 			return live, false, "", nil
 		}
 		s.deletePod(ctx, live, "replaced: "+why)
@@ -165,7 +169,20 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 		}
 		return nil, false, "", err
 	}
+	// A Pod made in place of a claimed pool Pod keeps that Pod's name: the session's binding
+	// names it for the session's next calls.
+	s.bindings.bind(want.Labels[podcontract.LabelSessionPod], want, want.Name != podNameOf(want.Labels[podcontract.LabelSessionPod]), s.Clock.Now())
 	return want, true, "", nil
+}
+
+// servesAnother says why live may not serve want's session although its labels say it may
+// ("" when it may): this process bound it to another session (it served one, or was
+// claimed for one). Labels can be rewritten by whoever may patch Pods; the binding cannot.
+func (b *bindings) servesAnother(live, want *corev1.Pod) string {
+	if d, ok := b.boundTo(live.UID); ok && d != want.Labels[podcontract.LabelSessionPod] {
+		return "it serves another session"
+	}
+	return ""
 }
 
 // deletePod deletes a session Pod (uid precondition) and its Secret, and forgets its
@@ -173,6 +190,7 @@ func (s *Executor) ensurePod(ctx context.Context, want *corev1.Pod) (pod *corev1
 func (s *Executor) deletePod(ctx context.Context, pod *corev1.Pod, why string) {
 	s.transport.Forget(pod.UID)
 	s.book.forget(pod.UID)
+	s.bindings.unbind(pod.UID, client.ObjectKeyFromObject(pod))
 	uid := pod.UID
 	if err := s.Delete(ctx, pod, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		logger(ctx).Error(err, "could not delete a session Pod", "pod", pod.Name)

@@ -82,7 +82,7 @@ func (s *Executor) prestartTool(ctx context.Context, call *v1alpha1.ToolCall, sc
 		return
 	}
 	in := podspec.Input{Call: other, Tool: other.Status.Tool.Spec, Attempt: 1}
-	want, err := s.buildPod(other, scope, in)
+	want, err := s.buildPod(other, scope, PodName(other), podspec.SessionPodSpec(in, s.Options.Job, PodName(other)))
 	if err != nil {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -22,6 +23,9 @@ const (
 	// startBound: a session Pod that has not started running this long after its creation
 	// (an image never pulled, no room on a node) is deleted; until then it is not idle.
 	startBound = 10 * time.Minute
+	// pruneAfter: a binding (poolclaim.go) of a Pod the reaper does not see is forgotten
+	// once it is this old.
+	pruneAfter = 30 * time.Second
 )
 
 // Reaper is the runnable (leader only) that deletes the session Pods that should go.
@@ -60,6 +64,12 @@ func (r reaper) reap(ctx context.Context) {
 	}
 	metrics.SessionPodsRunning.Set(float64(len(pods.Items)))
 	now := s.Clock.Now()
+	live := make(map[types.UID]bool, len(pods.Items))
+	for i := range pods.Items {
+		live[pods.Items[i].UID] = true
+	}
+	// A Pod just made may not be in the cache yet: only older bindings are forgotten.
+	s.bindings.prune(live, now.Add(-pruneAfter))
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if !p.DeletionTimestamp.IsZero() {

@@ -47,12 +47,13 @@ type Executor struct {
 	auth      *authority
 	runs      runs
 	book      book
+	bindings  bindings
 }
 
 // New is the session executor of env. transport nil: TLSTransport with this process's
 // session CA.
 func New(env execenv.Env, transport Transport) (*Executor, error) {
-	auth, err := newAuthority(time.Now())
+	auth, err := processAuthority()
 	if err != nil {
 		return nil, fmt.Errorf("session CA: %w", err)
 	}
@@ -77,6 +78,9 @@ func logger(ctx context.Context) logr.Logger { return ctrl.LoggerFrom(ctx) }
 
 // Claim takes the attempt of a call with a session made in a scope whose chain declares
 // sessionSandbox, unless a cap would be passed by starting its Pod (then it runs cold).
+// The session's Pod is the pool Pod it claimed, else its own (PodName); a session's first
+// call of a tool that keeps session pool Pods claims one (poolclaim.go), and the session
+// Pod is created only when none can be had.
 func (s *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) (string, bool) {
 	if call.Spec.Session == "" || call.Status.Tool == nil || call.Status.Tool.Spec == nil {
 		return "", false
@@ -85,23 +89,38 @@ func (s *Executor) Claim(ctx context.Context, call *v1alpha1.ToolCall, a *v1alph
 	if err != nil || scope == nil {
 		return "", false
 	}
-	name := PodName(call)
+	turn := s.bindings.turn(sessionDigest(call))
+	turn.Lock()
+	defer turn.Unlock()
+	name := s.bindings.podName(ctx, s.Client, call)
 	if why := s.overCap(ctx, call, name); why != "" {
 		metrics.SessionPods.WithLabelValues(call.Namespace, "capped").Inc()
 		logger(ctx).Info("session Pod cap reached; the call runs in a Pod of its own", "why", why)
 		return "", false
 	}
+	where := "session Pod " + name
+	if name == PodName(call) && poolServes(call) && !exists(ctx, s.Client, call.Namespace, name) {
+		if pod := (claimer{s}).claim(ctx, call, scope); pod != nil {
+			name, where = pod.Name, "session Pod "+pod.Name+" (claimed from the warm pool)"
+			s.event(call, "SessionPodClaimed", "Claim", "claimed pool Pod "+pod.Name+" as the session's Pod")
+			logger(ctx).Info("claimed a pool Pod for a session", "pod", pod.Name)
+		}
+	}
 	a.Path, a.PodName, a.JobName = v1alpha1.PathSession, name, ""
 	call.Status.Job = nil
-	return "session Pod " + name, true
+	return where, true
+}
+
+// exists: the named Pod is in c (the cache).
+func exists(ctx context.Context, c client.Reader, namespace, name string) bool {
+	return c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.Pod{}) == nil
 }
 
 // overCap says which cap starting the call's session Pod would pass ("" when none, or
 // when the Pod exists).
 func (s *Executor) overCap(ctx context.Context, call *v1alpha1.ToolCall, name string) string {
 	o := s.Options.Session
-	existing := &corev1.Pod{}
-	if err := s.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: name}, existing); err == nil {
+	if exists(ctx, s.Client, call.Namespace, name) {
 		return ""
 	}
 	if o.MaxPerNamespace > 0 {
@@ -147,7 +166,11 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if st, ok, err := s.Features.PrepareInput(ctx, call, a.Attempt, &in); !ok {
 		return st, err
 	}
-	want, err := s.buildPod(call, scope, in)
+	name := a.PodName
+	if name == "" {
+		name = PodName(call)
+	}
+	want, err := s.buildPod(call, scope, name, podspec.SessionPodSpec(in, s.Options.Job, name))
 	if err != nil {
 		return executor.Step{}, err
 	}

@@ -50,8 +50,9 @@ func (s *Executor) wakeWhenGone(call *v1alpha1.ToolCall, pod *corev1.Pod) {
 	wake := &v1alpha1.ToolCall{}
 	wake.Namespace, wake.Name = call.Namespace, call.Name
 	due := pod.DeletionTimestamp.Add(s.Options.DeadlineGrace)
+	podUID, callUID := pod.UID, call.UID // the goroutine reads neither object: the reconciler writes them
 	go func() {
-		defer s.book.unwatchStop(pod.UID, call.UID)
+		defer s.book.unwatchStop(podUID, callUID)
 		ctx, cancel := context.WithDeadline(context.Background(), due)
 		defer cancel()
 		for ctx.Err() == nil {

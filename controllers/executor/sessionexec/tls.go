@@ -14,6 +14,11 @@ import (
 	"math/big"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // authority is this operator process's session CA: made in memory at start, never stored.
@@ -42,6 +47,44 @@ const (
 	// caLifetime is the CA's: it is never stored and goes with its process.
 	caLifetime = 10 * 365 * 24 * time.Hour
 )
+
+// processAuthority is this process's authority, made once: the session executor and the
+// warm pools' session Pods (PoolTLS) share it.
+var processAuthority = sync.OnceValues(func() (*authority, error) { return newAuthority(time.Now()) })
+
+// PoolTLS is this process's session CA as the warm pools use it (warmpool.SessionTLS):
+// its fingerprint, and the TLS Secret of a session pool Pod.
+func PoolTLS() (*PoolIssuer, error) {
+	a, err := processAuthority()
+	if err != nil {
+		return nil, err
+	}
+	return &PoolIssuer{a: a}, nil
+}
+
+// PoolIssuer issues session pool Pods' TLS Secrets from this process's session CA.
+type PoolIssuer struct{ a *authority }
+
+// Fingerprint names this process's CA (podcontract.AnnotationSessionCA).
+func (p *PoolIssuer) Fingerprint() string { return p.a.fingerprint }
+
+// Secret is the TLS Secret of the session Pod pod, named as the Pod; no owner is set.
+func (p *PoolIssuer) Secret(pod *corev1.Pod) (*corev1.Secret, error) {
+	return p.a.secret(time.Now(), pod)
+}
+
+// secret is the session Pod pod's Secret: its server certificate and key (for its own
+// name) and the client CA, this authority's.
+func (a *authority) secret(now time.Time, pod *corev1.Pod) (*corev1.Secret, error) {
+	cert, key, err := a.issue(now, pod.Name, x509.ExtKeyUsageServerAuth, []string{serverName(pod.Namespace, pod.Name)})
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
+		Annotations: map[string]string{podcontract.AnnotationSessionCA: a.fingerprint}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{podcontract.SessionTLSCert: cert, podcontract.SessionTLSKey: key, podcontract.SessionClientCA: a.caPEM}}, nil
+}
 
 func newAuthority(now time.Time) (*authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

@@ -91,14 +91,14 @@ func (w *Executor) claimPod(ctx context.Context, call *v1alpha1.ToolCall, n int3
 	}
 	var candidates []*corev1.Pod
 	for i := range free.Items {
-		if p := &free.Items[i]; claimable(p) && pooledBy(p, call.Status.Tool) {
+		if p := &free.Items[i]; claimable(p) && warmpool.PooledBy(p, call.Status.Tool) {
 			candidates = append(candidates, p)
 		}
 	}
 	if len(candidates) == 0 {
 		return nil, "empty"
 	}
-	toolUID, err := w.toolUID(ctx, call.Status.Tool, call.Namespace)
+	toolUID, err := warmpool.OwnerUID(ctx, w.Client, call.Status.Tool, call.Namespace)
 	if err != nil {
 		return nil, "error"
 	}
@@ -131,20 +131,6 @@ func claimable(p *corev1.Pod) bool {
 		p.DeletionTimestamp.IsZero() && warmpool.PodReady(p) && !warmpool.PodEnded(p)
 }
 
-// toolUID is the uid of the call's tool (a Tool in the call's namespace, or a ClusterTool),
-// from the cache: a pool Pod must be owned by that very object.
-func (w *Executor) toolUID(ctx context.Context, snap *v1alpha1.ToolSnapshot, namespace string) (types.UID, error) {
-	var tool client.Object = &v1alpha1.Tool{}
-	key := types.NamespacedName{Namespace: namespace, Name: snap.Name}
-	if snap.Kind == v1alpha1.ToolKindClusterTool {
-		tool, key.Namespace = &v1alpha1.ClusterTool{}, ""
-	}
-	if err := w.Get(ctx, key, tool); err != nil {
-		return "", err
-	}
-	return tool.GetUID(), nil
-}
-
 // vetted reads candidate c live — the cache keeps no Pod spec, and labels and owners are
 // only what whoever may patch Pods wrote — and returns it when it is still claimable, its
 // controller owner is the call's tool with that tool's uid, and its spec is the one the
@@ -163,7 +149,7 @@ func (w *Executor) vetted(ctx context.Context, call *v1alpha1.ToolCall, c *corev
 		return nil, err
 	}
 	why := warmpool.PodSpecMismatch(&live.Spec, want)
-	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != toolUID || !pooledBy(live, call.Status.Tool) {
+	if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != toolUID || !warmpool.PooledBy(live, call.Status.Tool) {
 		why = "its owner is not the call's tool"
 	}
 	if why == "" {
@@ -202,12 +188,4 @@ func (w *Executor) claimFor(ctx context.Context, call *v1alpha1.ToolCall, pod *c
 	}
 	pod.Spec.ActiveDeadlineSeconds = ptr.To(warmpool.ClaimDeadline(pod, call.Status.Tool.Spec, w.Clock.Now()))
 	return w.Patch(ctx, pod, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// pooledBy: the Pod is in the pool of the call's tool (a Tool's, or a ClusterTool's, of
-// that name), not another tool's whose Pod template happens to be the same.
-func pooledBy(pod *corev1.Pod, snap *v1alpha1.ToolSnapshot) bool {
-	owner := metav1.GetControllerOf(pod)
-	return owner != nil && owner.Kind == string(snap.Kind) && owner.Name == snap.Name &&
-		owner.APIVersion == v1alpha1.GroupVersion.String()
 }

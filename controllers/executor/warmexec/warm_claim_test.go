@@ -222,11 +222,11 @@ func TestPooledBy(t *testing.T) {
 		{v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo"}, false},
 		{v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindClusterTool, Name: "other"}, false},
 	} {
-		if got := pooledBy(pod, &c.snap); got != c.want {
-			t.Errorf("pooledBy(%s %s) = %v, want %v", c.snap.Kind, c.snap.Name, got, c.want)
+		if got := warmpool.PooledBy(pod, &c.snap); got != c.want {
+			t.Errorf("warmpool.PooledBy(%s %s) = %v, want %v", c.snap.Kind, c.snap.Name, got, c.want)
 		}
 	}
-	if pooledBy(&corev1.Pod{}, &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo"}) {
+	if warmpool.PooledBy(&corev1.Pod{}, &v1alpha1.ToolSnapshot{Kind: v1alpha1.ToolKindTool, Name: "echo"}) {
 		t.Error("a Pod without an owner is no pool's")
 	}
 }

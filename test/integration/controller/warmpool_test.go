@@ -34,9 +34,15 @@ func poolPods(ctx SpecContext, g Gomega, ns string) []corev1.Pod {
 
 // readyPool waits until the namespace's pool holds n Ready Pods and returns them.
 func readyPool(ctx SpecContext, ns string, n int) []corev1.Pod {
+	return readyPods(ctx, ns, n, poolPods)
+}
+
+// readyPods waits until list gives n Ready Pods of the namespace and returns them.
+func readyPods(ctx SpecContext, ns string, n int, list func(SpecContext, Gomega, string) []corev1.Pod) []corev1.Pod {
+	GinkgoHelper()
 	var pods []corev1.Pod
 	Eventually(func(g Gomega) {
-		pods = poolPods(ctx, g, ns)
+		pods = list(ctx, g, ns)
 		g.Expect(pods).To(HaveLen(n))
 		for _, p := range pods {
 			g.Expect(p.Status.Conditions).To(ContainElement(HaveField("Type", corev1.PodReady)), p.Name)
