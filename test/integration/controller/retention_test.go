@@ -128,9 +128,12 @@ var _ = Describe("Retention of finished calls", Label("retention", "restart"), S
 		ns := newNamespace(ctx)
 		create(ctx, echoTool(ns).Obj(), MakeTool("ttl-echo", ns).Image("example/echo:1").Command("/echo").Obj())
 		tool := &v1alpha1.Tool{}
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, tool)).To(Succeed())
-		tool.Spec.CallTTLSecondsAfterFinished = ptr.To[int32](3600)
-		Expect(k8sClient.Update(ctx, tool)).To(Succeed())
+		// The registration controller writes the Tool's status meanwhile: a 409 is retried.
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, tool)).To(Succeed())
+			tool.Spec.CallTTLSecondsAfterFinished = ptr.To[int32](3600)
+			g.Expect(k8sClient.Update(ctx, tool)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(tool), tool)).To(Succeed())
 			g.Expect(tool.Status.ObservedGeneration).To(Equal(tool.Generation))
