@@ -2,10 +2,16 @@
 # Issue 34's burst: 200 echo calls (100m each) from 4 requesters at once through Kueue's
 # LocalQueue toolgate on the local cluster (make up first); prints outcomes, time to result and
 # each requester's share of the completions. docs/bursts.md, "Measured".
+#   KILLS=6 hack/bench-burst.sh   the same burst while the operator's leader is deleted 6 times
+#                                 (alternately graceful and --grace-period=0 --force, each once both
+#                                 replicas are Ready again), then Jobs and Pod starts per attempt
+#                                 counted from the cluster (snapshots every 3 s; Jobs by call,
+#                                 Pods by attempt label). docs/reports/2026-12-06-bursts-handover.md.
 source "$(dirname "$0")/../.cluster/cluster.env"
 export PATH="$(cd "$(dirname "$0")/.." && pwd)/bin/k8s:$PATH"
 set -euo pipefail
-NS=toolgate-demo; SC=burst-$(date +%s)
+NS=toolgate-demo; SC=burst-$(date +%s); KILLS=${KILLS:-0}; SYS=toolgate-system
+OUT=/tmp/$SC; mkdir -p $OUT
 subs=""
 for i in 1 2 3 4; do
   kubectl -n $NS create sa burst-r$i >/dev/null 2>&1 || true
@@ -40,6 +46,26 @@ done
 for i in 1 2 3 4; do kubectl create -f /tmp/burst-$i.yaml --as=system:serviceaccount:$NS:burst-r$i >/dev/null & done; wait
 created=$(date +%s.%N)
 echo "created 200 in $(echo "$created - $start" | bc) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+snap_pid=""; kill_pid=""
+if [ "$KILLS" -gt 0 ]; then
+  # Every tool Job and Pod of the namespace, every 3 s: Jobs and Pods live --job-retention after
+  # their attempt ended, the snapshots keep what a later listing would miss.
+  ( k=0; while :; do kubectl -n $NS get jobs,pods -l app.kubernetes.io/managed-by=toolgate -o json > $OUT/snap-$k.json 2>/dev/null || true; k=$((k+1)); sleep 3; done ) &
+  snap_pid=$!
+  operator_whole() {
+    [ "$(kubectl -n $SYS get deploy toolgate -o jsonpath='{.status.readyReplicas}')" = "$(kubectl -n $SYS get deploy toolgate -o jsonpath='{.spec.replicas}')" ] &&
+    ! kubectl -n $SYS get pods -l app.kubernetes.io/component=manager -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q . &&
+    kubectl -n $SYS get pod "$(kubectl -n $SYS get lease toolgate.dev -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)" >/dev/null 2>&1
+  }
+  ( for k in $(seq 1 "$KILLS"); do
+      sleep 5; until operator_whole; do sleep 1; done
+      leader=$(kubectl -n $SYS get lease toolgate.dev -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)
+      if [ $((k % 2)) = 1 ]; then how=graceful; kubectl -n $SYS delete pod "$leader" --wait=false >/dev/null
+      else how=forced; kubectl -n $SYS delete pod "$leader" --grace-period=0 --force --wait=false >/dev/null 2>&1; fi
+      echo "fault $k: leader $leader deleted ($how) at +$(echo "$(date +%s.%N) - $created" | bc | cut -d. -f1) s"
+    done ) &
+  kill_pid=$!
+fi
 while :; do
   n=$(kubectl -n $NS get toolcalls -l burst=$SC -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -cE "Succeeded|Failed|Denied" || true)
   [ "$n" -ge 200 ] && break; sleep 2
@@ -47,6 +73,33 @@ done
 done_at=$(date +%s.%N)
 echo "all terminal after $(echo "$done_at - $created" | bc) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 kubectl -n $NS get toolcalls -l burst=$SC -o json > /tmp/burst-$SC.json
+if [ -n "$kill_pid" ]; then
+  wait "$kill_pid" || true
+  kubectl -n $NS get jobs,pods -l app.kubernetes.io/managed-by=toolgate -o json > $OUT/snap-final.json
+  kill "$snap_pid" 2>/dev/null || true
+  python3 - /tmp/burst-$SC.json $OUT <<'P'
+import json,sys,glob,collections
+calls={c['metadata']['name']:c for c in json.load(open(sys.argv[1]))['items']}
+jobs={}; pods={}
+for f in sorted(glob.glob(sys.argv[2]+'/snap-*.json')):
+    try: items=json.load(open(f))['items']
+    except Exception: continue
+    for o in items:
+        call=o['metadata'].get('annotations',{}).get('toolgate.dev/call-name')
+        if call not in calls: continue
+        key=(call,o['metadata']['labels'].get('toolgate.dev/attempt'))
+        if o['kind']=='Job': jobs.setdefault(key,set()).add(o['metadata']['uid'])
+        else:
+            started=any(cs['name']=='tool' and ('running' in cs['state'] or cs['state'].get('terminated',{}).get('startedAt')) for cs in o.get('status',{}).get('containerStatuses',[]))
+            p=pods.setdefault(o['metadata']['uid'],[key,False]); p[1]=p[1] or started
+starts=collections.Counter(k for k,s in pods.values() if s)
+attempts=[(n,str(a['attempt'])) for n,c in calls.items() for a in c['status'].get('attempts',[])]
+jc=collections.Counter(len(jobs.get(a,())) for a in attempts); sc=collections.Counter(starts.get(a,0) for a in attempts)
+print("attempts %d (calls with more than one: %d)"%(len(attempts), sum(1 for c in calls.values() if len(c['status'].get('attempts',[]))>1)))
+print("Jobs per attempt (count: attempts): %s; Jobs of no recorded attempt: %d"%(dict(sorted(jc.items())), sum(1 for k in jobs if k not in set(attempts))))
+print("Pod starts per attempt (count: attempts): %s; Pods seen %d"%(dict(sorted(sc.items())), len(pods)))
+P
+fi
 python3 - /tmp/burst-$SC.json <<'P'
 import json,sys,datetime,collections
 d=json.load(open(sys.argv[1]))
@@ -60,5 +113,26 @@ lat=sorted(e[0] for e in ends); print("time to result p50 %.0fs p95 %.0fs max %.
 ends.sort(key=lambda e:e[2])
 for frac in (0.25,0.5,0.75):
     k=int(len(ends)*frac); cnt=collections.Counter(e[1] for e in ends[:k]); print("first %d done by requester: %s"%(k, dict(sorted(cnt.items()))))
+P
+# Issue 34 item 4: how much of the tool's timeout sandbox start-up takes once admitted: the Job
+# resumed (its status.startTime, from which activeDeadlineSeconds counts) to the tool container
+# started (whole seconds, as the API server records them).
+kubectl -n $NS get jobs,pods -l app.kubernetes.io/managed-by=toolgate -o json > $OUT/final.json
+python3 - /tmp/burst-$SC.json $OUT/final.json <<'P'
+import json,sys,datetime
+calls={c['metadata']['name'] for c in json.load(open(sys.argv[1]))['items']}
+def t(s): return datetime.datetime.fromisoformat(s.replace('Z','+00:00')).timestamp()
+items=[o for o in json.load(open(sys.argv[2]))['items'] if o['metadata'].get('annotations',{}).get('toolgate.dev/call-name') in calls]
+resumed={o['metadata']['name']:t(o['status']['startTime']) for o in items if o['kind']=='Job' and o['status'].get('startTime')}
+pod_made=[]; started=[]
+for o in items:
+    if o['kind']!='Pod': continue
+    job=next((r['name'] for r in o['metadata'].get('ownerReferences',[]) if r['kind']=='Job'),None)
+    at=[cs['state'].get('terminated',cs['state'].get('running',{})).get('startedAt') for cs in o['status'].get('containerStatuses',[]) if cs['name']=='tool']
+    if job in resumed and at and at[0]:
+        pod_made.append(t(o['metadata']['creationTimestamp'])-resumed[job]); started.append(t(at[0])-resumed[job])
+def q(v,f): v=sorted(v); return v[min(len(v)-1,int(len(v)*f))]
+if started:
+    print("Job resumed -> Pod created p50 %.0fs p95 %.0fs; -> tool container started p50 %.0fs p95 %.0fs max %.0fs (%d Pods; the tool's timeout is 10s)"%(q(pod_made,.5),q(pod_made,.95),q(started,.5),q(started,.95),max(started),len(started)))
 P
 kubectl delete toolscope,tool -n $NS -l toolgate.dev/bench-burst=true >/dev/null
