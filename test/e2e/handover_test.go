@@ -23,9 +23,10 @@ import (
 // with the test-only hook --test-hold-before-job-create (the chart value
 // testHooks.holdBeforeJobCreate, set by this spec for its run and removed after it), which
 // holds the Job create of calls labelled toolgate.dev/test-hold between the attempt's status
-// write and the create. During a burst through Kueue the leader is deleted while a held
-// call's attempt is recorded and its Job absent; the new leader must create that Job (a Job
-// truly absent was never created: jobexec's Observe), once. docs/high-availability.md.
+// write and the create. During a burst through Kueue the leader is deleted (graceful, then
+// the next one forced) while a held call's attempt is recorded and its Job absent; the new
+// leader must create that Job (a Job truly absent was never created: jobexec's Observe),
+// once. docs/high-availability.md.
 
 // handoverHold is how long the hook holds a labelled call's Job create (in each replica
 // that leads while the call waits): wide enough to see the window and delete the leader.
@@ -80,7 +81,7 @@ func toolStarted(p *corev1.Pod) bool {
 }
 
 var _ = Describe("hand-over during a burst", Label("handover", "disruptive", "bursts"), Serial, func() {
-	It("loses no call when the leader is deleted between an attempt's status write and its Job create: one Job, one Pod start per attempt", func(ctx SpecContext) {
+	It("loses no call when the leader is deleted (gracefully, then forced) between an attempt's status write and its Job create: one Job, one Pod start per attempt", func(ctx SpecContext) {
 		By("the operator started with the test hook (" + handoverHold + ")")
 		setTestHold(ctx, handoverHold)
 		DeferCleanup(func(ctx SpecContext) { setTestHold(ctx, "") }, NodeTimeout(4*time.Minute))
@@ -97,30 +98,39 @@ var _ = Describe("hand-over during a burst", Label("handover", "disruptive", "bu
 			calls = append(calls, createCall(ctx, "echo", scope, map[string]any{"text": fmt.Sprintf("burst %d", i)}))
 		}
 
-		By("a held call's attempt recorded, its Job not created: the leader is deleted (graceful)")
+		// Graceful first (the Lease released), then forced on the leader that took over: it
+		// holds the same calls again after its takeover, so they are in the window again.
 		var inWindow []*toolgatev1alpha1.ToolCall
-		Eventually(func(g Gomega) {
-			inWindow = inWindow[:0]
-			for _, c := range held {
-				in, err := inTheWindow(ctx, c)
+		var faultAt time.Time
+		previous := ""
+		for _, force := range []bool{false, true} {
+			By(fmt.Sprintf("a held call's attempt recorded, its Job not created: the leader is deleted (force %t)", force))
+			Eventually(func(g Gomega) {
+				pod, err := leaderPod(ctx)
 				g.Expect(err).NotTo(HaveOccurred())
-				if in {
-					inWindow = append(inWindow, c)
+				g.Expect(pod.Name).NotTo(Equal(previous), "a new leader after the last fault")
+				inWindow = inWindow[:0]
+				for _, c := range held {
+					in, err := inTheWindow(ctx, c)
+					g.Expect(err).NotTo(HaveOccurred())
+					if in {
+						inWindow = append(inWindow, c)
+					}
 				}
-			}
-			g.Expect(inWindow).NotTo(BeEmpty(), "a held call between its status write and its Job create")
-		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
-		leader, err := deleteLeaderPod(ctx, false)
-		Expect(err).NotTo(HaveOccurred())
-		faultAt := time.Now()
-		AddReportEntry("handover", fmt.Sprintf("leader %s deleted with %d held call(s) in the window", leader, len(inWindow)))
+				g.Expect(inWindow).NotTo(BeEmpty(), "a held call between its status write and its Job create")
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+			leader, err := deleteLeaderPod(ctx, force)
+			Expect(err).NotTo(HaveOccurred())
+			faultAt, previous = time.Now(), leader
+			AddReportEntry("handover", fmt.Sprintf("leader %s deleted (force %t) with %d held call(s) in the window", leader, force, len(inWindow)))
+		}
 
 		By("every call Succeeded")
 		for _, c := range calls {
 			succeeded(waitTerminal(ctx, c, 4*time.Minute))
 		}
 
-		By("exactly one Job per attempt, one Pod start per attempt; the windowed calls' Jobs made after the fault")
+		By("exactly one Job per attempt, one Pod start per attempt; the windowed calls' Jobs made after the last fault")
 		for _, c := range calls {
 			got := &toolgatev1alpha1.ToolCall{}
 			Expect(admin.Get(ctx, client.ObjectKeyFromObject(c), got)).To(Succeed())
