@@ -2,10 +2,16 @@
 # Issue 34's burst: 200 echo calls (100m each) from 4 requesters at once through Kueue's
 # LocalQueue toolgate on the local cluster (make up first); prints outcomes, time to result and
 # each requester's share of the completions. docs/bursts.md, "Measured".
+#   KILLS=6 hack/bench-burst.sh   the same burst while the operator's leader is deleted 6 times
+#                                 (alternately graceful and --grace-period=0 --force, each once both
+#                                 replicas are Ready again), then Jobs and Pod starts per attempt
+#                                 counted from the cluster (snapshots every 3 s; Jobs by call,
+#                                 Pods by attempt label). docs/reports/2026-12-06-bursts-handover.md.
 source "$(dirname "$0")/../.cluster/cluster.env"
 export PATH="$(cd "$(dirname "$0")/.." && pwd)/bin/k8s:$PATH"
 set -euo pipefail
-NS=toolgate-demo; SC=burst-$(date +%s)
+NS=toolgate-demo; SC=burst-$(date +%s); KILLS=${KILLS:-0}; SYS=toolgate-system
+OUT=/tmp/$SC; mkdir -p "$OUT"
 subs=""
 for i in 1 2 3 4; do
   kubectl -n $NS create sa burst-r$i >/dev/null 2>&1 || true
@@ -40,6 +46,26 @@ done
 for i in 1 2 3 4; do kubectl create -f /tmp/burst-$i.yaml --as=system:serviceaccount:$NS:burst-r$i >/dev/null & done; wait
 created=$(date +%s.%N)
 echo "created 200 in $(echo "$created - $start" | bc) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
+snap_pid=""; kill_pid=""
+if [ "$KILLS" -gt 0 ]; then
+  # Every tool Job and Pod of the namespace, every 3 s: Jobs and Pods live --job-retention after
+  # their attempt ended, the snapshots keep what a later listing would miss.
+  ( k=0; while :; do kubectl -n $NS get jobs,pods -l app.kubernetes.io/managed-by=toolgate -o json > "$OUT/snap-$k.json" 2>/dev/null || true; k=$((k+1)); sleep 3; done ) &
+  snap_pid=$!
+  operator_whole() {
+    [ "$(kubectl -n $SYS get deploy toolgate -o jsonpath='{.status.readyReplicas}')" = "$(kubectl -n $SYS get deploy toolgate -o jsonpath='{.spec.replicas}')" ] &&
+    ! kubectl -n $SYS get pods -l app.kubernetes.io/component=manager -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | grep -q . &&
+    kubectl -n $SYS get pod "$(kubectl -n $SYS get lease toolgate.dev -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)" >/dev/null 2>&1
+  }
+  ( for k in $(seq 1 "$KILLS"); do
+      sleep 5; until operator_whole; do sleep 1; done
+      leader=$(kubectl -n $SYS get lease toolgate.dev -o jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)
+      if [ $((k % 2)) = 1 ]; then how=graceful; kubectl -n $SYS delete pod "$leader" --wait=false >/dev/null
+      else how=forced; kubectl -n $SYS delete pod "$leader" --grace-period=0 --force --wait=false >/dev/null 2>&1; fi
+      echo "fault $k: leader $leader deleted ($how) at +$(echo "$(date +%s.%N) - $created" | bc | cut -d. -f1) s"
+    done ) &
+  kill_pid=$!
+fi
 while :; do
   n=$(kubectl -n $NS get toolcalls -l burst=$SC -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -cE "Succeeded|Failed|Denied" || true)
   [ "$n" -ge 200 ] && break; sleep 2
@@ -47,6 +73,33 @@ done
 done_at=$(date +%s.%N)
 echo "all terminal after $(echo "$done_at - $created" | bc) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 kubectl -n $NS get toolcalls -l burst=$SC -o json > /tmp/burst-$SC.json
+if [ -n "$kill_pid" ]; then
+  wait "$kill_pid" || true
+  kubectl -n $NS get jobs,pods -l app.kubernetes.io/managed-by=toolgate -o json > "$OUT/snap-final.json"
+  kill "$snap_pid" 2>/dev/null || true
+  python3 - /tmp/burst-$SC.json "$OUT" <<'P'
+import json,sys,glob,collections
+calls={c['metadata']['name']:c for c in json.load(open(sys.argv[1]))['items']}
+jobs={}; pods={}
+for f in sorted(glob.glob(sys.argv[2]+'/snap-*.json')):
+    try: items=json.load(open(f))['items']
+    except Exception: continue
+    for o in items:
+        call=o['metadata'].get('annotations',{}).get('toolgate.dev/call-name')
+        if call not in calls: continue
+        key=(call,o['metadata']['labels'].get('toolgate.dev/attempt'))
+        if o['kind']=='Job': jobs.setdefault(key,set()).add(o['metadata']['uid'])
+        else:
+            started=any(cs['name']=='tool' and ('running' in cs['state'] or cs['state'].get('terminated',{}).get('startedAt')) for cs in o.get('status',{}).get('containerStatuses',[]))
+            p=pods.setdefault(o['metadata']['uid'],[key,False]); p[1]=p[1] or started
+starts=collections.Counter(k for k,s in pods.values() if s)
+attempts=[(n,str(a['attempt'])) for n,c in calls.items() for a in c['status'].get('attempts',[])]
+jc=collections.Counter(len(jobs.get(a,())) for a in attempts); sc=collections.Counter(starts.get(a,0) for a in attempts)
+print("attempts %d (calls with more than one: %d)"%(len(attempts), sum(1 for c in calls.values() if len(c['status'].get('attempts',[]))>1)))
+print("Jobs per attempt (count: attempts): %s; Jobs of no recorded attempt: %d"%(dict(sorted(jc.items())), sum(1 for k in jobs if k not in set(attempts))))
+print("Pod starts per attempt (count: attempts): %s; Pods seen %d"%(dict(sorted(sc.items())), len(pods)))
+P
+fi
 python3 - /tmp/burst-$SC.json <<'P'
 import json,sys,datetime,collections
 d=json.load(open(sys.argv[1]))
@@ -60,5 +113,29 @@ lat=sorted(e[0] for e in ends); print("time to result p50 %.0fs p95 %.0fs max %.
 ends.sort(key=lambda e:e[2])
 for frac in (0.25,0.5,0.75):
     k=int(len(ends)*frac); cnt=collections.Counter(e[1] for e in ends[:k]); print("first %d done by requester: %s"%(k, dict(sorted(cnt.items()))))
+P
+# Issue 34 item 4: how much of the tool's timeout sandbox start-up takes once admitted: the
+# Job's Resumed event (activeDeadlineSeconds counts from then) to the kubelet's Started event of
+# the tool container, whole seconds; events, not the Pods, so that Pods the Job controller
+# deleted at their deadline count too. And how many Jobs still ran into activeDeadlineSeconds.
+kubectl -n $NS get events -o json > "$OUT/events.json"
+python3 - /tmp/burst-$SC.json "$OUT/events.json" <<'P'
+import json,sys,datetime,collections
+calls={c['metadata']['name'] for c in json.load(open(sys.argv[1]))['items']}
+def t(s): return datetime.datetime.fromisoformat(s.replace('Z','+00:00')).timestamp()
+resumed={}; started={}; deadline=set(); pods={}
+for e in json.load(open(sys.argv[2]))['items']:
+    o=e['involvedObject']; ts=e.get('lastTimestamp') or e['metadata']['creationTimestamp']
+    job=o['name'] if o['kind']=='Job' else o['name'].rsplit('-',1)[0]
+    if job.rsplit('-',1)[0] not in calls: continue
+    if o['kind']=='Job' and e['reason']=='Resumed': resumed[job]=t(ts)
+    if o['kind']=='Job' and e['reason']=='DeadlineExceeded': deadline.add(job)
+    if o['kind']=='Pod' and e['reason']=='Started' and (o.get('fieldPath') or '').endswith('{tool}'):
+        started[job]=t(ts); pods.setdefault(job,set()).add(o['name'])
+d=sorted(started[j]-resumed[j] for j in started if j in resumed)
+def q(f): return d[min(len(d)-1,int(len(d)*f))]
+if d:
+    print("Job resumed -> tool container started (events) p50 %.0fs p95 %.0fs max %.0fs over %d Jobs (the tool's timeout is 10s); Jobs that ran into activeDeadlineSeconds: %d"%(q(.5),q(.95),d[-1],len(d),len(deadline)))
+    print("Pods whose tool container started, per Job (events; count: Jobs): %s"%dict(collections.Counter(len(pods.get(j,())) for j in resumed)))
 P
 kubectl delete toolscope,tool -n $NS -l toolgate.dev/bench-burst=true >/dev/null

@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	bindAdmission(flag.CommandLine, &opts.Admission)
+	bindTestHooks(flag.CommandLine, &opts)
 	notifyOpts := bindNotify(flag.CommandLine)
 	egressOpts := bindEgressProxy(flag.CommandLine)
 	tracingOpts := bindTracing(flag.CommandLine)
@@ -93,6 +94,12 @@ func main() {
 	if err := opts.Admission.Validate(); err != nil {
 		log.Error(err, "invalid admission settings")
 		os.Exit(2)
+	}
+	if err := validateTestHooks(opts); err != nil {
+		log.Error(err, "invalid test hook")
+		os.Exit(2)
+	} else if opts.TestHoldBeforeJobCreate > 0 {
+		log.Info("TEST HOOK ON: the Job creates of labelled calls are held (never in a real install)", "label", podcontract.LabelTestHold, "hold", opts.TestHoldBeforeJobCreate)
 	}
 
 	if rc := opts.Job.DefaultRuntimeClassName; rc != "" && len(validation.IsDNS1123Subdomain(rc)) > 0 {

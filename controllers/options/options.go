@@ -47,6 +47,11 @@ type Call struct {
 	Admission startgate.Options
 	// Session configures session sandbox Pods (controllers/executor/sessionexec).
 	Session Session
+	// TestHoldBeforeJobCreate is test-only (--test-hold-before-job-create, docs/operations.md):
+	// when positive, the Job executor waits this long between an attempt's status write and
+	// its Job create for calls labelled podcontract.LabelTestHold, so that the e2e suite can
+	// stop the leader in that window. 0 (the default): off.
+	TestHoldBeforeJobCreate time.Duration
 }
 
 // Session configures session sandbox Pods: how long one is kept idle, how many may run,

@@ -120,6 +120,9 @@ const (
 	LabelCall = "toolgate.dev/call"
 	// LabelAttempt on a Job or Pod is the attempt number.
 	LabelAttempt = "toolgate.dev/attempt"
+	// LabelTestHold on a ToolCall ("true") marks it for the test-only hook
+	// --test-hold-before-job-create (docs/operations.md); without that flag it means nothing.
+	LabelTestHold = "toolgate.dev/test-hold"
 	// LabelTool on a Job or Pod is the tool name, hashed when it is no label value.
 	LabelTool = "toolgate.dev/tool"
 	// LabelNetwork on a tool Pod is its sandbox network mode; NetworkPolicies select it.

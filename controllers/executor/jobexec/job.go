@@ -101,6 +101,9 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	if st, ok, err := j.Features.PreparePod(ctx, call, pod); !ok {
 		return st, err
 	}
+	if err := j.holdForTest(ctx, call); err != nil {
+		return executor.Step{}, err
+	}
 	begun := j.Clock.Now()
 	err = j.Create(ctx, job)
 	metrics.StageDuration.WithLabelValues("job_create").Observe(j.Clock.Since(begun).Seconds())

@@ -26,6 +26,8 @@
 //	   session (its Pod started in the warm-up round): create -> terminal phase.
 //	Y  series X under gVisor (its own session).
 //	Z  a bare exec of /tools/echo into a running Pod of the echo spec (session.go).
+//	K  series A's call in a scope whose Jobs wait in the Kueue LocalQueue -queue (queue.go).
+//	V  series W's warm call in that scope (a warm Pod is not admitted: no Job).
 //
 // It prints p50/p95/max of each series and the ratios A/B and A/C; see docs/performance-cluster.md.
 //
@@ -67,13 +69,15 @@ type options struct {
 	gap                          time.Duration
 	timeout                      time.Duration
 	args                         string
+	// queue is series K's and V's Kueue LocalQueue.
+	queue string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 30, "samples of each series")
 	flag.IntVar(&o.warmup, "warmup", 1, "unmeasured rounds first (image and page caches)")
-	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, G series A under gVisor, W warm ToolCall, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace, X session call (its session's Pod running), Y X under gVisor, Z bare exec into a running Pod")
+	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, G series A under gVisor, W warm ToolCall, K series A through the Kueue LocalQueue -queue, V series W in that scope, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace, X session call (its session's Pod running), Y X under gVisor, Z bare exec into a running Pod")
 	flag.DurationVar(&o.gap, "gap", time.Second, "pause after each sample (after its objects' deletion was requested), plus a random 0-1s jitter so that creates do not phase-lock with the kubelet's 1 s PLEG relist")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "per-sample timeout")
 	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (a non-empty object)")
@@ -82,6 +86,7 @@ func main() {
 	flag.IntVar(&o.burstRounds, "burst-rounds", 3, "rounds of -burst")
 	flag.IntVar(&o.concurrent, "concurrent", 0, "after the series: rounds of this many concurrent ReadOnly calls in one session's sandbox Pods (0: none)")
 	flag.IntVar(&o.concurrentRounds, "concurrent-rounds", 3, "rounds of -concurrent")
+	flag.StringVar(&o.queue, "queue", "toolgate", "series K and V: the Kueue LocalQueue (make up's toolgate)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-e2e:", err)

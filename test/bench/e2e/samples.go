@@ -62,7 +62,7 @@ func (b *bench) callIn(ctx context.Context, series, tool, scope, session string)
 	}
 	s.name = tc.Name
 	defer b.del(tc)
-	if series == "W" {
+	if series == "W" || series == "V" {
 		defer func() { b.ranWarmCheck(tc.Name, &s) }() // before the delete (defers run last first)
 	}
 	_, t, note, err := b.rec.wait(ctx, "tc/"+tc.Name+"/terminal")
@@ -162,6 +162,10 @@ func (b *bench) one(series string) sample {
 		return b.pod(ctx, true)
 	case "W":
 		return b.warmSample(ctx)
+	case "K":
+		return b.call(ctx, "K", "echo", queueScope)
+	case "V":
+		return b.queuedWarmSample(ctx)
 	case "G":
 		return b.call(ctx, "G", gvisorTool, "")
 	case "S", "P", "N":
@@ -195,7 +199,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEGWSPNXYZ", r) {
+		if !strings.ContainsRune("ABCDEGKVWSPNXYZ", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -239,7 +243,15 @@ func run(o options) error {
 		defer undo()
 	}
 
-	if strings.Contains(o.series, "W") || o.burst > 0 {
+	if strings.ContainsAny(o.series, "KV") {
+		undo, err := b.createQueueScope(ctx, o.queue)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
+
+	if strings.ContainsAny(o.series, "WV") || o.burst > 0 {
 		undo, err := b.createWarmTool(ctx, int32(o.pool))
 		if err != nil {
 			return err
