@@ -26,9 +26,9 @@ const prestartBound = 30 * time.Second
 // credential to record), so that only the session's first call waits for a Pod: an agent's
 // next call of another tool finds its Pod running. Each Pod is built exactly as that
 // tool's first call would build it (same name, same spec digest); a tool the session never
-// calls costs its Pod until the idle timeout. It runs at the first handover to the Pod this
-// process started for the session's first call (book.deferPrestart), not beside that Pod's
-// start: the first call does not share the node's start-up with the others.
+// calls costs its Pod until the idle timeout. They start beside the first call's Pod: started
+// after it serves, they made the session's next call wait for its Pod (measured: the 19 calls
+// after the first 3.5 s against 2.6 s, the whole session 6.0 s against 5.7 s).
 func (s *Executor) prestart(call *v1alpha1.ToolCall, scope *v1alpha1.ToolScope) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), prestartBound)

@@ -103,9 +103,6 @@ type book struct {
 	mu    sync.Mutex
 	users map[types.UID]map[types.UID]bool
 	since map[types.UID]time.Time
-	// prestarts are the prestarts of Pods this process started, run at the Pod's first
-	// handover (prestart.go).
-	prestarts map[types.UID]func()
 	// stops are the (Pod, call) pairs whose call waits for the Pod to go (stopping.go).
 	stops map[[2]types.UID]bool
 }
@@ -128,25 +125,6 @@ func (b *book) unwatchStop(pod, call types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.stops, [2]types.UID{pod, call})
-}
-
-// deferPrestart keeps start for the first handover to pod.
-func (b *book) deferPrestart(pod types.UID, start func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.prestarts == nil {
-		b.prestarts = map[types.UID]func(){}
-	}
-	b.prestarts[pod] = start
-}
-
-// takePrestart is the prestart kept for pod, once (nil: none).
-func (b *book) takePrestart(pod types.UID) func() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	start := b.prestarts[pod]
-	delete(b.prestarts, pod)
-	return start
 }
 
 func (b *book) busy(pod, call types.UID) {
@@ -175,7 +153,6 @@ func (b *book) forget(pod types.UID) {
 	defer b.mu.Unlock()
 	delete(b.users, pod)
 	delete(b.since, pod)
-	delete(b.prestarts, pod)
 }
 
 func (b *book) inUse(pod types.UID) bool {

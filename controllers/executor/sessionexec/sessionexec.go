@@ -199,10 +199,7 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		s.event(call, "SessionPodStarted", "Start", "started session Pod "+pod.Name)
 		metrics.SessionPods.WithLabelValues(call.Namespace, "started").Inc()
 		logger(ctx).Info("started a session Pod", "pod", pod.Name)
-		// The session's other Pods start once this one serves: its call does not share the
-		// node's start-up with them.
-		first, sc := call.DeepCopy(), scope.DeepCopy()
-		s.book.deferPrestart(pod.UID, func() { s.prestart(first, sc) })
+		s.prestart(call, scope)
 		return executor.Step{Requeue: startPoll}, nil
 	case pod.Status.PodIP == "" || !signerRunning(pod):
 		if reason, detail, ended := s.Features.ClassifyPod(pod); ended {
@@ -222,9 +219,6 @@ func (s *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 		return executor.Internal("the call could not be handed over: " + err.Error()), nil
 	}
 	deadline := s.AttemptDeadline(call)
-	if start := s.book.takePrestart(pod.UID); start != nil {
-		start()
-	}
 	s.book.busy(pod.UID, call.UID)
 	s.runs.start(call, pod, func() (Reply, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)
