@@ -44,6 +44,8 @@ func report(res map[string][]sample, series []string, loadBefore, loadAfter stri
 		"E": "bare Pod + toolgate's 2 emptyDirs: -> terminated",
 		"W": "ToolCall echo, warm pool: create -> terminal phase",
 		"G": "ToolCall echo under gVisor (RuntimeClass gvisor): -> terminal",
+		"X": "session call, the session's Pod running: -> terminal",
+		"Q": "a pooled tool's session's first call (claim): -> terminal",
 	}
 	st := map[string]stats{}
 	fmt.Printf("\n%-3s %-58s %5s %8s %8s %8s\n", "", "series", "ok", "p50", "p95", "max")

@@ -65,6 +65,9 @@ func (b *bench) callIn(ctx context.Context, series, tool, scope, session string)
 	if series == "W" {
 		defer func() { b.ranWarmCheck(tc.Name, &s) }() // before the delete (defers run last first)
 	}
+	if series == "Q" {
+		defer func() { b.claimedCheck(tc.Name, &s) }()
+	}
 	_, t, note, err := b.rec.wait(ctx, "tc/"+tc.Name+"/terminal")
 	if err != nil {
 		s.err = fmt.Errorf("ToolCall %s: no terminal phase: %w", tc.Name, err)
@@ -170,6 +173,8 @@ func (b *bench) one(series string) sample {
 		return b.sessionSample(ctx, series)
 	case "Z":
 		return b.execSample(ctx)
+	case "Q":
+		return b.sessionPoolSample(ctx)
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -195,7 +200,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEGWSPNXYZ", r) {
+		if !strings.ContainsRune("ABCDEGWSPNXYZQ", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -231,8 +236,16 @@ func run(o options) error {
 		defer undo()
 	}
 
-	if strings.ContainsAny(o.series, "XYZ") || o.concurrent > 0 {
+	if strings.ContainsAny(o.series, "XYZQ") || o.concurrent > 0 {
 		undo, err := b.createSessionTools(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
+
+	if strings.Contains(o.series, "Q") {
+		undo, err := b.createSessionPoolTool(ctx, int32(o.pool))
 		if err != nil {
 			return err
 		}
@@ -303,6 +316,7 @@ func run(o options) error {
 	reportWarm(res, burst, burstFails, o.burst)
 	reportWorkspace(res)
 	reportSession(res, conc, concFails, o.concurrent, b.rec.counted())
+	reportSessionPool(res)
 	if nfail > 0 {
 		return failed{nfail}
 	}
