@@ -42,19 +42,7 @@ func pooledSessionTool(ctx context.Context, scope, name string, size int32) {
 // (pool Pods carrying the session CA) and returns them.
 func readySessionPool(ctx context.Context, tool string, n int) []corev1.Pod {
 	GinkgoHelper()
-	var ready []corev1.Pod
-	Eventually(func(g Gomega) {
-		var pods corev1.PodList
-		g.Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{poolLabel: tool})).To(Succeed())
-		ready = ready[:0]
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) && !warmPod(&p) {
-				ready = append(ready, p)
-			}
-		}
-		g.Expect(ready).To(HaveLen(n))
-	}).WithContext(ctx).WithTimeout(sessionPoolTimeout).WithPolling(poll).Should(Succeed())
-	return ready
+	return readyPoolPods(ctx, tool, n, func(p *corev1.Pod) bool { return !warmPod(p) }, sessionPoolTimeout)
 }
 
 func podUIDs(pods []corev1.Pod) []types.UID {

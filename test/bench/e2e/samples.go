@@ -245,7 +245,7 @@ func run(o options) error {
 	}
 
 	if strings.Contains(o.series, "Q") {
-		undo, err := b.createSessionPoolTool(ctx, int32(o.pool))
+		undo, err := b.createPooledEcho(ctx, sxPooled, sxScope, int32(o.pool))
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	toolgatev1alpha1 "github.com/toolgate/toolgate/api/v1alpha1"
-	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
 // Series Q: a pooled tool's session's first call — the example echo Tool copied into the
@@ -33,52 +32,10 @@ var sessionPool struct {
 	misses int
 }
 
-// createSessionPoolTool makes sxPooled in sxScope (made by createSessionTools) with a pool
-// of size.
-func (b *bench) createSessionPoolTool(ctx context.Context, size int32) (func(), error) {
-	var src toolgatev1alpha1.Tool
-	if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, &src); err != nil {
-		return nil, fmt.Errorf("example echo Tool: %w", err)
-	}
-	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: sxPooled, Namespace: ns, Labels: b.labels()}}
-	t.Spec = *src.Spec.DeepCopy()
-	t.Spec.Name, t.Spec.Scope = "", sxScope
-	t.Spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: size}
-	_ = client.IgnoreNotFound(b.admin.Delete(ctx, t))
-	time.Sleep(500 * time.Millisecond)
-	if err := b.admin.Create(ctx, t); err != nil {
-		return nil, fmt.Errorf("create Tool %s: %w", sxPooled, err)
-	}
-	if err := waitRegistered(ctx, b.admin, sxPooled); err != nil {
-		return nil, err
-	}
-	return func() { b.del(t) }, nil
-}
-
-// waitSessionPool waits until a session pool Pod of sxPooled (one carrying the session CA)
-// is Ready and unclaimed.
-func (b *bench) waitSessionPool(ctx context.Context, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		var pods corev1.PodList
-		if err := b.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{poolLabel: sxPooled}); err == nil {
-			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && p.Annotations[podcontract.AnnotationSessionCA] != "" && podIsReady(&p) {
-					return nil
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pool %s: no session pool Pod Ready after %s", sxPooled, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // sessionPoolSample is one Q sample: a Ready session pool Pod first (unmeasured), then a
 // new session's first call.
 func (b *bench) sessionPoolSample(ctx context.Context) sample {
-	if err := b.waitSessionPool(ctx, 60*time.Second); err != nil {
+	if err := b.waitPoolOf(ctx, sxPooled, true, 1, 60*time.Second); err != nil {
 		return sample{series: "Q", err: err}
 	}
 	sessionPool.mu.Lock()
