@@ -47,18 +47,26 @@ func warmPod(p *corev1.Pod) bool { return p.Annotations[podcontract.AnnotationSe
 // waitPool waits until the Tool's pool holds n Ready, unclaimed warm Pods.
 func waitPool(ctx context.Context, tool string, n int) {
 	GinkgoHelper()
+	readyPoolPods(ctx, tool, n, warmPod, time.Minute)
+}
+
+// readyPoolPods waits until the Tool's pool holds n Ready, unclaimed Pods that kind picks
+// (warmPod, or a session pool Pod) and returns them.
+func readyPoolPods(ctx context.Context, tool string, n int, kind func(*corev1.Pod) bool, timeout time.Duration) []corev1.Pod {
+	GinkgoHelper()
 	var ready []corev1.Pod
 	Eventually(func(g Gomega) {
 		var pods corev1.PodList
 		g.Expect(admin.List(ctx, &pods, client.InNamespace(demoNS), client.MatchingLabels{poolLabel: tool})).To(Succeed())
 		ready = ready[:0]
 		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && podReady(&p) && warmPod(&p) {
+			if p.DeletionTimestamp == nil && podReady(&p) && kind(&p) {
 				ready = append(ready, p)
 			}
 		}
 		g.Expect(ready).To(HaveLen(n))
-	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(poll).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	return ready
 }
 
 // warmCall makes one call and waits for it; it must have run warm.

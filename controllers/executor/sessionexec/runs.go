@@ -6,24 +6,26 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/executor"
 )
 
-// runs tracks the handovers this process runs, by call uid (memory only).
+// runs tracks the handovers this process runs, by call uid (memory only): each runs aside
+// once (executor.Aside), noted with its Pod; began holds the calls whose handover began.
 type runs struct {
-	mu     sync.Mutex
-	runs   map[types.UID]*run
-	began  map[types.UID]bool
-	events chan ctrlevent.GenericEvent
+	*executor.Aside[Reply, runNote]
+	mu    sync.Mutex
+	began map[types.UID]bool
 }
 
-type run struct {
+// run is one call's handover, its reply and its note.
+type run = executor.AsideRun[Reply, runNote]
+
+// runNote is what a run notes besides its reply: the Pod it was handed to, and whether
+// that Pod is replaced once the call is released.
+type runNote struct {
 	pod     types.UID
-	done    bool
-	reply   Reply
-	err     error
 	replace bool
 }
 
@@ -42,59 +44,21 @@ func (r *runs) begun(uid types.UID) bool {
 	return r.began[uid]
 }
 
-func (r *runs) get(uid types.UID) (run, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if x, ok := r.runs[uid]; ok {
-		return *x, true
-	}
-	return run{}, false
-}
-
 func (r *runs) decide(uid types.UID, replace bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if x, ok := r.runs[uid]; ok {
-		x.replace = replace
-	}
-}
-
-func (r *runs) forget(uid types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.runs, uid)
+	r.Note(uid, false, func(n *runNote) { n.replace = replace })
 }
 
 // done forgets the call's attempt altogether once its outcome is written.
 func (r *runs) done(uid types.UID) {
+	r.Forget(uid)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.runs, uid)
 	delete(r.began, uid)
 }
 
-// start runs fn aside once per call uid; its end wakes the call's reconcile.
+// start runs fn aside once per call uid, noted with pod; its end wakes the call's reconcile.
 func (r *runs) start(call *v1alpha1.ToolCall, pod *corev1.Pod, fn func() (Reply, error)) {
-	r.mu.Lock()
-	if r.runs == nil {
-		r.runs = map[types.UID]*run{}
-	}
-	if _, running := r.runs[call.UID]; running {
-		r.mu.Unlock()
-		return
-	}
-	x := &run{pod: pod.UID}
-	r.runs[call.UID] = x
-	r.mu.Unlock()
-	wake := &v1alpha1.ToolCall{}
-	wake.Namespace, wake.Name = call.Namespace, call.Name
-	go func() {
-		reply, err := fn()
-		r.mu.Lock()
-		x.done, x.reply, x.err = true, reply, err
-		r.mu.Unlock()
-		r.events <- ctrlevent.GenericEvent{Object: wake}
-	}()
+	r.Start(call, runNote{pod: pod.UID}, fn)
 }
 
 // book is what this process knows of its session Pods: which call uses each, and since

@@ -61,7 +61,7 @@ func New(env execenv.Env, transport Transport) (*Executor, error) {
 		transport = NewTLSTransport(auth.clientConfig)
 	}
 	return &Executor{Env: env, transport: transport, auth: auth,
-		runs: runs{events: make(chan ctrlevent.GenericEvent, 1024)}}, nil
+		runs: runs{Aside: executor.NewAside[Reply, runNote]()}}, nil
 }
 
 // Path is v1alpha1.PathSession.
@@ -72,7 +72,7 @@ func (s *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathSession }
 func (s *Executor) Supports() executor.FeatureSet { return feature.Names }
 
 // Wakeups are the events of session calls whose reply arrived (executor.WakeSource).
-func (s *Executor) Wakeups() chan ctrlevent.GenericEvent { return s.runs.events }
+func (s *Executor) Wakeups() chan ctrlevent.GenericEvent { return s.runs.Wakeups() }
 
 func logger(ctx context.Context) logr.Logger { return ctrl.LoggerFrom(ctx) }
 
@@ -259,7 +259,7 @@ func (s *Executor) event(call *v1alpha1.ToolCall, reason, action, note string) {
 // replaced; it is never handed over twice.
 func (s *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (executor.Step, error) {
 	a := executor.Current(call)
-	run, inFlight := s.runs.get(call.UID)
+	run, inFlight := s.runs.Get(call.UID)
 	if !inFlight {
 		if s.runs.begun(call.UID) {
 			return s.Start(ctx, call)
@@ -270,7 +270,7 @@ func (s *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 		return s.ended(call, o, run, true), nil
 	}
 	past := !s.Clock.Now().Before(s.AttemptDeadline(call))
-	if !run.done {
+	if !run.Done {
 		if past {
 			o := pipeline.Outcome{Attempt: int(a.Attempt), Started: true, TerminationReason: pipeline.TerminationDeadlineExceeded,
 				Detail: "operator: no reply from session Pod " + a.PodName + " by the attempt's deadline"}
@@ -278,11 +278,11 @@ func (s *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 		}
 		return executor.Step{Requeue: s.AttemptDeadline(call).Sub(s.Clock.Now())}, nil
 	}
-	if run.err != nil && run.reply.HandedOver.IsZero() && !past {
+	if run.Err != nil && run.Result.HandedOver.IsZero() && !past {
 		// Nothing was handed over (the Pod did not listen, the connection broke first): try
 		// again through the controller's rate limiter; the runner read no whole line.
-		s.runs.forget(call.UID)
-		return executor.Step{}, fmt.Errorf("handing the call to session Pod %s: %w", a.PodName, run.err)
+		s.runs.Forget(call.UID)
+		return executor.Step{}, fmt.Errorf("handing the call to session Pod %s: %w", a.PodName, run.Err)
 	}
 	o, replace := s.replyOutcome(ctx, call, run)
 	return s.ended(call, o, run, replace), nil
@@ -292,23 +292,23 @@ func (s *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 // attempt and arguments is the call's report; anything else (no reply, an unsigned or
 // foreign frame, a broken connection) vouches for no run and the Pod is replaced.
 func (s *Executor) replyOutcome(ctx context.Context, call *v1alpha1.ToolCall, run run) (pipeline.Outcome, bool) {
-	base := pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: !run.reply.HandedOver.IsZero()}
-	if run.err != nil {
+	base := pipeline.Outcome{Attempt: int(executor.CurrentAttempt(call)), Started: !run.Result.HandedOver.IsZero()}
+	if run.Err != nil {
 		base.TerminationReason = pipeline.TerminationPodDeleted
 		if !s.Clock.Now().Before(s.AttemptDeadline(call)) {
 			base.TerminationReason = pipeline.TerminationDeadlineExceeded
 		}
-		base.Detail = "operator: the session Pod's connection failed during the call: " + run.err.Error()
+		base.Detail = "operator: the session Pod's connection failed during the call: " + run.Err.Error()
 		return base, true
 	}
-	msg, ok := frame.LastResultLine(run.reply.Bytes)
+	msg, ok := frame.LastResultLine(run.Result.Bytes)
 	if !ok {
 		base.Unreadable = "the session Pod's reply holds no result line"
 		return base, true
 	}
 	f, dec, needLog, err := s.Trust(call).Termination(ctx, msg)
 	if err == nil && needLog {
-		f, err = dec.DecodeLog(run.reply.Bytes, f)
+		f, err = dec.DecodeLog(run.Result.Bytes, f)
 	}
 	if err != nil {
 		base.Unreadable = "the session Pod's reply does not verify: " + err.Error()
@@ -327,8 +327,8 @@ func (s *Executor) replyOutcome(ctx context.Context, call *v1alpha1.ToolCall, ru
 // at release.
 func (s *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, run run, replace bool) executor.Step {
 	a := executor.Current(call)
-	if !run.reply.HandedOver.IsZero() && a.HandoverTime == nil {
-		a.HandoverTime = &metav1.Time{Time: run.reply.HandedOver}
+	if !run.Result.HandedOver.IsZero() && a.HandoverTime == nil {
+		a.HandoverTime = &metav1.Time{Time: run.Result.HandedOver}
 	}
 	s.runs.decide(call.UID, replace)
 	if replace && o.Report == nil {
@@ -342,13 +342,13 @@ func (s *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, run run, r
 // Release keeps the session's Pod for the next call, idle from now; a Pod the attempt
 // found misbehaving is deleted (the next call starts a fresh one).
 func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
-	run, _ := s.runs.get(call.UID)
+	run, _ := s.runs.Get(call.UID)
 	s.runs.done(call.UID)
-	if run.pod == "" {
+	if run.Note.pod == "" {
 		return
 	}
-	s.book.idle(run.pod, call.UID, s.Clock.Now())
-	if run.replace {
+	s.book.idle(run.Note.pod, call.UID, s.Clock.Now())
+	if run.Note.replace {
 		s.deleteByName(ctx, call.Namespace, ended.PodName, "its last call found it misbehaving")
 		metrics.SessionPods.WithLabelValues(call.Namespace, "replaced").Inc()
 		s.event(call, "SessionPodReplaced", "Replace", "session Pod "+ended.PodName+" deleted after this call; the next call starts a fresh one")
@@ -361,7 +361,7 @@ func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v
 // ends (Tidy).
 func (s *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	name := executor.Current(call).PodName
-	if _, inFlight := s.runs.get(call.UID); !inFlight {
+	if _, inFlight := s.runs.Get(call.UID); !inFlight {
 		return "", nil // nothing was handed over by this process
 	}
 	s.deleteByName(ctx, call.Namespace, name, "its call was cancelled")

@@ -65,6 +65,6 @@ func (s *Executor) wakeWhenGone(call *v1alpha1.ToolCall, pod *corev1.Pod) {
 			case <-time.After(stopPoll):
 			}
 		}
-		s.runs.events <- ctrlevent.GenericEvent{Object: wake}
+		s.runs.Wakeups() <- ctrlevent.GenericEvent{Object: wake}
 	}()
 }

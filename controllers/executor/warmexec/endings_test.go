@@ -184,13 +184,20 @@ func TestWarmExecutorEndings(t *testing.T) {
 			w.objs = append(w.objs, pod)
 			x := New(w.env(t), stubAttach{})
 			// The stream of this process ended without a result line (the body was killed).
-			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true, stream: WarmStream{HandedOver: w.clock.Now()}}}
+			ranStream(x, w.call, WarmStream{HandedOver: w.clock.Now()})
 			st, err := x.Observe(context.Background(), w.call)
 			if got := endedAs(t, st, err); got != e.want {
 				t.Errorf("ended %q, want %q", got, e.want)
 			}
 		})
 	}
+}
+
+// ranStream has x run the call's handover, its stream ended as stream, and waits for its
+// end.
+func ranStream(x *Executor, call *v1alpha1.ToolCall, stream WarmStream) {
+	x.runs.Start(call, "", func() (WarmStream, error) { return stream, nil })
+	<-x.Wakeups()
 }
 
 // A warm attempt's outcome comes from the attach stream's result line as soon as the body
@@ -226,8 +233,7 @@ func TestWarmExecutorStream(t *testing.T) {
 			if tc.line != "" {
 				tail = append(tail, frame.ResultLine([]byte(tc.line))...)
 			}
-			x.runs.runs = map[types.UID]*warmRun{w.call.UID: {done: true,
-				stream: WarmStream{HandedOver: w.clock.Now(), StdoutTail: tail}}}
+			ranStream(x, w.call, WarmStream{HandedOver: w.clock.Now(), StdoutTail: tail})
 			st, err := x.Observe(context.Background(), w.call)
 			if got := endedAs(t, st, err); got != tc.want {
 				t.Errorf("ended %q, want %q", got, tc.want)

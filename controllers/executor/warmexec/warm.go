@@ -5,7 +5,6 @@ package warmexec
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,79 +51,10 @@ type StreamTimings struct {
 // of the largest termination message (base64), with room to spare.
 const warmStdoutTail = 16 << 10
 
-// warmRuns tracks the handovers this process runs, by call uid (memory only: a new leader
-// attaches again, and the runner takes one Handover only).
-type warmRuns struct {
-	mu     sync.Mutex
-	runs   map[types.UID]*warmRun
-	events chan ctrlevent.GenericEvent
-}
-
-type warmRun struct {
-	done   bool
-	stream WarmStream
-	err    error
-	// source is where the attempt's outcome was read (sourceStream, sourcePod).
-	source string
-}
-
-// decided notes where the call's outcome was read, for release's figures (an entry of its
-// own when this process ran no stream: a restart).
-func (w *warmRuns) decided(uid types.UID, source string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.runs == nil {
-		w.runs = map[types.UID]*warmRun{}
-	}
-	run, ok := w.runs[uid]
-	if !ok {
-		run = &warmRun{}
-		w.runs[uid] = run
-	}
-	run.source = source
-}
-
-func (w *warmRuns) get(uid types.UID) (warmRun, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	run, ok := w.runs[uid]
-	if !ok {
-		return warmRun{}, false
-	}
-	return *run, true
-}
-
-func (w *warmRuns) forget(uid types.UID) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.runs, uid)
-}
-
-// start runs fn aside once per call uid; its end wakes the call's reconcile.
-func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error)) {
-	w.mu.Lock()
-	if w.runs == nil {
-		w.runs = map[types.UID]*warmRun{}
-	}
-	if _, running := w.runs[call.UID]; running {
-		w.mu.Unlock()
-		return
-	}
-	run := &warmRun{}
-	w.runs[call.UID] = run
-	w.mu.Unlock()
-	wake := &v1alpha1.ToolCall{}
-	wake.Namespace, wake.Name = call.Namespace, call.Name
-	go func() {
-		stream, err := fn()
-		w.mu.Lock()
-		run.done, run.stream, run.err = true, stream, err
-		w.mu.Unlock()
-		if w.events != nil {
-			w.events <- ctrlevent.GenericEvent{Object: wake}
-		}
-	}()
-}
+// warmRun is one warm attempt's handover (executor.Aside: memory only, so a new leader
+// attaches again, and the runner takes one Handover only): its stream, and where the
+// attempt's outcome was read (Note: sourceStream, sourcePod).
+type warmRun = executor.AsideRun[WarmStream, string]
 
 // Executor runs an attempt in a Ready Pod of its tool's warm pool (the pool reconciler,
 // the warmpool package keeps the pools): the claim takes a Pod of exactly the call's admitted
@@ -134,13 +64,12 @@ func (w *warmRuns) start(call *v1alpha1.ToolCall, fn func() (WarmStream, error))
 type Executor struct {
 	execenv.Env
 	attach WarmExecutor
-	runs   warmRuns
+	runs   *executor.Aside[WarmStream, string]
 }
 
 // New is the warm executor of env, handing Pods their arguments with attach.
 func New(env execenv.Env, attach WarmExecutor) *Executor {
-	return &Executor{Env: env, attach: attach,
-		runs: warmRuns{events: make(chan ctrlevent.GenericEvent, 1024)}}
+	return &Executor{Env: env, attach: attach, runs: executor.NewAside[WarmStream, string]()}
 }
 
 // Path is v1alpha1.PathWarm.
@@ -150,7 +79,7 @@ func (w *Executor) Path() v1alpha1.ExecutionPath { return v1alpha1.PathWarm }
 func (w *Executor) Supports() executor.FeatureSet { return warmpool.Supports }
 
 // Wakeups are the events of attach streams that ended (executor.WakeSource).
-func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.events }
+func (w *Executor) Wakeups() chan ctrlevent.GenericEvent { return w.runs.Wakeups() }
 
 // Start hands the warm attempt's Pod its arguments: the namespace's isolation is checked
 // first, exactly as before a Job is created, then the Handover runs aside and the call
@@ -182,7 +111,7 @@ func (w *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 	}
 	deadline := w.AttemptDeadline(call)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
-	w.runs.start(call, func() (WarmStream, error) {
+	w.runs.Start(call, "", func() (WarmStream, error) {
 		hctx, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
 		return w.attach.Handover(hctx, key, line)

@@ -37,21 +37,21 @@ func (w *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 	if err != nil {
 		return executor.Step{}, err
 	}
-	run, inFlight := w.runs.get(call.UID)
-	if inFlight && run.done && pod != nil {
+	run, inFlight := w.runs.Get(call.UID)
+	if inFlight && run.Done && pod != nil {
 		if o, ok := w.streamOutcome(ctx, call, run); ok {
 			return w.ended(call, o, sourceStream), nil
 		}
 	}
-	if inFlight && run.done && run.err != nil && run.stream.HandedOver.IsZero() && pod != nil && !jobexec.PodEnded(pod) {
+	if inFlight && run.Done && run.Err != nil && run.Result.HandedOver.IsZero() && pod != nil && !jobexec.PodEnded(pod) {
 		// The attach failed before the whole Handover was written: try again, through the
 		// controller's rate limiter (the runner takes one whole line only, never two).
-		w.runs.forget(call.UID)
-		return executor.Step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.err)
+		w.runs.Forget(call.UID)
+		return executor.Step{}, fmt.Errorf("handing the arguments to warm Pod %s: %w", pod.Name, run.Err)
 	}
 	now := w.Clock.Now()
 	past := !now.Before(w.AttemptDeadline(call))
-	if inFlight && !run.done && !past && pod != nil && jobexec.PodEnded(pod) {
+	if inFlight && !run.Done && !past && pod != nil && jobexec.PodEnded(pod) {
 		// The container ended, so its attach stream is ending too, and its end wakes the call
 		// (warmRuns.start): wait for it, so that the outcome is read with the stream's result
 		// line, handover time and figures, whichever event came first.
@@ -84,11 +84,11 @@ func (w *Executor) Observe(ctx context.Context, call *v1alpha1.ToolCall) (execut
 func (w *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, source string) executor.Step {
 	// Read the run again: its stream may have ended since observe looked (the Pod's end can
 	// reach the informer before the attach goroutine records the stream's).
-	if run, _ := w.runs.get(call.UID); run.done && !run.stream.HandedOver.IsZero() && executor.Current(call).HandoverTime == nil {
+	if run, _ := w.runs.Get(call.UID); run.Done && !run.Result.HandedOver.IsZero() && executor.Current(call).HandoverTime == nil {
 		a := executor.Current(call)
-		a.HandoverTime = &metav1.Time{Time: run.stream.HandedOver}
+		a.HandoverTime = &metav1.Time{Time: run.Result.HandedOver}
 	}
-	w.runs.decided(call.UID, source)
+	w.runs.Note(call.UID, true, func(n *string) { *n = source })
 	return executor.Step{Outcome: &o}
 }
 
@@ -122,7 +122,7 @@ func (w *Executor) warmPod(ctx context.Context, call *v1alpha1.ToolCall, name st
 // signal (the kubelet's deadline, an OOM kill) waits for the kubelet's account, which
 // names the reason; a pointer frame is read from the Pod log as usual.
 func (w *Executor) streamOutcome(ctx context.Context, call *v1alpha1.ToolCall, run warmRun) (pipeline.Outcome, bool) {
-	msg, ok := frame.LastResultLine(run.stream.StdoutTail)
+	msg, ok := frame.LastResultLine(run.Result.StdoutTail)
 	if !ok {
 		return pipeline.Outcome{}, false
 	}
@@ -143,9 +143,9 @@ func (w *Executor) frameReader(call *v1alpha1.ToolCall, pod *corev1.Pod) frametr
 // Release deletes the attempt's Pod once its outcome is written (one call per Pod, never
 // reused) and reports how the attempt spent its time.
 func (w *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
-	run, _ := w.runs.get(call.UID)
-	recordWarmRun(ctx, run, run.source)
-	w.runs.forget(call.UID)
+	run, _ := w.runs.Get(call.UID)
+	recordWarmRun(ctx, run, run.Note)
+	w.runs.Forget(call.UID)
 	pod := &corev1.Pod{}
 	if err := w.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: ended.PodName}, pod); err != nil {
 		return // not in the cache: gone already, or tidy finds it on a later pass
@@ -160,7 +160,7 @@ func (w *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v
 // one the cache has not seen yet is read from the API server.
 func (w *Executor) Stop(ctx context.Context, call *v1alpha1.ToolCall) (string, error) {
 	name := executor.Current(call).PodName
-	w.runs.forget(call.UID)
+	w.runs.Forget(call.UID)
 	key := types.NamespacedName{Namespace: call.Namespace, Name: name}
 	pod := &corev1.Pod{}
 	err := w.Get(ctx, key, pod)

@@ -19,8 +19,8 @@ const (
 // (metrics and one log line): the figures that say what sets the warm path's latency.
 func recordWarmRun(ctx context.Context, run warmRun, source string) {
 	metrics.WarmOutcomeSource.WithLabelValues(source).Inc()
-	t := run.stream.Timings
-	if !run.done || t.Started.IsZero() {
+	t := run.Result.Timings
+	if !run.Done || t.Started.IsZero() {
 		return // no stream in this process (a restart), or an executor that does not measure
 	}
 	decided := time.Now()
@@ -29,7 +29,7 @@ func recordWarmRun(ctx context.Context, run warmRun, source string) {
 		from, to time.Time
 	}{
 		{"connect", t.Started, t.Connected},
-		{"run", run.stream.HandedOver, t.FirstOutput},
+		{"run", run.Result.HandedOver, t.FirstOutput},
 		{"close", t.FirstOutput, t.Ended},
 		{"decide", t.Ended, decided},
 	}

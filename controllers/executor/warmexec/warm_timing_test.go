@@ -28,7 +28,7 @@ func sampleCount(t *testing.T, stage string) uint64 {
 
 func TestRecordWarmRunStages(t *testing.T) {
 	t0 := time.Now().Add(-time.Second)
-	run := warmRun{done: true, stream: WarmStream{
+	run := warmRun{Done: true, Result: WarmStream{
 		HandedOver: t0.Add(30 * time.Millisecond),
 		Timings: StreamTimings{Started: t0, Connected: t0.Add(20 * time.Millisecond),
 			FirstOutput: t0.Add(50 * time.Millisecond), Ended: t0.Add(60 * time.Millisecond)},

@@ -28,6 +28,9 @@
 //	Z  a bare exec of /tools/echo into a running Pod of the echo spec (session.go).
 //	K  series A's call in a scope whose Jobs wait in the Kueue LocalQueue -queue (queue.go).
 //	V  series W's warm call in that scope (a warm Pod is not admitted: no Job).
+//	Q  a pooled tool's session's first call: the echo copy in X's scope with spec.warmPool
+//	   (-pool), each sample a new session that claims a session pool Pod, a Ready one waited
+//	   for first (unmeasured); the claimed Pod deleted after (sessionpool.go). Against X.
 //
 // It prints p50/p95/max of each series and the ratios A/B and A/C; see docs/performance-cluster.md.
 //
@@ -77,11 +80,11 @@ func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 30, "samples of each series")
 	flag.IntVar(&o.warmup, "warmup", 1, "unmeasured rounds first (image and page caches)")
-	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, G series A under gVisor, W warm ToolCall, K series A through the Kueue LocalQueue -queue, V series W in that scope, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace, X session call (its session's Pod running), Y X under gVisor, Z bare exec into a running Pod")
+	flag.StringVar(&o.series, "series", "ABCD", "series to run, interleaved: A ToolCall, B bare Job, C bare Pod, D ToolCall with the runner init container, E bare Pod with toolgate's two emptyDir volumes, G series A under gVisor, W warm ToolCall, K series A through the Kueue LocalQueue -queue, V series W in that scope, S workspace ToolCall (claim bound), P workspace ToolCall of a new session (claim provisioned), N the same Tool without workspace, X session call (its session's Pod running), Y X under gVisor, Z bare exec into a running Pod, Q a pooled tool's session's first call (a session pool Pod claimed)")
 	flag.DurationVar(&o.gap, "gap", time.Second, "pause after each sample (after its objects' deletion was requested), plus a random 0-1s jitter so that creates do not phase-lock with the kubelet's 1 s PLEG relist")
 	flag.DurationVar(&o.timeout, "timeout", 90*time.Second, "per-sample timeout")
 	flag.StringVar(&o.args, "args", `{"message":"hi"}`, "the echo calls' arguments (a non-empty object)")
-	flag.IntVar(&o.pool, "pool", 2, "series W: the warm pool's size")
+	flag.IntVar(&o.pool, "pool", 2, "series W and Q: the warm pool's size")
 	flag.IntVar(&o.burst, "burst", 0, "after the series: rounds of this many concurrent warm calls, the pool resized to it (0: none)")
 	flag.IntVar(&o.burstRounds, "burst-rounds", 3, "rounds of -burst")
 	flag.IntVar(&o.concurrent, "concurrent", 0, "after the series: rounds of this many concurrent ReadOnly calls in one session's sandbox Pods (0: none)")

@@ -46,6 +46,8 @@ func report(res map[string][]sample, series []string, loadBefore, loadAfter stri
 		"G": "ToolCall echo under gVisor (RuntimeClass gvisor): -> terminal",
 		"K": "ToolCall echo through Kueue LocalQueue: -> terminal phase",
 		"V": "ToolCall echo, warm pool, scope with a queue: -> terminal",
+		"X": "session call, the session's Pod running: -> terminal",
+		"Q": "a pooled tool's session's first call (claim): -> terminal",
 	}
 	st := map[string]stats{}
 	fmt.Printf("\n%-3s %-58s %5s %8s %8s %8s\n", "", "series", "ok", "p50", "p95", "max")

@@ -65,6 +65,9 @@ func (b *bench) callIn(ctx context.Context, series, tool, scope, session string)
 	if series == "W" || series == "V" {
 		defer func() { b.ranWarmCheck(tc.Name, &s) }() // before the delete (defers run last first)
 	}
+	if series == "Q" {
+		defer func() { b.claimedCheck(tc.Name, &s) }()
+	}
 	_, t, note, err := b.rec.wait(ctx, "tc/"+tc.Name+"/terminal")
 	if err != nil {
 		s.err = fmt.Errorf("ToolCall %s: no terminal phase: %w", tc.Name, err)
@@ -174,6 +177,8 @@ func (b *bench) one(series string) sample {
 		return b.sessionSample(ctx, series)
 	case "Z":
 		return b.execSample(ctx)
+	case "Q":
+		return b.sessionPoolSample(ctx)
 	default:
 		return b.call(ctx, "D", initTool, "")
 	}
@@ -199,7 +204,7 @@ func run(o options) error {
 
 	var series []string
 	for _, r := range o.series {
-		if !strings.ContainsRune("ABCDEGKVWSPNXYZ", r) {
+		if !strings.ContainsRune("ABCDEGKVWSPNXYZQ", r) {
 			return fmt.Errorf("-series: unknown series %q", r)
 		}
 		series = append(series, string(r))
@@ -235,7 +240,7 @@ func run(o options) error {
 		defer undo()
 	}
 
-	if strings.ContainsAny(o.series, "XYZ") || o.concurrent > 0 {
+	if strings.ContainsAny(o.series, "XYZQ") || o.concurrent > 0 {
 		undo, err := b.createSessionTools(ctx)
 		if err != nil {
 			return err
@@ -245,6 +250,14 @@ func run(o options) error {
 
 	if strings.ContainsAny(o.series, "KV") {
 		undo, err := b.createQueueScope(ctx, o.queue)
+		if err != nil {
+			return err
+		}
+		defer undo()
+	}
+
+	if strings.Contains(o.series, "Q") {
+		undo, err := b.createPooledEcho(ctx, sxPooled, sxScope, int32(o.pool))
 		if err != nil {
 			return err
 		}
@@ -315,6 +328,7 @@ func run(o options) error {
 	reportWarm(res, burst, burstFails, o.burst)
 	reportWorkspace(res)
 	reportSession(res, conc, concFails, o.concurrent, b.rec.counted())
+	reportSessionPool(res)
 	if nfail > 0 {
 		return failed{nfail}
 	}

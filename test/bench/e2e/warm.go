@@ -62,20 +62,26 @@ func poolPodEvent(p *corev1.Pod, now time.Time) {
 
 // createWarmTool makes warmTool from the example echo Tool with a pool of size.
 func (b *bench) createWarmTool(ctx context.Context, size int32) (func(), error) {
+	return b.createPooledEcho(ctx, warmTool, "", size)
+}
+
+// createPooledEcho makes name, the example echo Tool copied into scope ("": the namespace
+// layer) with a pool of size, and returns its removal.
+func (b *bench) createPooledEcho(ctx context.Context, name, scope string, size int32) (func(), error) {
 	var src toolgatev1alpha1.Tool
 	if err := b.admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "echo"}, &src); err != nil {
 		return nil, fmt.Errorf("example echo Tool: %w", err)
 	}
-	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: warmTool, Namespace: ns, Labels: b.labels()}}
+	t := &toolgatev1alpha1.Tool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: b.labels()}}
 	t.Spec.ToolSpec = *src.Spec.ToolSpec.DeepCopy()
-	t.Spec.Name = ""
+	t.Spec.Name, t.Spec.Scope = "", scope
 	t.Spec.WarmPool = &toolgatev1alpha1.WarmPool{Size: size}
 	_ = client.IgnoreNotFound(b.admin.Delete(ctx, t))
 	time.Sleep(500 * time.Millisecond)
 	if err := b.admin.Create(ctx, t); err != nil {
-		return nil, fmt.Errorf("create Tool %s: %w", warmTool, err)
+		return nil, fmt.Errorf("create Tool %s: %w", name, err)
 	}
-	if err := waitRegistered(ctx, b.admin, warmTool); err != nil {
+	if err := waitRegistered(ctx, b.admin, name); err != nil {
 		return nil, err
 	}
 	return func() { b.del(t) }, nil
@@ -94,15 +100,22 @@ func (b *bench) resizePool(ctx context.Context, size int32) error {
 	return b.waitPool(ctx, int(size), 2*time.Minute)
 }
 
-// waitPool waits until n pool Pods are Ready and unclaimed.
+// waitPool waits until n warm pool Pods of warmTool are Ready and unclaimed.
 func (b *bench) waitPool(ctx context.Context, n int, limit time.Duration) error {
+	return b.waitPoolOf(ctx, warmTool, false, n, limit)
+}
+
+// waitPoolOf waits until n pool Pods of tool are Ready and unclaimed: its session pool Pods
+// (those carrying the session CA, kept where a scope declares sessionSandbox, as the bench's
+// session scope does) when session, else its warm Pods.
+func (b *bench) waitPoolOf(ctx context.Context, tool string, session bool, n int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		var pods corev1.PodList
 		ready := 0
-		if err := b.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{poolLabel: warmTool}); err == nil {
+		if err := b.admin.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{poolLabel: tool}); err == nil {
 			for _, p := range pods.Items {
-				if p.DeletionTimestamp == nil && podIsReady(&p) {
+				if p.DeletionTimestamp == nil && podIsReady(&p) && (p.Annotations[podcontract.AnnotationSessionCA] != "") == session {
 					ready++
 				}
 			}
@@ -111,7 +124,7 @@ func (b *bench) waitPool(ctx context.Context, n int, limit time.Duration) error 
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pool %s: %d of %d Pods Ready after %s", warmTool, ready, n, limit)
+			return fmt.Errorf("pool %s: %d of %d Pods Ready after %s", tool, ready, n, limit)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
