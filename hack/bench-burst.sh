@@ -7,6 +7,9 @@
 #                                 replicas are Ready again), then Jobs and Pod starts per attempt
 #                                 counted from the cluster (snapshots every 3 s; Jobs by call,
 #                                 Pods by attempt label). docs/reports/2026-12-06-bursts-handover.md.
+#   GROUPS=4 hack/bench-burst.sh  each requester its own scope and LocalQueue, into a ClusterQueue
+#                                 of its own in Cohort toolgate (nominal quota 0, borrowing, as
+#                                 make up's toolgate): Kueue's fair sharing between the four.
 source "$(dirname "$0")/../.cluster/cluster.env"
 export PATH="$(cd "$(dirname "$0")/.." && pwd)/bin/k8s:$PATH"
 set -euo pipefail
@@ -18,19 +21,53 @@ for i in 1 2 3 4; do
   kubectl -n $NS create rolebinding burst-r$i --clusterrole=toolgate-agent --serviceaccount=$NS:burst-r$i >/dev/null 2>&1 || true
   subs="$subs\"system:serviceaccount:$NS:burst-r$i\","
 done
-kubectl apply -f - >/dev/null <<Y
+GROUPS=${GROUPS:-1}
+scope_of() { if [ "$GROUPS" -gt 1 ]; then echo "$SC-r$1"; else echo "$SC"; fi; }
+{
+  for g in $(seq 1 "$GROUPS"); do
+    sc=$SC; queue=toolgate; who="${subs%,}"
+    if [ "$GROUPS" -gt 1 ]; then
+      sc=$(scope_of "$g"); queue=$sc; who="\"system:serviceaccount:$NS:burst-r$g\""
+      cat <<Y
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: $sc, labels: {toolgate.dev/bench-burst: "true"}}
+spec:
+  cohortName: toolgate
+  namespaceSelector: {}
+  queueingStrategy: BestEffortFIFO
+  preemption: {reclaimWithinCohort: Never, withinClusterQueue: Never}
+  resourceGroups:
+  - coveredResources: [cpu, memory, ephemeral-storage, pods]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 0}
+      - {name: memory, nominalQuota: 0}
+      - {name: ephemeral-storage, nominalQuota: 0}
+      - {name: pods, nominalQuota: 0}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: $sc, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
+spec: {clusterQueue: $sc}
+Y
+    fi
+    cat <<Y
+---
 apiVersion: toolgate.dev/v1alpha1
 kind: ToolScope
-metadata: {name: $SC, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
+metadata: {name: $sc, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
 spec:
-  subjects: [${subs%,}]
-  admission: {queueName: toolgate, maxWait: 10m}
+  subjects: [$who]
+  admission: {queueName: $queue, maxWait: 10m}
 ---
 apiVersion: toolgate.dev/v1alpha1
 kind: Tool
-metadata: {name: $SC-echo, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
+metadata: {name: $sc-echo, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
 spec:
-  scope: $SC
+  scope: $sc
   name: echo
   description: echo
   timeout: 10s
@@ -38,10 +75,12 @@ spec:
   body: {image: "toolgate.local/tools:dev", command: [/tools/echo], runnerInImage: true, resources: {requests: {cpu: 100m}}}
   sandbox: {scratch: None}
 Y
+  done
+} | kubectl apply -f - >/dev/null
 sleep 3
 start=$(date +%s.%N)
 for i in 1 2 3 4; do
-  ( for j in $(seq 1 50); do printf -- "---\napiVersion: toolgate.dev/v1alpha1\nkind: ToolCall\nmetadata: {generateName: b$i-, namespace: $NS, labels: {burst: \"$SC\", requester: r$i}}\nspec: {tool: echo, scope: $SC, arguments: {n: $j}}\n"; done ) > /tmp/burst-$i.yaml
+  ( for j in $(seq 1 50); do printf -- "---\napiVersion: toolgate.dev/v1alpha1\nkind: ToolCall\nmetadata: {generateName: b$i-, namespace: $NS, labels: {burst: \"$SC\", requester: r$i}}\nspec: {tool: echo, scope: $(scope_of $i), arguments: {n: $j}}\n"; done ) > /tmp/burst-$i.yaml
 done
 for i in 1 2 3 4; do kubectl create -f /tmp/burst-$i.yaml --as=system:serviceaccount:$NS:burst-r$i >/dev/null & done; wait
 created=$(date +%s.%N)
