@@ -18,9 +18,7 @@ import (
 // message is a type byte, a 4-byte big-endian length and that many bytes.
 //
 //	signer → body side: one linkStartMsg (JSON: run or not, the arguments, where to put them)
-//	body side → signer: linkStdout and linkStderr chunks, then one linkEndMsg (JSON);
-//	in session mode then one linkReset once the container is reset (empty: done;
-//	otherwise why it could not be)
+//	body side → signer: linkStdout and linkStderr chunks, then one linkEndMsg (JSON)
 //
 // Everything the body side sends is the body's to forge: it shares the body's container,
 // and under a runtime that lets a body signal or trace its PID 1 the body may speak for it.
@@ -33,7 +31,6 @@ const (
 	linkStdout byte = 'o'
 	linkStderr byte = 'e'
 	linkEnd    byte = 'x'
-	linkReset  byte = 'r'
 	// maxLinkChunk bounds an output chunk; maxLinkEnd the end message; the start message
 	// carries the arguments (a Handover's bound).
 	maxLinkChunk = 32 << 10
@@ -63,8 +60,10 @@ type linkEndMsg struct {
 	Error          string `json:"error,omitempty"`
 	DurationMs     int64  `json:"durationMs,omitempty"`
 	OutputLeftOpen bool   `json:"outputLeftOpen,omitempty"`
-	// Session mode: the body side stopped the tool at its deadline.
-	DeadlineExceeded bool `json:"deadlineExceeded,omitempty"`
+	// Session mode: the body side stopped the tool at its deadline; CleanupError is why it
+	// could not reset the container after the call (the session then ends).
+	DeadlineExceeded bool   `json:"deadlineExceeded,omitempty"`
+	CleanupError     string `json:"cleanupError,omitempty"`
 }
 
 var errLinkMessage = errors.New("malformed message on the runner's link")
@@ -161,15 +160,15 @@ type linkMsg struct {
 	p   []byte
 }
 
-// linkMessages reads the body side's messages (output chunks, end and reset messages, each
-// within its bound) for a whole session, one at a time as they are taken; the channel is closed
+// linkMessages reads the body side's messages (output chunks, end messages, each within
+// its bound) for a whole session, one at a time as they are taken; the channel is closed
 // when the link ends or breaks the protocol.
 func linkMessages(r io.Reader) <-chan linkMsg {
 	ch := make(chan linkMsg)
 	go func() {
 		defer close(ch)
 		br := bufio.NewReaderSize(r, 64<<10)
-		want := map[byte]int{linkStdout: maxLinkChunk, linkStderr: maxLinkChunk, linkEnd: maxLinkEnd, linkReset: maxLinkEnd}
+		want := map[byte]int{linkStdout: maxLinkChunk, linkStderr: maxLinkChunk, linkEnd: maxLinkEnd}
 		for {
 			typ, p, err := readLink(br, want)
 			if err != nil {

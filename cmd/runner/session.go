@@ -24,32 +24,23 @@ import (
 // ExitRunnerError so that the operator replaces the Pod.
 
 // endMargin is how long after a call's deadline and kill grace the signer still waits for
-// the body side's end before it gives up on the session; resetBound how long after a reply
-// it waits for the body side's reset (killOthers takes up to 2 s).
-const (
-	endMargin  = 3 * time.Second
-	resetBound = 10 * time.Second
-)
+// the body side's end before it gives up on the session.
+const endMargin = 3 * time.Second
 
 var (
 	errBodyBetweenCalls = errors.New("the tool's side of the runner spoke or went away between calls")
 	errReplay           = errors.New("a handover for a call attempt this session already ran")
 	errResetFailed      = errors.New("the tool's container could not be reset after the call")
-	errResetUnreported  = fmt.Errorf("the tool's side of the runner did not report the container reset within %v", resetBound)
 )
 
 type session struct {
-	cfg    config
-	link   <-chan linkMsg
-	lw     *linkWriter
-	sigs   <-chan os.Signal
-	stderr io.Writer
-	seen   map[string]bool // call uid/attempt run in this session
-	// resetDue is set from a call's reply until the body side reports the container reset:
-	// no Handover is read meanwhile. resetCreds are that call's credentials (redaction).
-	resetDue   *time.Timer
-	resetCreds []credential
-	stopping   bool
+	cfg      config
+	link     <-chan linkMsg
+	lw       *linkWriter
+	sigs     <-chan os.Signal
+	stderr   io.Writer
+	seen     map[string]bool // call uid/attempt run in this session
+	stopping bool
 }
 
 // runSession is the signer's session mode; it returns the runner's exit code.
@@ -111,46 +102,28 @@ func (oc *operatorConn) close() {
 }
 
 // serve waits, between calls, for whichever comes first: a Handover on the current
-// connection (run it; none is read until the body side reported the last call's reset),
-// a newer authenticated connection (it replaces the current one: only the operator can
-// make one, and it redials when it finds its connection broken, which this side may not
-// notice yet), SIGTERM (exit 0), the body side's reset report (a failed reset, or none
-// within resetBound, ends the session), or anything else from the body side (which has
-// nothing more to say between calls: the session ends).
+// connection (run it), a newer authenticated connection (it replaces the current one: only
+// the operator can make one, and it redials when it finds its connection broken, which
+// this side may not notice yet), SIGTERM (exit 0), or anything from the body side (which
+// has nothing to say between calls: the session ends).
 func (s *session) serve(conns <-chan net.Conn) int {
 	var cur *operatorConn
 	defer func() {
 		if cur != nil {
 			cur.close()
 		}
-		if s.resetDue != nil {
-			s.resetDue.Stop()
-		}
 	}()
 	for {
 		var hs <-chan handoverResult
-		var resetDue <-chan time.Time
-		if s.resetDue != nil {
-			resetDue = s.resetDue.C
-		} else if cur != nil {
+		if cur != nil {
 			hs = cur.hs
 		}
 		select {
 		case <-s.sigs:
 			logf(s.stderr, "session: stopped while idle")
 			return 0
-		case <-resetDue:
-			return s.end(frame.ReasonSessionResetFailed, errResetUnreported)
-		case m, ok := <-s.link:
-			if !ok || m.typ != linkReset || s.resetDue == nil {
-				return s.end(frame.ReasonBodyLost, errBodyBetweenCalls)
-			}
-			if len(m.p) > 0 {
-				logf(s.stderr, "session: %s", redactError(frame.Frame{Error: string(m.p)}, s.resetCreds).Error)
-				return s.end(frame.ReasonSessionResetFailed, errResetFailed)
-			}
-			s.resetDue.Stop()
-			s.resetDue, s.resetCreds = nil, nil
+		case <-s.link:
+			return s.end(frame.ReasonBodyLost, errBodyBetweenCalls)
 		case c := <-conns:
 			if cur != nil {
 				cur.close()
@@ -216,7 +189,6 @@ func (s *session) call(oc *operatorConn, h frame.Handover) (code int, more bool)
 		logf(s.stderr, "session: stopped after a call")
 		return 0, false
 	}
-	s.resetDue, s.resetCreds = time.NewTimer(resetBound), cfg.credentials
 	return 0, true
 }
 
@@ -262,8 +234,6 @@ func (s *session) run(cfg config, f frame.Frame) (_ frame.Frame, reason string, 
 				_, _ = c.outW.Write(m.p)
 			case m.typ == linkStderr:
 				_, _ = c.errsW.Write(m.p)
-			case m.typ == linkReset: // a reset report comes only after the end
-				return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost), frame.ReasonBodyLost, errBodyLost
 			default:
 				var end linkEndMsg
 				if json.Unmarshal(m.p, &end) != nil {
@@ -288,6 +258,10 @@ func (s *session) ended(cfg config, f frame.Frame, c *capture, end linkEndMsg, t
 		err := errDeadline(cfg.deadline)
 		f.Reason, f.Error = frame.ReasonDeadlineExceeded, err.Error()
 		return f, frame.ReasonDeadlineExceeded, err
+	}
+	if end.CleanupError != "" {
+		logf(s.stderr, "session: %s", redactError(frame.Frame{Error: end.CleanupError}, cfg.credentials).Error)
+		return f, frame.ReasonSessionResetFailed, errResetFailed
 	}
 	return f, "", nil
 }

@@ -64,11 +64,11 @@ func watchDeadline(d time.Duration, pid int, done, abort <-chan struct{}) func()
 // container, linked to the signer for the Pod's life. For each start message it runs the
 // call exactly as the one-shot body side does (runForSigner), with the container's own
 // environment and the call's variables only, in a process group of its own and within the
-// call's deadline; then it reports the end, resets the container (resetAfterCall) and
-// reports the reset (empty: done; otherwise why not), before which the signer takes no
-// next call. It runs on one processor (GOMAXPROCS 1): under gVisor's ptrace platform each
-// wake-up of another thread costs host context switches; measured, a call's run took
-// about a third of the time it took with two (docs/reports/2026-12-06-session-gvisor.md).
+// call's deadline; then it resets the container (resetAfterCall) and reports the end.
+// It runs on one processor (GOMAXPROCS 1): under gVisor's ptrace platform every hand-off
+// between its threads costs host context switches; a call's run (start message to end,
+// /tools/echo) took a median 16 ms against 47 ms with two
+// (docs/reports/2026-12-06-session-gvisor.md).
 // It returns 0 when the signer ends the session (the link closes; SIGTERM while idle waits
 // for that, the signer being stopped too), ExitRunnerError when the signer refused a call, the link broke, or the container
 // could not be reset.
@@ -106,27 +106,18 @@ func bodySession(cfg config, conn io.ReadWriter, sigs <-chan os.Signal, stderr i
 		close(callDone)
 		linkBroke := <-watched
 		end.DeadlineExceeded = end.Reason == frame.ReasonDeadlineExceeded
+		if err := resetAfterCall(call); err != nil {
+			end.CleanupError = err.Error()
+			logf(stderr, "session: %v", err)
+		}
+		clearTermination(cfg.terminationPath)
 		if linkBroke {
-			clearTermination(cfg.terminationPath)
 			logf(stderr, "session: the signer went away during a call")
 			return frame.ExitRunnerError
 		}
-		// The end first, so that the reply need not wait for the reset: the signer reads no
-		// next Handover before the reset's report (a send that fails here means the link
-		// ended or broke: the next read of starts says which).
-		if err := lw.sendJSON(linkEnd, end); err != nil {
+		if err := lw.sendJSON(linkEnd, end); err != nil || end.CleanupError != "" {
 			return frame.ExitRunnerError
 		}
-		resetErr := resetAfterCall(call)
-		clearTermination(cfg.terminationPath)
-		if resetErr == nil {
-			_ = lw.send(linkReset, nil)
-			continue
-		}
-		logf(stderr, "session: %v", resetErr)
-		report := []byte(resetErr.Error())
-		_ = lw.send(linkReset, report[:min(len(report), maxLinkEnd)])
-		return frame.ExitRunnerError
 	}
 }
 
