@@ -7,7 +7,7 @@
 #                                 replicas are Ready again), then Jobs and Pod starts per attempt
 #                                 counted from the cluster (snapshots every 3 s; Jobs by call,
 #                                 Pods by attempt label). docs/reports/2026-12-06-bursts-handover.md.
-#   GROUPS=4 hack/bench-burst.sh  each requester its own scope and LocalQueue, into a ClusterQueue
+#   QUEUES=4 hack/bench-burst.sh  each requester its own scope and LocalQueue, into a ClusterQueue
 #                                 of its own in Cohort toolgate (nominal quota 0, borrowing, as
 #                                 make up's toolgate): Kueue's fair sharing between the four.
 source "$(dirname "$0")/../.cluster/cluster.env"
@@ -21,12 +21,12 @@ for i in 1 2 3 4; do
   kubectl -n $NS create rolebinding burst-r$i --clusterrole=toolgate-agent --serviceaccount=$NS:burst-r$i >/dev/null 2>&1 || true
   subs="$subs\"system:serviceaccount:$NS:burst-r$i\","
 done
-GROUPS=${GROUPS:-1}
-scope_of() { if [ "$GROUPS" -gt 1 ]; then echo "$SC-r$1"; else echo "$SC"; fi; }
+QUEUES=${QUEUES:-1}
+scope_of() { if [ "$QUEUES" -gt 1 ]; then echo "$SC-r$1"; else echo "$SC"; fi; }
 {
-  for g in $(seq 1 "$GROUPS"); do
+  for g in $(seq 1 "$QUEUES"); do
     sc=$SC; queue=toolgate; who="${subs%,}"
-    if [ "$GROUPS" -gt 1 ]; then
+    if [ "$QUEUES" -gt 1 ]; then
       sc=$(scope_of "$g"); queue=$sc; who="\"system:serviceaccount:$NS:burst-r$g\""
       cat <<Y
 ---
