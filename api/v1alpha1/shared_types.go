@@ -112,8 +112,9 @@ type ToolSpec struct {
 	// +kubebuilder:default=false
 	ReadOnly bool `json:"readOnly,omitempty"`
 
-	// timeout bounds one attempt of the body; it becomes the Job's and Pod's
-	// activeDeadlineSeconds. Default 60s; between 1s and 24h.
+	// timeout bounds one attempt of the body, counted from the body's start and enforced by
+	// the runner; a cold Job's and Pod's activeDeadlineSeconds is it plus the operator's
+	// start allowance (--start-allowance). Default 60s; between 1s and 24h.
 	// +optional
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="timeout must be between 1s and 24h"

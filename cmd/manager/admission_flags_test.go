@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/toolgate/toolgate/controllers/startgate"
+	"github.com/toolgate/toolgate/internal/podspec"
 )
 
 func TestAdmissionFlags(t *testing.T) {
@@ -47,5 +48,30 @@ func TestAdmissionFlags(t *testing.T) {
 				t.Errorf("options (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestStartAllowanceFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    time.Duration
+		wantErr bool
+	}{
+		{args: nil, want: 30 * time.Second},
+		{args: []string{"--start-allowance=0s"}, want: 0},
+		{args: []string{"--start-allowance=2m"}, want: 2 * time.Minute},
+		{args: []string{"--start-allowance=-1s"}, wantErr: true},
+		{args: []string{"--start-allowance=11m"}, wantErr: true},
+	} {
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		d := podspec.DefaultOptions().StartAllowance
+		bindStartAllowance(fs, &d)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := validateStartAllowance(d)
+		if tc.wantErr != (err != nil) || !tc.wantErr && d != tc.want {
+			t.Errorf("%v: allowance %v, error %v; want %v, error %v", tc.args, d, err, tc.want, tc.wantErr)
+		}
 	}
 }

@@ -60,6 +60,7 @@ func main() {
 	flag.StringVar(&netpolMode, "network-policy", netpolMode, "ensure: create toolgate's tool NetworkPolicies in every namespace where a tool runs and refuse calls the namespace's policies do not isolate; require: only refuse (the platform writes the policies); off: sandbox.network is a Pod label only")
 	flag.StringVar(&egressExcept, "egress-except", egressExcept, "comma-separated CIDRs the egress-only NetworkPolicy never allows (the cluster's node, Pod and Service ranges, link-local, metadata)")
 	bindAdmission(flag.CommandLine, &opts.Admission)
+	bindStartAllowance(flag.CommandLine, &opts.Job.StartAllowance)
 	bindTestHooks(flag.CommandLine, &opts)
 	notifyOpts := bindNotify(flag.CommandLine)
 	egressOpts := bindEgressProxy(flag.CommandLine)
@@ -91,7 +92,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	if err := opts.Admission.Validate(); err != nil {
+	if err := errors.Join(opts.Admission.Validate(), validateStartAllowance(opts.Job.StartAllowance)); err != nil {
 		log.Error(err, "invalid admission settings")
 		os.Exit(2)
 	}

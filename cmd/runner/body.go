@@ -60,6 +60,7 @@ func bodySide(cfg config, sigs <-chan os.Signal, stderr io.Writer) int {
 		logf(stderr, "%v", err)
 	}
 	cfg.args, cfg.argsFile, cfg.traceparent = start.Args, start.ArgsFile, start.Traceparent
+	cfg.deadline = linkDeadline(start.DeadlineMs)
 	lw := &linkWriter{w: conn}
 	end := runForSigner(cfg, lw, sigs)
 	killOthers()
@@ -78,7 +79,17 @@ func runForSigner(cfg config, lw *linkWriter, sigs <-chan os.Signal) linkEndMsg 
 		f, _ = runProcess(cfg, f, sigs, lw.stream(linkStdout), lw.stream(linkStderr))
 	}
 	return linkEndMsg{ExitCode: f.ExitCode, Signal: f.Signal, Reason: f.Reason, Error: f.Error,
-		DurationMs: f.DurationMs, OutputLeftOpen: f.OutputLeftOpen}
+		DurationMs: f.DurationMs, OutputLeftOpen: f.OutputLeftOpen,
+		DeadlineExceeded: f.Reason == frame.ReasonDeadlineExceeded}
+}
+
+// linkDeadline is the deadline a start message carries (0, none, when it is out of
+// bounds: the signer sends only what it checked).
+func linkDeadline(ms int64) time.Duration {
+	if ms <= 0 || ms > frame.MaxSessionDeadlineMs {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // dialSigner connects to the signer at the first of addrs that answers, trying again

@@ -71,8 +71,9 @@ type config struct {
 	sessionRelay string
 	wipeDirs     []string
 	workspace    string
-	// The current session call's own variables for the body (NAME=value) and its deadline
-	// (0: none, the one-shot modes).
+	// The current session call's own variables for the body (NAME=value), and the call's
+	// deadline (a session call's Handover's; a cold or warm call's TOOLGATE_DEADLINE_MS in
+	// the signer, which sends it to the body side; 0: none).
 	callEnv  []string
 	deadline time.Duration
 	// abort closes when the signer went away during a session call (bodySession).
@@ -118,6 +119,8 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	if getenv(podcontract.EnvSessionWipe) == "" && getenv("HOME") != "" {
 		cfg.wipeDirs = append(cfg.wipeDirs, getenv("HOME"))
 	}
+	deadlineMs, err5 := envInt(getenv, podcontract.EnvDeadlineMs, 0)
+	cfg.deadline = time.Duration(deadlineMs) * time.Millisecond
 	maxOut, err1 := envInt(getenv, podcontract.EnvMaxOutput, defaultMaxOutput)
 	tail, err2 := envInt(getenv, podcontract.EnvStderrTail, defaultStderrTail)
 	err3 := cfg.readKeys(getenv)
@@ -146,7 +149,7 @@ func parseConfig(argv []string, lookupEnv func(string) (string, bool), usage io.
 	if errors.Is(err, flag.ErrHelp) {
 		return cfg, err
 	}
-	return cfg, errors.Join(err1, err2, err3, err4, err, cfg.check())
+	return cfg, errors.Join(err1, err2, err3, err4, err5, err, cfg.check())
 }
 
 // readKeys reads the attempt's frame key (cold) or the Handover public keys (warm).
@@ -202,6 +205,10 @@ func (c *config) check() error {
 	}
 	if c.stderrTail < 0 || c.stderrTail > maxStderrTail {
 		errs = append(errs, fmt.Errorf("stderr tail %d not in [0, %d]", c.stderrTail, maxStderrTail))
+	}
+	if c.deadline < 0 || c.deadline > frame.MaxSessionDeadlineMs*time.Millisecond {
+		errs = append(errs, fmt.Errorf("deadline %v not in [0, 24h]", c.deadline))
+		c.deadline = 0
 	}
 	if c.ioGrace <= 0 {
 		errs = append(errs, fmt.Errorf("io grace %v must be positive", c.ioGrace))

@@ -133,7 +133,10 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	if err != nil {
 		return failed(f, frame.ReasonStartError, frame.ExitStartError, err), false
 	}
-	if cfg.session {
+	// A session call, and any call with a deadline, runs in a process group of its own: the
+	// deadline and the signals reach everything the tool started.
+	grouped := cfg.session || cfg.deadline > 0
+	if grouped {
 		inGroup(cmd)
 	}
 	start := time.Now()
@@ -144,7 +147,7 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	pipes.run(cfg.args, out, errs)
 	done := make(chan struct{})
 	forward := func(s os.Signal) { _ = cmd.Process.Signal(s) }
-	if pid := cmd.Process.Pid; cfg.session {
+	if pid := cmd.Process.Pid; grouped {
 		forward = func(s os.Signal) {
 			if sig, ok := s.(syscall.Signal); ok {
 				killGroup(pid, sig)
@@ -155,7 +158,7 @@ func runProcess(cfg config, f frame.Frame, sigs <-chan os.Signal, out, errs io.W
 	overran := watchDeadline(cfg.deadline, cmd.Process.Pid, done, cfg.abort)
 	waitErr := cmd.Wait()
 	close(done)
-	if cfg.session {
+	if grouped {
 		// The call ended with its tool: whatever it left in its group goes now (as PID 1
 		// the body side then kills every other process too: killOthers).
 		killGroup(cmd.Process.Pid, syscall.SIGKILL)

@@ -99,13 +99,12 @@ func bodySession(cfg config, conn io.ReadWriter, sigs <-chan os.Signal, stderr i
 		}
 		call := cfg
 		call.args, call.argsFile, call.traceparent = start.Args, start.ArgsFile, start.Traceparent
-		call.callEnv, call.deadline = start.Env, time.Duration(start.DeadlineMs)*time.Millisecond
+		call.callEnv, call.deadline = start.Env, linkDeadline(start.DeadlineMs)
 		abort, callDone, watched := watchLink(starts)
 		call.abort = abort
 		end := runForSigner(call, lw, sigs)
 		close(callDone)
 		linkBroke := <-watched
-		end.DeadlineExceeded = end.Reason == frame.ReasonDeadlineExceeded
 		if err := resetAfterCall(call); err != nil {
 			end.CleanupError = err.Error()
 			logf(stderr, "session: %v", err)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/toolgate/toolgate/pkg/frame"
 )
@@ -163,21 +165,37 @@ func runRemote(cfg config, f frame.Frame, ln net.Listener, sigs <-chan os.Signal
 	}
 	defer conn.Close()
 	go drainSignals(sigs)
-	start := linkStartMsg{Run: true, Args: cfg.args, ArgsFile: cfg.argsFile, Traceparent: cfg.traceparent}
+	start := linkStartMsg{Run: true, Args: cfg.args, ArgsFile: cfg.argsFile, Traceparent: cfg.traceparent,
+		DeadlineMs: cfg.deadline.Milliseconds()}
 	if err := (&linkWriter{w: conn}).sendJSON(linkStart, start); err != nil {
 		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost)
+	}
+	begin := time.Now()
+	if cfg.deadline > 0 {
+		_ = conn.SetReadDeadline(begin.Add(cfg.deadline + sessionKillGrace + endMargin))
 	}
 	c := newCapture(cfg, stderr)
 	end, ok := receive(conn, c.outW, c.errsW)
 	c.close()
-	if !ok {
+	took := time.Since(begin)
+	switch {
+	case !ok && cfg.deadline > 0 && took > cfg.deadline+sessionKillGrace:
+		err := fmt.Errorf("%w; its end was never reported", errDeadline(cfg.deadline))
+		return failed(f, frame.ReasonDeadlineExceeded, frame.ExitRunnerError, err)
+	case !ok:
 		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost)
 	}
 	if code, ok := bodyReasons[end.Reason]; ok {
 		return failed(f, end.Reason, code, errors.New(end.Error))
 	}
 	f.ExitCode, f.Signal, f.DurationMs, f.OutputLeftOpen = end.ExitCode, boundedSignal(end.Signal), end.DurationMs, end.OutputLeftOpen
-	return c.fill(f)
+	f = c.fill(f)
+	if cfg.deadline > 0 && (end.DeadlineExceeded || took > cfg.deadline+sessionKillGrace) {
+		// The body side stopped the tool at its deadline, or the signer's own clock says it
+		// ran past it, whatever the body side reports.
+		f.Reason, f.Error = frame.ReasonDeadlineExceeded, errDeadline(cfg.deadline).Error()
+	}
+	return f
 }
 
 // boundedSignal keeps a signal name the body side reports to what a runner alone writes.

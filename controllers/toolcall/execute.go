@@ -160,9 +160,11 @@ func (r *Reconciler) tidyExecutions(ctx context.Context, key types.NamespacedNam
 // attemptDeadline is when the operator ends an attempt nobody reported on, as the features
 // see it (an egress grant lasts until then, a workspace claim is waited for until then):
 // for a call whose Job may wait for admission, the latest it can end, its bound on the
-// wait included (the Job executor itself counts the timeout from admission: jobDeadline).
+// wait included (the Job executor itself counts the timeout from admission: jobDeadline),
+// and the start allowance a Job's activeDeadlineSeconds adds (the tool may start that late).
 func (r *Reconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
-	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace).Add(admissionWait(r.Client, r.Options, call))
+	allowance := r.Options.Job.Allowance()
+	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace+allowance).Add(admissionWait(r.Client, r.Options, call))
 }
 
 // admissionWait is the bound on the wait for admission of the call's Jobs (0: they start

@@ -139,7 +139,7 @@ func TestRefusedJobCreateEndsTheCall(t *testing.T) {
 				}
 			}
 			if tc.stepAfter > 0 {
-				rc.clock.Step(time.Minute + options.DefaultCall().DeadlineGrace)
+				rc.clock.Step(pastDeadline())
 			}
 			call, err := rc.reconcile(t)
 			if err != nil {
@@ -170,7 +170,7 @@ func TestRefusedJobCreateEndsTheCall(t *testing.T) {
 // operator was down in between) ends without creating the Job: a body never starts late.
 func TestNoJobPastTheDeadlineEndsWithoutCreatingIt(t *testing.T) {
 	rc := newRefusingCluster(t, func() error { return nil })
-	rc.clock.Step(time.Minute + options.DefaultCall().DeadlineGrace)
+	rc.clock.Step(pastDeadline())
 	call, err := rc.reconcile(t)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestNoJobBeforeTheDeadlineCreatesIt(t *testing.T) {
 // (docs/bursts.md); past the bound plus the timeout and grace, it is not. Found by the
 // chaos harness: 2 s tools behind a queue ended ImageNeverStarted after restarts.
 func TestALateJobOfAGatedAttemptCountsItsWaitBound(t *testing.T) {
-	grace := options.DefaultCall().DeadlineGrace
+	grace := options.DefaultCall().DeadlineGrace + options.DefaultCall().Job.Allowance()
 	for _, tc := range []struct {
 		name    string
 		after   time.Duration
@@ -229,4 +229,11 @@ func TestALateJobOfAGatedAttemptCountsItsWaitBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pastDeadline is how long after its start a 1-minute tool's attempt is past the
+// operator's deadline: the timeout, the start allowance a Job adds, and the grace.
+func pastDeadline() time.Duration {
+	o := options.DefaultCall()
+	return time.Minute + o.Job.Allowance() + o.DeadlineGrace
 }

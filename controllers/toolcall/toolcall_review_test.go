@@ -243,13 +243,14 @@ func TestPostExecuteUnreadablePoliciesRetryThenWithhold(t *testing.T) {
 		t.Fatal("first pass: the attempt's end is not recorded; the deadline would move with every pass")
 	}
 
-	// Still before the deadline (the attempt's: start + 1m timeout + 30s grace).
-	f.clock.SetTime(started.Add(80 * time.Second))
+	// Still before the deadline (the attempt's: start + 1m timeout + 30s start allowance +
+	// 30s grace).
+	f.clock.SetTime(started.Add(110 * time.Second))
 	if _, err := f.finish(t); err == nil {
 		t.Fatal("second pass before the deadline: want the read error again")
 	}
 
-	f.clock.SetTime(started.Add(91 * time.Second))
+	f.clock.SetTime(started.Add(121 * time.Second))
 	got, err = f.finish(t)
 	if err != nil {
 		t.Fatalf("pass at the deadline: %v", err)
@@ -277,9 +278,10 @@ func TestPostExecuteDeadline(t *testing.T) {
 		ended time.Duration // after start; 0: not recorded
 		want  time.Duration
 	}{
-		{"end not recorded: the attempt's deadline", 0, 90 * time.Second},
-		{"early end: the attempt's deadline", 5 * time.Second, 90 * time.Second},
-		{"late end: grace after it", 80 * time.Second, 110 * time.Second},
+		// The attempt's deadline: 1m timeout + 30s start allowance + 30s grace.
+		{"end not recorded: the attempt's deadline", 0, 120 * time.Second},
+		{"early end: the attempt's deadline", 5 * time.Second, 120 * time.Second},
+		{"late end: grace after it", 100 * time.Second, 130 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

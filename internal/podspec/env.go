@@ -39,6 +39,7 @@ func signerEnv(in Input) []corev1.EnvVar {
 		literalEnv(podcontract.EnvArgsDigest, in.Digest),
 		literalEnv(podcontract.EnvArgsFile, argsFileFor(in.Tool.Sandbox.Scratch)),
 		literalEnv(podcontract.EnvMaxOutput, strconv.FormatInt(MaxOutput(in.Tool), 10)),
+		literalEnv(podcontract.EnvDeadlineMs, strconv.FormatInt(TimeoutSeconds(in.Tool)*1000, 10)),
 		attemptKeyEnv(JobName(in.Call.Name, in.Attempt)),
 	)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,12 @@ type Options struct {
 	RunAsUser int64
 	// TerminationGracePeriodSeconds bounds how long a body gets after SIGTERM.
 	TerminationGracePeriodSeconds int64
+	// StartAllowance (--start-allowance) is added to a cold Pod's and Job's
+	// activeDeadlineSeconds for sandbox start-up (scheduling, image, containers): the tool's
+	// own timeout counts from the body's start, enforced by the runner
+	// (podcontract.EnvDeadlineMs), so start-up under load never spends it. Whole seconds,
+	// rounded up.
+	StartAllowance time.Duration
 	// ToolOTLPEndpoint is the OTLP/HTTP base URL every tool body gets as
 	// OTEL_EXPORTER_OTLP_ENDPOINT (--tracing-tool-endpoint, only with tracing on); empty:
 	// none. Whether a body reaches it is its NetworkPolicies' business (toolOTLPEnv).
@@ -73,8 +80,13 @@ func DefaultOptions() Options {
 		ScratchSizeLimit:              resource.MustParse("256Mi"),
 		RunAsUser:                     65532,
 		TerminationGracePeriodSeconds: 5,
+		StartAllowance:                DefaultStartAllowance,
 	}
 }
+
+// DefaultStartAllowance is StartAllowance's default: above the slowest start-up seen on
+// the local node under a 200-call burst (13 s at load 16; docs/bursts.md).
+const DefaultStartAllowance = 30 * time.Second
 
 // Input is everything one attempt's Job is built from.
 type Input struct {
@@ -145,7 +157,7 @@ func ToolLabelValue(tool string) string {
 // BuildJob returns the Job for one attempt of a call. It is a pure function of its input:
 // the owner reference is set by the caller (it needs the scheme).
 func BuildJob(in Input, opts Options) *batchv1.Job {
-	deadline := TimeoutSeconds(in.Tool)
+	deadline := TimeoutSeconds(in.Tool) + int64(opts.Allowance()/time.Second)
 	labels := map[string]string{
 		podcontract.LabelManagedBy: podcontract.ManagedByValue,
 		podcontract.LabelCall:      CallLabelValue(in.Call.Name),
@@ -226,8 +238,15 @@ func buildPodSpec(in Input, opts Options, deadline int64) corev1.PodSpec {
 	}, body)
 }
 
+// Allowance is StartAllowance as the Job's activeDeadlineSeconds adds it: whole seconds,
+// rounded up (0 when negative).
+func (o Options) Allowance() time.Duration {
+	return time.Duration(max(0, math.Ceil(o.StartAllowance.Seconds()))) * time.Second
+}
+
 // TimeoutSeconds is a tool's timeout in whole seconds, rounded up (60 when it sets none):
-// the Pod's and the Job's activeDeadlineSeconds.
+// the deadline the runner enforces from the body's start (the Pod's and the Job's
+// activeDeadlineSeconds add the start allowance).
 func TimeoutSeconds(spec *toolgatev1alpha1.ToolSpec) int64 {
 	if spec.Timeout == nil || spec.Timeout.Duration <= 0 {
 		return 60

@@ -40,11 +40,12 @@ func TestBuildJobSandbox(t *testing.T) {
 	if job.Name != "hello-1" || job.Namespace != "agents" {
 		t.Fatalf("name = %s/%s", job.Namespace, job.Name)
 	}
-	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 90 || job.Spec.TTLSecondsAfterFinished != nil {
+	// activeDeadlineSeconds: the 90 s timeout plus the default 30 s start allowance.
+	if *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 120 || job.Spec.TTLSecondsAfterFinished != nil {
 		t.Fatalf("job spec: backoff %d deadline %d ttl %v", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds, job.Spec.TTLSecondsAfterFinished)
 	}
 	pod := job.Spec.Template.Spec
-	if pod.RestartPolicy != corev1.RestartPolicyNever || *pod.ActiveDeadlineSeconds != 90 {
+	if pod.RestartPolicy != corev1.RestartPolicyNever || *pod.ActiveDeadlineSeconds != 120 {
 		t.Fatalf("pod restart %s deadline %d", pod.RestartPolicy, *pod.ActiveDeadlineSeconds)
 	}
 	if *pod.AutomountServiceAccountToken || *pod.EnableServiceLinks {
@@ -102,7 +103,7 @@ func TestBuildJobEnvCarriesFrozenArgumentsNotHostConfig(t *testing.T) {
 	}
 	want := map[string]string{
 		podcontract.EnvArgs: `{"text":"hi"}`, podcontract.EnvArgsDigest: "sha256:abc",
-		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvAttemptKey: "",
+		podcontract.EnvArgsFile: podcontract.ArgsFile, podcontract.EnvMaxOutput: "1048576", podcontract.EnvAttemptKey: "", podcontract.EnvDeadlineMs: "90000",
 	}
 	if d := diff(envMap(signerIn(pod).Env), want); d != "" {
 		t.Errorf("signer env (-got +want):\n%s", d)
@@ -288,5 +289,26 @@ func TestBuildJobDefaultRuntimeClass(t *testing.T) {
 	}
 	if rc := BuildJob(testJobInput(func(*toolgatev1alpha1.ToolSpec) {}), DefaultOptions()).Spec.Template.Spec.RuntimeClassName; rc != nil {
 		t.Errorf("no default, no tool's: runtimeClassName = %q, want unset (the node's runtime)", *rc)
+	}
+}
+
+// The start allowance is added to the Job's and the Pod's activeDeadlineSeconds (whole
+// seconds, rounded up; none when zero), never to the deadline the runner enforces from the
+// body's start, which stays the tool's timeout.
+func TestBuildJobAddsTheStartAllowanceOnlyToThePodsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		allowance time.Duration
+		want      int64
+	}{{0, 90}, {1500 * time.Millisecond, 92}, {30 * time.Second, 120}, {-time.Second, 90}} {
+		opts := DefaultOptions()
+		opts.StartAllowance = tc.allowance
+		job := BuildJob(testJobInput(nil), opts)
+		pod := job.Spec.Template.Spec
+		if *job.Spec.ActiveDeadlineSeconds != tc.want || *pod.ActiveDeadlineSeconds != tc.want {
+			t.Errorf("allowance %v: Job deadline %d, Pod deadline %d; want %d", tc.allowance, *job.Spec.ActiveDeadlineSeconds, *pod.ActiveDeadlineSeconds, tc.want)
+		}
+		if got := envMap(signerIn(pod).Env)[podcontract.EnvDeadlineMs]; got != "90000" {
+			t.Errorf("allowance %v: the runner's deadline %q, want the tool's timeout, 90000 ms", tc.allowance, got)
+		}
 	}
 }

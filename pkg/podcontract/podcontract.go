@@ -78,6 +78,12 @@ const (
 	NoArgsFile = "-"
 	// WarmOn is EnvWarm's value in a warm pool Pod.
 	WarmOn = "1"
+	// EnvDeadlineMs, in a cold or warm Pod's signer container, is the tool's timeout in
+	// milliseconds: the body side stops the tool's process group that long after it started
+	// it, and the signer's own clock checks it. The Pod's activeDeadlineSeconds is that
+	// timeout plus the operator's start allowance (sandbox start-up never spends the tool's
+	// time; docs/bursts.md).
+	EnvDeadlineMs = "TOOLGATE_DEADLINE_MS"
 	// EnvSession ("1", SessionOn) starts the runner in session mode (both containers of a
 	// session Pod): the signer serves the operator's calls one after another over mutual
 	// TLS, the body side runs each and resets the container between them.

@@ -190,6 +190,13 @@ func terminatedOutcome(ctx context.Context, t, signer *corev1.ContainerStateTerm
 		o.Unreadable = err.Error()
 	case f.Reason == frame.ReasonBodyLost:
 		// The signer vouches only that the body side went away: the kubelet says how.
+	case f.Reason == frame.ReasonDeadlineExceeded:
+		// The runner stopped the tool at its timeout (counted from the body's start; the
+		// Pod's activeDeadlineSeconds adds the start allowance), or the signer's own clock
+		// saw it run past: the same reason as the kubelet's kill at the Pod's deadline. The
+		// body's container may have ended with any code by then (a SIGKILL, a body side that
+		// never reported): the signer's word stands.
+		o.Report, o.TerminationReason = ReportOf(f), pipeline.TerminationDeadlineExceeded
 	case f.ExitCode != int(t.ExitCode):
 		o.Unreadable = fmt.Sprintf("the runner reports exit code %d, but the body's container ended with %d", f.ExitCode, t.ExitCode)
 	default:

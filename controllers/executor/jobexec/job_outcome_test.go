@@ -352,6 +352,12 @@ func TestAttemptOutcomeTrustsTheSignerOnlyForWhatItSaw(t *testing.T) {
 	lost := executortest.StdoutFrame(frame.ExitRunnerError, "")
 	lost.Reason, lost.Error = frame.ReasonBodyLost, "gone"
 	lostMsg, _ := executortest.EncodeFrame(executortest.AttemptKey, lost)
+	stopped := executortest.StdoutFrame(143, "partial")
+	stopped.Signal, stopped.Reason, stopped.Error = "SIGTERM", frame.ReasonDeadlineExceeded, "the call ran past its deadline of 1s and was stopped"
+	stoppedMsg, _ := executortest.EncodeFrame(executortest.AttemptKey, stopped)
+	unreported := executortest.StdoutFrame(frame.ExitRunnerError, "")
+	unreported.Reason, unreported.Error = frame.ReasonDeadlineExceeded, "the call ran past its deadline of 1s and was stopped; its end was never reported"
+	unreportedMsg, _ := executortest.EncodeFrame(executortest.AttemptKey, unreported)
 	for _, tc := range []struct {
 		name  string
 		body  *corev1.ContainerStateTerminated
@@ -362,6 +368,10 @@ func TestAttemptOutcomeTrustsTheSignerOnlyForWhatItSaw(t *testing.T) {
 		{"body lost, OOM-killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.NewTime(now)}, lostMsg, true, pipeline.ReasonOOMKilled},
 		{"body lost, killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(now)}, lostMsg, true, pipeline.ReasonExecutionLost},
 		{"success claimed, container killed", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(now)}, executortest.FrameNamed("honest success").Msg, true, pipeline.ReasonResultUnreadable},
+		// The runner stops the tool at its timeout from the body's start (the Pod's deadline
+		// adds the start allowance): the signer's frame says so, whatever the container's code.
+		{"stopped at the tool's timeout by the runner", &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error", FinishedAt: metav1.NewTime(now)}, stoppedMsg, true, pipeline.ReasonDeadlineExceeded},
+		{"past the timeout by the signer's clock, the body killed later", &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(now)}, unreportedMsg, true, pipeline.ReasonDeadlineExceeded},
 		{"signer still running", &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now)}, "", false, ""},
 		{"signer stuck past the grace", &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now.Add(-signerGrace))}, "", true, pipeline.ReasonExecutionLost},
 	} {

@@ -137,7 +137,7 @@ var _ = Describe("A refusal whose message is larger than its field", Label("reje
 })
 
 var _ = Describe("The deadline backstop", Label("rejects"), func() {
-	It("ends a call whose Pod never reports, once the clock passes timeout + grace", func(ctx SpecContext) {
+	It("ends a call whose Pod never reports, once the clock passes timeout + start allowance + grace", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		kubelet.Script("mute", Outcome{Hold: true})
 		create(ctx, MakeTool("mute", ns).Image("example/mute:1").Command("/mute").Timeout(time.Minute).Obj(),
@@ -155,7 +155,7 @@ var _ = Describe("The deadline backstop", Label("rejects"), func() {
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseRunning))
 		}).WithContext(ctx).WithTimeout(ConsistentDuration).Should(Succeed(), "nothing ends it before its deadline")
 
-		fakeClock.Step(time.Minute + controllers.DefaultCallOptions().DeadlineGrace)
+		fakeClock.Step(time.Minute + controllers.DefaultCallOptions().Job.Allowance() + controllers.DefaultCallOptions().DeadlineGrace)
 		poke(ctx, call)
 		done := waitTerminal(ctx, ns, "c")
 		expectFailure(done, "DeadlineExceeded")

@@ -52,7 +52,7 @@ var _ = Describe("Session workspaces of an Immediate storage class", Label("work
 		create(ctx, call)
 		Eventually(func(g Gomega) []string { return claims(ctx, g, ns) }).WithContext(ctx).
 			Should(ContainElement(workspace.ClaimName("coding", AdminUser, "s")))
-		fakeClock.Step(5*time.Second + controllers.DefaultCallOptions().DeadlineGrace)
+		fakeClock.Step(5*time.Second + controllers.DefaultCallOptions().Job.Allowance() + controllers.DefaultCallOptions().DeadlineGrace)
 		poke(ctx, call)
 		done := waitTerminal(ctx, ns, "c")
 		expectFailure(done, v1alpha1.ReasonWorkspaceUnbound)

@@ -211,7 +211,7 @@ var _ = Describe("Session workspaces", Label("workspace"), func() {
 			g.Expect(call).To(HavePhase(v1alpha1.PhaseRunning))
 		}).WithContext(ctx).WithTimeout(ConsistentDuration).Should(Succeed(), "it waits for the claim until its deadline")
 
-		fakeClock.Step(5*time.Second + controllers.DefaultCallOptions().DeadlineGrace)
+		fakeClock.Step(5*time.Second + controllers.DefaultCallOptions().Job.Allowance() + controllers.DefaultCallOptions().DeadlineGrace)
 		poke(ctx, call)
 		done := waitTerminal(ctx, ns, "c")
 		expectFailure(done, v1alpha1.ReasonWorkspaceUnbound)
