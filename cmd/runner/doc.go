@@ -62,6 +62,12 @@
 //	                                               /toolgate/args.json; "-": no file)
 //	TOOLGATE_MAX_OUTPUT        --max-output        stdout bytes kept (default 1048576, at most 4194304)
 //	TOOLGATE_STDERR_TAIL       --stderr-tail       stderr tail bytes kept (default 4096, at most 65536)
+//	TOOLGATE_DEADLINE_MS                           the tool's timeout in ms (0 or unset: none; at most a day):
+//	                                               counted from the tool's start, the body side sends its
+//	                                               process group SIGTERM then, SIGKILL 2 s later; the frame
+//	                                               says DeadlineExceeded, also when the signer's own clock
+//	                                               heard the end after timeout + 2 s or none by timeout + 5 s
+//	                                               (the Pod's activeDeadlineSeconds adds the start allowance)
 //	TOOLGATE_TERMINATION_PATH  --termination-path  termination message file (default /dev/termination-log)
 //	TOOLGATE_RESULT_MARKER     --result-marker     log block marker (default "toolgate-result", [A-Za-z0-9._-]{1,64})
 //	TOOLGATE_SIGNER_SOCKET                         the link's socket file (default /var/run/toolgate-link/signer.sock)
