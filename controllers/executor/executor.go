@@ -51,6 +51,13 @@ type Executor interface {
 	Tidy(ctx context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error)
 }
 
+// PodWaiters is implemented by an executor whose calls may wait on a Pod that carries no
+// mark of them (StoppingPods: a session Pod being deleted): it names the calls that wait on
+// the Pod with key pod, so that the Pod's events wake them as an attempt's own Pod's do.
+type PodWaiters interface {
+	PodWaiters(pod types.NamespacedName) []types.NamespacedName
+}
+
 // FeatureName names a feature (controllers/feature: feature.Name) in a support table.
 type FeatureName string
 

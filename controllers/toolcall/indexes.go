@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
@@ -71,6 +72,27 @@ func podToCall(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// podToCalls maps a Pod to the calls its events wake: the call it runs for (podToCall),
+// and the calls one of execs says wait on it (executor.PodWaiters: a session Pod being
+// deleted carries no mark of the call whose end waits for it to stop).
+func podToCalls(execs []executor.Executor) handler.MapFunc {
+	var waiters []executor.PodWaiters
+	for _, e := range execs {
+		if w, ok := e.(executor.PodWaiters); ok {
+			waiters = append(waiters, w)
+		}
+	}
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := podToCall(ctx, o)
+		for _, w := range waiters {
+			for _, key := range w.PodWaiters(client.ObjectKeyFromObject(o)) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: key})
+			}
+		}
+		return reqs
+	}
 }
 
 // approvalToCall maps a ToolCallApproval to the call it is named after.

@@ -1,13 +1,12 @@
 package toolcall
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/callmemo"
 )
 
 // reviewReuse is how long after admission asked for its live read a result may be reviewed
@@ -26,52 +25,33 @@ const maxHeldReads = 4096
 // heldReads keeps, per call, the registry admission read for it and when admission asked
 // for it (the read started after that), for the call's post-execute review.
 type heldReads struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]heldRead
+	m callmemo.Memo[heldRead]
 }
 
 type heldRead struct {
-	uid   types.UID
 	reg   *registry
 	asked time.Time
 }
 
+// heldLimit bounds the held reads: a read asked for more than reviewReuse before the one
+// put has expired.
+var heldLimit = callmemo.Limit[heldRead]{Max: maxHeldReads, Stale: func(kept, put heldRead) bool {
+	return put.asked.Sub(kept.asked) > reviewReuse
+}}
+
 // put keeps reg, asked for at asked, for call.
 func (h *heldReads) put(call *v1alpha1.ToolCall, reg *registry, asked time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.m == nil {
-		h.m = map[types.NamespacedName]heldRead{}
-	}
-	if len(h.m) >= maxHeldReads {
-		for k, e := range h.m {
-			if asked.Sub(e.asked) > reviewReuse {
-				delete(h.m, k)
-			}
-		}
-		if len(h.m) >= maxHeldReads {
-			return
-		}
-	}
-	h.m[client.ObjectKeyFromObject(call)] = heldRead{uid: call.UID, reg: reg, asked: asked}
+	h.m.PutWithin(call, heldRead{reg: reg, asked: asked}, heldLimit)
 }
 
 // take is admission's read for call when it was asked for no longer than reviewReuse
 // before now; the entry goes either way (one review per read).
 func (h *heldReads) take(call *v1alpha1.ToolCall, now time.Time) (*registry, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	key := client.ObjectKeyFromObject(call)
-	e, ok := h.m[key]
-	delete(h.m, key)
-	if !ok || e.uid != call.UID || now.Sub(e.asked) > reviewReuse {
+	e, ok := h.m.Take(call)
+	if !ok || now.Sub(e.asked) > reviewReuse {
 		return nil, false
 	}
 	return e.reg, true
 }
 
-func (h *heldReads) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.m, key)
-}
+func (h *heldReads) forget(key types.NamespacedName) { h.m.Forget(key) }

@@ -94,7 +94,7 @@ func TestHeldReadsBounded(t *testing.T) {
 	if _, ok := h.take(late, now.Add(reviewReuse+time.Second)); !ok {
 		t.Fatal("expired entries were not dropped to make room")
 	}
-	if len(h.m) != 0 {
-		t.Fatalf("%d expired entries kept", len(h.m))
+	if h.m.Len() != 0 {
+		t.Fatalf("%d expired entries kept", h.m.Len())
 	}
 }

@@ -2,13 +2,12 @@ package toolcall
 
 import (
 	"sort"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
+	"github.com/toolgate/toolgate/controllers/internal/callmemo"
 )
 
 // issuedRevisions remembers the resourceVersion each call of a session had when this
@@ -17,14 +16,7 @@ import (
 // before admission writes the status; a peer's order must not move with it, so a peer
 // patched but not yet admitted is ordered by what was seen before the patch.
 type issuedRevisions struct {
-	mu   sync.Mutex
-	seen map[types.NamespacedName]sighting
-}
-
-// sighting is a call's resourceVersion when first seen, for the call with that UID.
-type sighting struct {
-	uid types.UID
-	rv  string
+	seen callmemo.Memo[string]
 }
 
 // see remembers the call's resourceVersion if it is the first sighting of a session call
@@ -33,16 +25,12 @@ func (s *issuedRevisions) see(call *v1alpha1.ToolCall) {
 	if call.Spec.Session == "" || call.Status.IssuedRevision != "" {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	key := client.ObjectKeyFromObject(call)
-	if got, ok := s.seen[key]; ok && got.uid == call.UID {
-		return
-	}
-	if s.seen == nil {
-		s.seen = map[types.NamespacedName]sighting{}
-	}
-	s.seen[key] = sighting{uid: call.UID, rv: call.ResourceVersion}
+	s.seen.Update(call, func(rv string, seen bool) string {
+		if seen {
+			return rv
+		}
+		return call.ResourceVersion
+	})
 }
 
 // of is the call's order of issue: the recorded status.issuedRevision, else the
@@ -52,10 +40,8 @@ func (s *issuedRevisions) of(call *v1alpha1.ToolCall) string {
 	if call.Status.IssuedRevision != "" {
 		return call.Status.IssuedRevision
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if got, ok := s.seen[client.ObjectKeyFromObject(call)]; ok && got.uid == call.UID {
-		return got.rv
+	if rv, ok := s.seen.Get(call); ok {
+		return rv
 	}
 	return call.ResourceVersion
 }
@@ -74,11 +60,7 @@ func (s *issuedRevisions) stamp(call *v1alpha1.ToolCall) {
 
 // forget drops what is remembered of a call (deleted, or ended: an ended call no longer
 // takes part in its session's order).
-func (s *issuedRevisions) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.seen, key)
-}
+func (s *issuedRevisions) forget(key types.NamespacedName) { s.seen.Forget(key) }
 
 // wellFormed reports whether rv is a resourceVersion KEP-5504 lets clients compare.
 func wellFormed(rv string) bool {

@@ -174,7 +174,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolCall{}).
 		Owns(&batchv1.Job{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCall),
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToCalls(r.executors())),
 			builder.WithPredicates(predicate.NewPredicateFuncs(isToolgateObject))).
 		Watches(&v1alpha1.ToolCallApproval{}, handler.EnqueueRequestsFromMapFunc(approvalToCall)).
 		Watches(&v1alpha1.ToolCall{}, handler.EnqueueRequestsFromMapFunc(r.sessionPeers)).

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/controllers/executor"
+	"github.com/toolgate/toolgate/controllers/internal/callmemo"
 	"github.com/toolgate/toolgate/internal/podspec"
 	"github.com/toolgate/toolgate/pipeline"
 	"github.com/toolgate/toolgate/pkg/podcontract"
@@ -223,41 +223,28 @@ func (s *podStopper) awaitStopped(ctx context.Context, call *v1alpha1.ToolCall, 
 // read next (a Pod that is gone takes its container's start and its reasons with it). In
 // memory: after a restart the outcome is read again from what is left.
 type decidedEnds struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]decidedEnd
+	m callmemo.Memo[decidedEnd]
 }
 
 type decidedEnd struct {
-	uid            types.UID
 	attempt        int32
 	outcome        pipeline.Outcome
 	containerStart time.Time
 }
 
 func (d *decidedEnds) keep(ctx context.Context, call *v1alpha1.ToolCall, o pipeline.Outcome) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil {
-		d.m = map[types.NamespacedName]decidedEnd{}
-	}
 	started, _ := ctx.Value(containerStartKey{}).(time.Time)
-	d.m[client.ObjectKeyFromObject(call)] = decidedEnd{uid: call.UID, attempt: executor.CurrentAttempt(call), outcome: o, containerStart: started}
+	d.m.Put(call, decidedEnd{attempt: executor.CurrentAttempt(call), outcome: o, containerStart: started})
 }
 
 // get is the kept outcome of the call's current attempt, if any.
 func (d *decidedEnds) get(call *v1alpha1.ToolCall) (executor.Step, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, ok := d.m[client.ObjectKeyFromObject(call)]
-	if !ok || e.uid != call.UID || e.attempt != executor.CurrentAttempt(call) {
+	e, ok := d.m.Get(call)
+	if !ok || e.attempt != executor.CurrentAttempt(call) {
 		return executor.Step{}, false
 	}
 	o := e.outcome
 	return executor.Step{Outcome: &o, ContainerStart: e.containerStart}, true
 }
 
-func (d *decidedEnds) forget(key types.NamespacedName) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.m, key)
-}
+func (d *decidedEnds) forget(key types.NamespacedName) { d.m.Forget(key) }

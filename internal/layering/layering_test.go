@@ -120,6 +120,12 @@ var rules = []rule{
 		allowed:   []string{"controllers/internal/coalesce"},
 	},
 	{
+		pkg:       "controllers/internal/callmemo",
+		why:       "the per-call memo is a plain utility: a call's key and uid, no client",
+		forbidden: []string{"sigs.k8s.io/", "k8s.io/client-go", "k8s.io/api/"},
+		allowed:   []string{"controllers/internal/callmemo"},
+	},
+	{
 		pkg:            "controllers/warmpool/...",
 		why:            "the warm pools: controllers (the ToolCall reconciler) uses it, never the reverse",
 		forbiddenExact: []string{controllers},

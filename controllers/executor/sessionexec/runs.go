@@ -67,28 +67,6 @@ type book struct {
 	mu    sync.Mutex
 	users map[types.UID]map[types.UID]bool
 	since map[types.UID]time.Time
-	// stops are the (Pod, call) pairs whose call waits for the Pod to go (stopping.go).
-	stops map[[2]types.UID]bool
-}
-
-// watchStop claims the watch of pod's stop for call: false when one runs already.
-func (b *book) watchStop(pod, call types.UID) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.stops == nil {
-		b.stops = map[[2]types.UID]bool{}
-	}
-	if b.stops[[2]types.UID{pod, call}] {
-		return false
-	}
-	b.stops[[2]types.UID{pod, call}] = true
-	return true
-}
-
-func (b *book) unwatchStop(pod, call types.UID) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.stops, [2]types.UID{pod, call})
 }
 
 func (b *book) busy(pod, call types.UID) {

@@ -27,6 +27,7 @@ import (
 	"github.com/toolgate/toolgate/controllers/executor/execenv"
 	"github.com/toolgate/toolgate/controllers/executor/jobexec"
 	"github.com/toolgate/toolgate/controllers/feature"
+	"github.com/toolgate/toolgate/controllers/internal/callmemo"
 	"github.com/toolgate/toolgate/controllers/internal/events"
 	"github.com/toolgate/toolgate/controllers/netisolation"
 	"github.com/toolgate/toolgate/internal/metrics"
@@ -48,6 +49,9 @@ type Executor struct {
 	runs      runs
 	book      book
 	bindings  bindings
+	// stops are the calls whose end waits for their session Pod to stop: the Pod's key
+	// (StoppingPods, PodWaiters).
+	stops callmemo.Memo[types.NamespacedName]
 }
 
 // New is the session executor of env. transport nil: TLSTransport with this process's
@@ -344,6 +348,7 @@ func (s *Executor) ended(call *v1alpha1.ToolCall, o pipeline.Outcome, run run, r
 func (s *Executor) Release(ctx context.Context, call *v1alpha1.ToolCall, ended v1alpha1.Attempt, _ pipeline.Outcome) {
 	run, _ := s.runs.Get(call.UID)
 	s.runs.done(call.UID)
+	s.stops.Forget(client.ObjectKeyFromObject(call))
 	if run.Note.pod == "" {
 		return
 	}
@@ -379,9 +384,12 @@ func (s *Executor) deleteByName(ctx context.Context, namespace, name, why string
 	}
 }
 
-// Tidy forgets the run of a call that ended; a session Pod outlives its calls (reaper.go
-// deletes it).
-func (s *Executor) Tidy(_ context.Context, _ types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+// Tidy forgets the run and the wait of a call that ended, and the wait of one that is gone;
+// a session Pod outlives its calls (reaper.go deletes it).
+func (s *Executor) Tidy(_ context.Context, key types.NamespacedName, call *v1alpha1.ToolCall) (time.Duration, error) {
+	if call == nil || call.Status.Phase.IsTerminal() {
+		s.stops.Forget(key)
+	}
 	if call != nil && call.Status.Phase.IsTerminal() {
 		s.runs.done(call.UID)
 	}

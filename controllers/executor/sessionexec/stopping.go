@@ -2,69 +2,45 @@ package sessionexec
 
 import (
 	"context"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolgate/toolgate/api/v1alpha1"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// stopPoll is how often a call whose end waits for its session Pod to stop looks whether
-// it has gone (a session Pod carries no mark of its calls, so no Pod event wakes them).
-const stopPoll = 200 * time.Millisecond
-
 // StoppingPods is the session Pod the attempt ran in while it is being deleted (a cancel,
 // an end without the runner's account): the end is recorded once it has stopped. A Pod of
 // that name that is not being deleted is a fresh one, which no longer runs this attempt.
+// While it returns the Pod, the call waits on it (PodWaiters): a session Pod carries no
+// mark of its calls, so only that wakes the call when the Pod stops or goes.
 func (s *Executor) StoppingPods(ctx context.Context, call *v1alpha1.ToolCall, a *v1alpha1.Attempt) ([]*corev1.Pod, error) {
 	if a == nil || a.PodName == "" {
+		s.stops.Forget(client.ObjectKeyFromObject(call))
 		return nil, nil
 	}
+	key := types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}
+	// Noted before the read: an event of the Pod after it wakes the call.
+	s.stops.Put(call, key)
 	// Live: the cache may not show the deletion Stop or ended has just asked for.
 	pod := &corev1.Pod{}
-	err := s.APIReader.Get(ctx, types.NamespacedName{Namespace: call.Namespace, Name: a.PodName}, pod)
+	err := s.APIReader.Get(ctx, key, pod)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
 	case err != nil:
 		return nil, err
-	case pod.Labels[podcontract.LabelSessionPod] == "" || pod.DeletionTimestamp.IsZero():
-		return nil, nil
+	case pod.Labels[podcontract.LabelSessionPod] != "" && !pod.DeletionTimestamp.IsZero():
+		return []*corev1.Pod{pod}, nil
 	}
-	s.wakeWhenGone(call, pod)
-	return []*corev1.Pod{pod}, nil
+	s.stops.Forget(client.ObjectKeyFromObject(call))
+	return nil, nil
 }
 
-// wakeWhenGone wakes the call once the Pod has gone from the cache, or once its grace
-// period and the operator's grace have run out (the reconciler then calls it overdue); one
-// watcher per Pod and call.
-func (s *Executor) wakeWhenGone(call *v1alpha1.ToolCall, pod *corev1.Pod) {
-	if !s.book.watchStop(pod.UID, call.UID) {
-		return
-	}
-	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-	wake := &v1alpha1.ToolCall{}
-	wake.Namespace, wake.Name = call.Namespace, call.Name
-	due := pod.DeletionTimestamp.Add(s.Options.DeadlineGrace)
-	podUID, callUID := pod.UID, call.UID // the goroutine reads neither object: the reconciler writes them
-	go func() {
-		defer s.book.unwatchStop(podUID, callUID)
-		ctx, cancel := context.WithDeadline(context.Background(), due)
-		defer cancel()
-		for ctx.Err() == nil {
-			live := &corev1.Pod{}
-			if err := s.Get(ctx, key, live); apierrors.IsNotFound(err) || err == nil && live.UID != pod.UID {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(stopPoll):
-			}
-		}
-		s.runs.Wakeups() <- ctrlevent.GenericEvent{Object: wake}
-	}()
+// PodWaiters are the calls whose end waits for the session Pod pod to stop
+// (executor.PodWaiters).
+func (s *Executor) PodWaiters(pod types.NamespacedName) []types.NamespacedName {
+	return s.stops.Keys(func(waitsOn types.NamespacedName) bool { return waitsOn == pod })
 }

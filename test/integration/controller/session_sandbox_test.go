@@ -176,7 +176,14 @@ var _ = Describe("Session sandboxes", Label("session", "session-sandbox"), func(
 		}).WithContext(ctx).Should(Succeed())
 
 		Expect(kubelet.EndGrace(ctx, ns, pod)).To(Succeed())
-		h1 := waitTerminal(ctx, ns, "h1")
+		// The Pod's events wake the call (a session Pod carries no mark of its calls: the
+		// executor names them, executor.PodWaiters): it ends promptly, not at its own look
+		// again, which comes only at the Pod's grace period plus DeadlineGrace (35 s).
+		h1 := &v1alpha1.ToolCall{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "h1"}, h1)).To(Succeed())
+			g.Expect(h1).To(BeTerminal(), "%s", Explain(h1))
+		}).WithContext(ctx).WithTimeout(Timeout).Should(Succeed(), "the Pod's stop wakes the call")
 		expectCancelled(h1, pipeline.CancelledWhileRunning)
 		Expect(h1.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("every Pod of the attempt has stopped"))))
 	})
