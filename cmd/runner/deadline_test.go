@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,21 +61,10 @@ func TestColdDeadlineIsTheSignersClock(t *testing.T) {
 		report bool
 	}{"a late clean end": {report: true}, "no end": {report: false}} {
 		t.Run(name, func(t *testing.T) {
-			in := newInvocation(t, podcontract.SignFlag)
-			addr := socketPath(t)
-			in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = addr, abstractName(t)
-			in.env[podcontract.EnvDeadlineMs] = "100"
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd, stderr := startListening(t, in.command(ctx))
-			conn, err := net.Dial("unix", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, cmd, stderr, conn, start := signerWithFakeBody(t, map[string]string{podcontract.EnvDeadlineMs: "100"})
 			defer conn.Close()
-			start, err := readStart(bufio.NewReader(conn))
-			if err != nil || start.DeadlineMs != 100 {
-				t.Fatalf("start %+v %v: want the deadline for the body side", start, err)
+			if start.DeadlineMs != 100 {
+				t.Fatalf("start %+v: want the deadline for the body side", start)
 			}
 			if tc.report {
 				// The body side's clean end, said after the deadline and the kill grace had passed.

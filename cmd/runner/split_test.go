@@ -212,19 +212,7 @@ func TestSplitSignerBoundsTheLink(t *testing.T) {
 		"malformed end":        func(l *linkWriter) { _ = l.send(linkEnd, []byte("{")) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			in := newInvocation(t, podcontract.SignFlag)
-			addr := socketPath(t)
-			in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = addr, abstractName(t)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			cmd, stderr := startListening(t, in.command(ctx))
-			conn, err := net.Dial("unix", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := readStart(bufio.NewReader(conn)); err != nil {
-				t.Fatal(err)
-			}
+			in, cmd, stderr, conn, _ := signerWithFakeBody(t, nil)
 			send(&linkWriter{w: conn})
 			serr := stderr()
 			_ = cmd.Wait()
@@ -278,4 +266,28 @@ func startListening(t *testing.T, cmd *exec.Cmd) (*exec.Cmd, func() []byte) {
 		rest, _ := io.ReadAll(lines)
 		return append(head.Bytes(), rest...)
 	}
+}
+
+// signerWithFakeBody starts a signer (with env added to its own) and connects to it as its
+// body side would; it returns once the signer's start message has been read.
+func signerWithFakeBody(t *testing.T, env map[string]string) (*invocation, *exec.Cmd, func() []byte, net.Conn, linkStartMsg) {
+	t.Helper()
+	in := newInvocation(t, podcontract.SignFlag)
+	addr := socketPath(t)
+	in.env[podcontract.EnvSignerSocket], in.env[podcontract.EnvSignerAbstract] = addr, abstractName(t)
+	for k, v := range env {
+		in.env[k] = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cmd, stderr := startListening(t, in.command(ctx))
+	conn, err := net.Dial("unix", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := readStart(bufio.NewReader(conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, cmd, stderr, conn, start
 }
