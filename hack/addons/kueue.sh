@@ -160,7 +160,8 @@ clientConnection:
   qps: 50
   burst: 100
 # Fair sharing between the ClusterQueues of a Cohort (docs/kueue-local.md, "Fair sharing"): the
-# one with the lowest dominant resource share is admitted from first. The strategies matter
+# one with the lowest dominant resource share is admitted from first (of the moment: requester
+# groups get a borrowing limit, see group below). The strategies matter
 # only for preemption, which the queues turn off. Not admission fair sharing (ordering by
 # LocalQueue usage): in v0.17.0 it rewrites a LocalQueue's status ~50 times a second once a
 # Workload was admitted (measured; the docs say why).
