@@ -9,7 +9,14 @@
 #                                 Pods by attempt label). docs/reports/2026-12-06-bursts-handover.md.
 #   QUEUES=4 hack/bench-burst.sh  each requester its own scope and LocalQueue, into a ClusterQueue
 #                                 of its own in Cohort toolgate (nominal quota 0, borrowing, as
-#                                 make up's toolgate): Kueue's fair sharing between the four.
+#                                 make up's toolgate: hack/addons/kueue.sh group): Kueue's fair
+#                                 sharing between the four.
+#   QUEUES=4 CAP=1 hack/bench-burst.sh  the same, each group borrowing at most a quarter of the
+#                                 Cohort's quota (docs/bursts.md, "Fair shares").
+#   STAGGER=5 ...                 r1's 50 calls created 5 s before the other 150.
+# Shares: at each quarter of the completions (and of the admissions, the Jobs' Resumed events),
+# each requester's count against the mean, in % and in calls; "within 10 %" when every count is
+# within 10 % of the mean at 25, 50 and 75 %.
 source "$(dirname "$0")/../.cluster/cluster.env"
 export PATH="$(cd "$(dirname "$0")/.." && pwd)/bin/k8s:$PATH"
 set -euo pipefail
@@ -21,38 +28,16 @@ for i in 1 2 3 4; do
   kubectl -n $NS create rolebinding burst-r$i --clusterrole=toolgate-agent --serviceaccount=$NS:burst-r$i >/dev/null 2>&1 || true
   subs="$subs\"system:serviceaccount:$NS:burst-r$i\","
 done
-QUEUES=${QUEUES:-1}
+QUEUES=${QUEUES:-1}; CAP=${CAP:-0}
+# A requester group borrows at most the Cohort's quota divided by share (1: all of it).
+share=1; if [ "$CAP" = 1 ]; then share=$QUEUES; fi
 scope_of() { if [ "$QUEUES" -gt 1 ]; then echo "$SC-r$1"; else echo "$SC"; fi; }
 {
   for g in $(seq 1 "$QUEUES"); do
     sc=$SC; queue=toolgate; who="${subs%,}"
     if [ "$QUEUES" -gt 1 ]; then
       sc=$(scope_of "$g"); queue=$sc; who="\"system:serviceaccount:$NS:burst-r$g\""
-      cat <<Y
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $sc, labels: {toolgate.dev/bench-burst: "true"}}
-spec:
-  cohortName: toolgate
-  namespaceSelector: {}
-  queueingStrategy: BestEffortFIFO
-  preemption: {reclaimWithinCohort: Never, withinClusterQueue: Never}
-  resourceGroups:
-  - coveredResources: [cpu, memory, ephemeral-storage, pods]
-    flavors:
-    - name: default
-      resources:
-      - {name: cpu, nominalQuota: 0}
-      - {name: memory, nominalQuota: 0}
-      - {name: ephemeral-storage, nominalQuota: 0}
-      - {name: pods, nominalQuota: 0}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: $sc, namespace: $NS, labels: {toolgate.dev/bench-burst: "true"}}
-spec: {clusterQueue: $sc}
-Y
+      "$(dirname "$0")/addons/kueue.sh" group "$sc" $NS "$share" >&2
     fi
     cat <<Y
 ---
@@ -82,7 +67,11 @@ start=$(date +%s.%N)
 for i in 1 2 3 4; do
   ( for j in $(seq 1 50); do printf -- "---\napiVersion: toolgate.dev/v1alpha1\nkind: ToolCall\nmetadata: {generateName: b$i-, namespace: $NS, labels: {burst: \"$SC\", requester: r$i}}\nspec: {tool: echo, scope: $(scope_of $i), arguments: {n: $j}}\n"; done ) > /tmp/burst-$i.yaml
 done
-for i in 1 2 3 4; do kubectl create -f /tmp/burst-$i.yaml --as=system:serviceaccount:$NS:burst-r$i >/dev/null & done; wait
+# STAGGER=S: r1's calls first, the others' S seconds later (whoever reaches Kueue first).
+for i in 1 2 3 4; do
+  kubectl create -f /tmp/burst-$i.yaml --as=system:serviceaccount:$NS:burst-r$i >/dev/null &
+  if [ "$i" = 1 ] && [ "${STAGGER:-0}" != 0 ]; then wait; sleep "$STAGGER"; fi
+done; wait
 created=$(date +%s.%N)
 echo "created 200 in $(echo "$created - $start" | bc) s, load $(cut -d' ' -f1-3 /proc/loadavg)"
 snap_pid=""; kill_pid=""
@@ -139,8 +128,36 @@ print("Jobs per attempt (count: attempts): %s; Jobs of no recorded attempt: %d"%
 print("Pod starts per attempt (count: attempts): %s; Pods seen %d"%(dict(sorted(sc.items())), len(pods)))
 P
 fi
-python3 - /tmp/burst-$SC.json <<'P'
+# shares(WHAT, [(time, requester)]): each requester's count at 25, 50 and 75 % of the 200 calls,
+# against the mean (in % and in calls), and whether all stay within 10 % of it. Times are whole
+# seconds (API timestamps): the calls of the second a checkpoint falls in count in proportion.
+cat >"$OUT/shares.py" <<'P'
+import collections
+def count(events, k):
+    cnt=collections.Counter(); bysec=collections.defaultdict(list)
+    for t, r in events: bysec[t].append(r)
+    left=k
+    for t in sorted(bysec):
+        rs=bysec[t]; f=min(1.0, left/len(rs))
+        for r in rs: cnt[r]+=f
+        left-=len(rs)*f
+        if left<=0: break
+    return cnt
+def shares(what, events, n=200):
+    out=[]; ok=True
+    rs=sorted(set(r for _, r in events))
+    for frac in (0.25, 0.5, 0.75):
+        k=int(n*frac); cnt=count(events, k); mean=k/4
+        dev=[(cnt[r]-mean)/mean*100 for r in rs]
+        ok=ok and len(events)>=k and all(abs(d)<=10 for d in dev)
+        out.append("first %d %s by requester: %s, %+.0f%% .. %+.0f%% of the mean %.1f (10%%: +/-%.2f calls)"%(
+            k, what, " / ".join("%s %.1f"%(r,cnt[r]) for r in rs), min(dev), max(dev), mean, mean*0.1))
+    out.append("%s shares within 10%% of the mean at 25/50/75%%: %s"%(what, "yes" if ok else "no"))
+    return "\n".join(out)
+P
+PYTHONPATH=$OUT python3 - /tmp/burst-$SC.json <<'P'
 import json,sys,datetime,collections
+from shares import shares
 d=json.load(open(sys.argv[1]))
 ph=collections.Counter(); ends=[]
 def t(s): return datetime.datetime.fromisoformat(s.replace('Z','+00:00')).timestamp()
@@ -150,27 +167,30 @@ for c in d['items']:
 print(dict(ph))
 lat=sorted(e[0] for e in ends); print("time to result p50 %.0fs p95 %.0fs max %.0fs"%(lat[len(lat)//2], lat[int(len(lat)*.95)], lat[-1]))
 ends.sort(key=lambda e:e[2])
-for frac in (0.25,0.5,0.75):
-    k=int(len(ends)*frac); cnt=collections.Counter(e[1] for e in ends[:k]); print("first %d done by requester: %s"%(k, dict(sorted(cnt.items()))))
+print(shares("done", [(e[2], e[1]) for e in ends]))
 P
 # Issue 34 item 4: how much of the tool's timeout sandbox start-up takes once admitted: the
 # Job's Resumed event (activeDeadlineSeconds counts from then) to the kubelet's Started event of
 # the tool container, whole seconds; events, not the Pods, so that Pods the Job controller
 # deleted at their deadline count too. And how many Jobs still ran into activeDeadlineSeconds.
 kubectl -n $NS get events -o json > "$OUT/events.json"
-python3 - /tmp/burst-$SC.json "$OUT/events.json" <<'P'
+PYTHONPATH=$OUT python3 - /tmp/burst-$SC.json "$OUT/events.json" <<'P'
 import json,sys,datetime,collections
-calls={c['metadata']['name'] for c in json.load(open(sys.argv[1]))['items']}
+from shares import shares
+who={c['metadata']['name']:c['metadata']['labels']['requester'] for c in json.load(open(sys.argv[1]))['items']}
+calls=set(who)
 def t(s): return datetime.datetime.fromisoformat(s.replace('Z','+00:00')).timestamp()
 resumed={}; started={}; deadline=set(); pods={}
 for e in json.load(open(sys.argv[2]))['items']:
     o=e['involvedObject']; ts=e.get('lastTimestamp') or e['metadata']['creationTimestamp']
     job=o['name'] if o['kind']=='Job' else o['name'].rsplit('-',1)[0]
     if job.rsplit('-',1)[0] not in calls: continue
-    if o['kind']=='Job' and e['reason']=='Resumed': resumed[job]=t(ts)
+    if o['kind']=='Job' and e['reason']=='Resumed': resumed[job]=min(t(ts), resumed.get(job, t(ts)))
     if o['kind']=='Job' and e['reason']=='DeadlineExceeded': deadline.add(job)
     if o['kind']=='Pod' and e['reason']=='Started' and (o.get('fieldPath') or '').endswith('{tool}'):
         started[job]=t(ts); pods.setdefault(job,set()).add(o['name'])
+# Admission order: each Job's first Resumed event (Kueue admitted it).
+print(shares("admitted", [(t0, who[j.rsplit('-',1)[0]]) for j, t0 in resumed.items()]))
 d=sorted(started[j]-resumed[j] for j in started if j in resumed)
 def q(f): return d[min(len(d)-1,int(len(d)*f))]
 if d:
@@ -178,3 +198,9 @@ if d:
     print("Pods whose tool container started, per Job (events; count: Jobs): %s"%dict(collections.Counter(len(pods.get(j,())) for j in resumed)))
 P
 kubectl delete toolscope,tool -n $NS -l toolgate.dev/bench-burst=true >/dev/null
+if [ "$QUEUES" -gt 1 ]; then
+  for g in $(seq 1 "$QUEUES"); do
+    kubectl -n $NS delete localqueue "$(scope_of "$g")" >/dev/null
+    kubectl delete clusterqueue "$(scope_of "$g")" --wait=false >/dev/null
+  done
+fi

@@ -16,6 +16,8 @@
 #   hack/addons/kueue.sh queues NS...  ResourceFlavor default, Cohort toolgate sized to the node,
 #                                    ClusterQueue toolgate borrowing it, LocalQueue toolgate in each
 #                                    NS (hack/addons/kueue/*.yaml.tmpl)
+#   hack/addons/kueue.sh group NAME NS [N]  a requester group: ClusterQueue NAME in Cohort toolgate
+#                                    (borrowing at most 1/N of its quota), LocalQueue NAME in NS
 #
 # The version comes from hack/tools/kueue/go.mod (a module of its own, `go get -tool`, so Kueue's
 # dependencies, on an older k8s.io set, never enter toolgate's go.mod). docs/kueue-local.md says
@@ -158,7 +160,8 @@ clientConnection:
   qps: 50
   burst: 100
 # Fair sharing between the ClusterQueues of a Cohort (docs/kueue-local.md, "Fair sharing"): the
-# one with the lowest dominant resource share is admitted from first. The strategies matter
+# one with the lowest dominant resource share is admitted from first (of the moment: requester
+# groups get a borrowing limit, see group below). The strategies matter
 # only for preemption, which the queues turn off. Not admission fair sharing (ordering by
 # LocalQueue usage): in v0.17.0 it rewrites a LocalQueue's status ~50 times a second once a
 # Workload was admitted (measured; the docs say why).
@@ -342,6 +345,35 @@ queues() {
   echo "kueue: Cohort toolgate (ClusterQueue toolgate borrows it): cpu ${cpu}m, memory ${mem}Mi, ephemeral-storage ${storage}Mi, pods $pods ($detail); LocalQueue toolgate in: $*"
 }
 
+# group NAME NAMESPACE [N]: a requester group, ClusterQueue NAME in Cohort toolgate and
+# LocalQueue NAME in NAMESPACE (hack/addons/kueue/group.yaml.tmpl), which may borrow at most the
+# Cohort's quota divided by N (default 1: all of it), read from Cohort toolgate (queues first).
+# N groups of N busy at once then each run the same number of Jobs of one size: the shares of
+# completions stay even whatever order their Jobs arrived in (docs/bursts.md, "Fair shares").
+# Idempotent.
+group() {
+  local name="${1:?group NAME NAMESPACE [N]}" ns="${2:?group NAME NAMESPACE [N]}" n="${3:-1}" limits
+  local k=("$kubectl" --kubeconfig "$admin_kubeconfig")
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "kueue: group: N must be a positive integer, not $n" >&2; exit 2; }
+  # One line: CPU MEMORY STORAGE PODS, the Cohort's quotas divided by N, rounded down, in the
+  # units queues writes (m, Mi, Mi, a count).
+  limits="$("${k[@]}" get cohort toolgate -o json | jq -r --argjson n "$n" '
+    def milli: capture("^(?<v>[0-9]+)(?<u>m|Mi|)$") // error("quantity \(.)") |
+      (.v | tonumber) * (if .u == "m" then 1 else 1000 end);
+    def mebi: capture("^(?<v>[0-9]+)(?<u>Mi|Gi)$") // error("quantity \(.)") |
+      (.v | tonumber) * (if .u == "Gi" then 1024 else 1 end);
+    [.spec.resourceGroups[].flavors[] | select(.name == "default") | .resources[] | {(.name): .nominalQuota}] | add |
+    "\((.cpu | tostring | milli) / $n | floor)m \((.memory | mebi) / $n | floor)Mi \((.["ephemeral-storage"] | mebi) / $n | floor)Mi \((.pods | tostring | tonumber) / $n | floor)"
+  ')" || { echo "kueue: group: cannot read Cohort toolgate's quota (run queues first)" >&2; exit 1; }
+  local cpu mem storage pods
+  read -r cpu mem storage pods <<<"$limits"
+  sed -e "s|@NAME@|$name|g" -e "s|@NAMESPACE@|$ns|" -e "s|@N@|$n|" -e "s|@CPU@|$cpu|" \
+    -e "s|@MEMORY@|$mem|" -e "s|@STORAGE@|$storage|" -e "s|@PODS@|$pods|" \
+    -e "s|@LIMITS@|cpu $cpu, memory $mem, ephemeral-storage $storage, pods $pods|" \
+    "$root/hack/addons/kueue/group.yaml.tmpl" | "${k[@]}" apply -f - >/dev/null
+  echo "kueue: requester group $name (ClusterQueue $name, LocalQueue $ns/$name): borrows at most cpu $cpu, memory $mem, ephemeral-storage $storage, pods $pods (Cohort toolgate / $n)"
+}
+
 case "${1:-build}" in
   build) build ;;
   manifests) render_manifests ;;
@@ -350,5 +382,6 @@ case "${1:-build}" in
   stop) stop ;;
   status) status ;;
   queues) shift; queues "$@" ;;
-  *) echo "usage: $0 build|manifests|prepare|start|stop|status|queues NAMESPACE..." >&2; exit 2 ;;
+  group) shift; group "$@" ;;
+  *) echo "usage: $0 build|manifests|prepare|start|stop|status|queues NAMESPACE...|group NAME NAMESPACE [N]" >&2; exit 2 ;;
 esac

@@ -19,6 +19,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -162,6 +165,61 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 			g.Expect(mine.Spec.Suspend).To(HaveValue(BeTrue()))
 		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Succeed())
 	})
+
+	// A requester group from hack/addons/kueue.sh group NAME NS 2: it may borrow at most half of
+	// the Cohort's quota. Three of its Jobs of a fifth each: two run, the third waits although the
+	// Cohort has room for it, and a Job of ClusterQueue toolgate is admitted meanwhile. With the
+	// group made by `group NAME NS 1` (no cap) all three run. Serial: it takes 3/5 of the quota.
+	It("caps a requester group at its share of the Cohort although the rest is idle", Serial, func(ctx SpecContext) {
+		const capped = "e2e-kueue-cap"
+		group := exec.CommandContext(ctx, filepath.Join(root, "hack", "addons", "kueue.sh"), "group", capped, demoNS, "2")
+		group.Env = append(os.Environ(), "KUEUE_ADMIN_KUBECONFIG="+adminCfg)
+		out, err := group.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "kueue.sh group: %s", out)
+		cq := &unstructured.Unstructured{}
+		cq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue"})
+		cq.SetName(capped)
+		lq := &unstructured.Unstructured{}
+		lq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueue"})
+		lq.SetName(capped)
+		lq.SetNamespace(demoNS)
+		for _, o := range []*unstructured.Unstructured{lq, cq} {
+			DeferCleanup(func(ctx SpecContext) {
+				Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
+			})
+		}
+		waitActive(ctx, cq, lq)
+		quota := cohortQuota(ctx, corev1.ResourceCPU)
+		fifth := *resource.NewMilliQuantity(quota.MilliValue()/5, resource.DecimalSI)
+		mem := resource.MustParse("16Mi")
+
+		By(fmt.Sprintf("three Jobs of %s cpu (quota %s) in the group capped at half", fifth.String(), quota.String()))
+		var jobs []*batchv1.Job
+		for range 3 {
+			j := kueueJobIn(capped, "e2e-kueue-cap-", fifth, mem, "sleep", "20")
+			Expect(admin.Create(ctx, j)).To(Succeed())
+			deleteJobAtEnd(j)
+			jobs = append(jobs, j)
+		}
+		admitted := func(g Gomega) int {
+			n := 0
+			for _, j := range jobs {
+				g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(j), j)).To(Succeed())
+				if !ptr.Deref(j.Spec.Suspend, true) {
+					n++
+				}
+			}
+			return n
+		}
+		Eventually(admitted).WithContext(ctx).WithTimeout(kueueAdmitTimeout).WithPolling(poll).Should(Equal(2))
+
+		By("ClusterQueue toolgate's Job is admitted; the group's third keeps waiting")
+		other := kueueJobIn(kueueQueue, "e2e-kueue-beside-", fifth, mem, "true")
+		Expect(admin.Create(ctx, other)).To(Succeed())
+		deleteJobAtEnd(other)
+		waitUnsuspended(ctx, other)
+		Consistently(admitted).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(poll).Should(Equal(2))
+	})
 })
 
 // waitUnsuspended waits until Kueue admitted the Job (it unsuspends it).
@@ -207,8 +265,14 @@ func createFairQueue(ctx context.Context, name string) {
 			Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
 		})
 	}
+	waitActive(ctx, cq, lq)
+}
+
+// waitActive waits until each Kueue queue (ClusterQueue, LocalQueue) reports Active.
+func waitActive(ctx context.Context, queues ...*unstructured.Unstructured) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		for _, o := range []*unstructured.Unstructured{cq, lq} {
+		for _, o := range queues {
 			g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
 			active := false
