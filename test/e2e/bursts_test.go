@@ -101,6 +101,57 @@ var _ = Describe("bursts through Kueue: toolgate's Jobs wait for admission", Lab
 			fmt.Sprintf("%s; %v", waited, sawWaiting))
 	}, SpecTimeout(6*time.Minute))
 
+	// Fair order (docs/bursts.md, "Fair shares"): two requesters, each in a requester group
+	// capped at half of Cohort toolgate (one 500m Job at a time each). The first creates all
+	// its calls before the second creates any; the completions still alternate: at no point
+	// is one requester more than two calls ahead. One queue for both (creation order) puts
+	// all of the first's calls ahead: 6 ahead.
+	It("runs two requesters' bursts in turn, neither ever more than two calls ahead", Serial, func(ctx SpecContext) {
+		requesterGroup(ctx, "e2e-fair-a", 2)
+		requesterGroup(ctx, "e2e-fair-b", 2)
+		scopeA := admissionScope(ctx, "e2e-fair-a", 5*time.Minute)
+		scopeB := admissionScope(ctx, "e2e-fair-b", 5*time.Minute)
+		other := impersonating(scopeServiceAccount(ctx, scopeB, "e2e-fair-"+rand.String(5)))
+		const n = 6
+		who := map[string]string{}
+		var calls []*toolgatev1alpha1.ToolCall
+		for _, r := range []struct {
+			name, scope string
+			c           client.Client
+		}{{"a", scopeA, agent}, {"b", scopeB, other}} {
+			for i := range n {
+				c := issueAs(ctx, r.c, fmt.Sprintf("e2e-fair-%s-%s-%d", r.name, rand.String(4), i), r.scope, "", "echo", map[string]any{"text": "fair"})
+				who[c.Name] = r.name
+				calls = append(calls, c)
+			}
+		}
+		var order []string
+		done := map[string]bool{}
+		Eventually(func(g Gomega) {
+			for _, c := range calls {
+				got := &toolgatev1alpha1.ToolCall{}
+				if done[c.Name] || admin.Get(ctx, client.ObjectKeyFromObject(c), got) != nil || !isTerminal(got.Status.Phase) {
+					continue
+				}
+				done[c.Name] = true
+				order = append(order, who[c.Name])
+			}
+			g.Expect(order).To(HaveLen(2 * n))
+		}).WithContext(ctx).WithTimeout(4 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+		for _, c := range calls {
+			succeeded(waitTerminal(ctx, c, callTimeout))
+		}
+		a, ahead := 0, 0
+		for i, r := range order {
+			if r == "a" {
+				a++
+			}
+			ahead = max(ahead, a-(i+1-a), (i+1-a)-a)
+		}
+		AddReportEntry("bursts: completion order of two capped requester groups", fmt.Sprint(order))
+		Expect(ahead).To(BeNumerically("<=", 2), "completion order %v", order)
+	}, SpecTimeout(6*time.Minute))
+
 	It("ends a call whose Job no queue admits NotAdmitted at its bound, never DeadlineExceeded", func(ctx SpecContext) {
 		scope := admissionScope(ctx, "nobody-serves-this", 5*time.Second)
 		call := createCall(ctx, "echo", scope, map[string]any{"text": "never"})

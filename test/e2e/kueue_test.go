@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -172,23 +173,7 @@ var _ = Describe("Kueue admits Jobs through ClusterQueue toolgate", Label("kueue
 	// group made by `group NAME NS 1` (no cap) all three run. Serial: it takes 3/5 of the quota.
 	It("caps a requester group at its share of the Cohort although the rest is idle", Serial, func(ctx SpecContext) {
 		const capped = "e2e-kueue-cap"
-		group := exec.CommandContext(ctx, filepath.Join(root, "hack", "addons", "kueue.sh"), "group", capped, demoNS, "2")
-		group.Env = append(os.Environ(), "KUEUE_ADMIN_KUBECONFIG="+adminCfg)
-		out, err := group.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "kueue.sh group: %s", out)
-		cq := &unstructured.Unstructured{}
-		cq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue"})
-		cq.SetName(capped)
-		lq := &unstructured.Unstructured{}
-		lq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueue"})
-		lq.SetName(capped)
-		lq.SetNamespace(demoNS)
-		for _, o := range []*unstructured.Unstructured{lq, cq} {
-			DeferCleanup(func(ctx SpecContext) {
-				Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
-			})
-		}
-		waitActive(ctx, cq, lq)
+		requesterGroup(ctx, capped, 2)
 		quota := cohortQuota(ctx, corev1.ResourceCPU)
 		fifth := *resource.NewMilliQuantity(quota.MilliValue()/5, resource.DecimalSI)
 		mem := resource.MustParse("16Mi")
@@ -261,6 +246,30 @@ func createFairQueue(ctx context.Context, name string) {
 	}}
 	for _, o := range []*unstructured.Unstructured{cq, lq} {
 		Expect(admin.Create(ctx, o)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
+		})
+	}
+	waitActive(ctx, cq, lq)
+}
+
+// requesterGroup makes a requester group with hack/addons/kueue.sh group NAME toolgate-demo N
+// (ClusterQueue and LocalQueue name in Cohort toolgate, borrowing at most 1/n of its quota),
+// waits until both are active and deletes them when the spec ends.
+func requesterGroup(ctx context.Context, name string, n int) {
+	GinkgoHelper()
+	group := exec.CommandContext(ctx, filepath.Join(root, "hack", "addons", "kueue.sh"), "group", name, demoNS, strconv.Itoa(n))
+	group.Env = append(os.Environ(), "KUEUE_ADMIN_KUBECONFIG="+adminCfg)
+	out, err := group.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "kueue.sh group: %s", out)
+	cq := &unstructured.Unstructured{}
+	cq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "ClusterQueue"})
+	cq.SetName(name)
+	lq := &unstructured.Unstructured{}
+	lq.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueue"})
+	lq.SetName(name)
+	lq.SetNamespace(demoNS)
+	for _, o := range []*unstructured.Unstructured{lq, cq} {
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(client.IgnoreNotFound(admin.Delete(ctx, o))).To(Succeed())
 		})
