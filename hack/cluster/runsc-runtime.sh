@@ -18,7 +18,10 @@
 # docs/local-cluster-limits.md, "gVisor", says what this does and does not show.
 set -eu
 RUNSC="${0%/hack/cluster/runsc-runtime.sh}/bin/gvisor/runsc" # containerd calls it by its full path
-RUNSC_FLAGS="--host-uds=open"
+# systrap without its fast path: with it, stub threads and the sentry spin on a processor waiting
+# for work, which on this 2-core node takes the processor from the signer and the operator
+# (a session call: 71-90 ms p50 with it, 49-54 ms without; docs/reports/2026-12-06-gvisor-systrap.md).
+RUNSC_FLAGS="--host-uds=open --systrap-disable-fast-path"
 RUNC=/usr/bin/runc
 
 root="" log="" bundle="" cmd=""
