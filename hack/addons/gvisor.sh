@@ -16,29 +16,18 @@ mod="$root/hack/tools/gvisor"
 out="${GVISOR_DIR:-$root/bin/gvisor}"
 bin="$out/runsc"
 
-version() { # the module version pinned in the tools module, plus its go.sum digest
-  local v
-  v="$(cd "$mod" && go list -m -f '{{.Version}}' gvisor.dev/gvisor)"
-  echo "$v+$(sha256sum "$mod/go.sum" | cut -c1-12)"
-}
+# shellcheck source=hack/lib/toolmod.sh
+. "$root/hack/lib/toolmod.sh"
 
+version() { toolmod_version "$mod" gvisor.dev/gvisor; }
+
+# build: static, as gVisor's own release build: runsc re-executes itself inside the sandbox's
+# namespaces and chroot, where no shared library is at hand.
 build() {
-  local ver v start=$SECONDS
+  local ver
   ver="$(version)"
-  if [ -x "$bin" ] && [ "$(cat "$bin.version" 2>/dev/null)" = "$ver" ]; then
-    return
-  fi
-  echo "gvisor: building runsc $ver (first time: minutes)"
-  mkdir -p "$out"
-  v="${ver%%+*}"
-  # Static, as gVisor's own release build: runsc re-executes itself inside the sandbox's
-  # namespaces and chroot, where no shared library is at hand.
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath \
-    -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=module-$v" \
-    -o "$bin.tmp" gvisor.dev/gvisor/runsc)
-  mv -f "$bin.tmp" "$bin"
-  echo "$ver" >"$bin.version"
-  echo "gvisor: built in $((SECONDS - start))s"
+  toolmod_build gvisor "$mod" "$ver" "$bin" \
+    -ldflags "-s -w -X gvisor.dev/gvisor/runsc/version.version=module-${ver%%+*}" gvisor.dev/gvisor/runsc
 }
 
 case "${1:-build}" in
