@@ -34,10 +34,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$DATA/containerd/runc"
-    # gVisor (RuntimeClass gvisor): containerd's runc shim driving runsc through
-    # hack/cluster/runsc-runtime.sh (Debian ships runsc without containerd-shim-runsc-v1; the
-    # wrapper says why it is needed). Platform ptrace, runsc's default in this release: KVM
-    # hangs here (docs/local-cluster-limits.md, "gVisor").
+    # gVisor (RuntimeClass gvisor): containerd's runc shim driving bin/gvisor/runsc (built from
+    # gVisor's Go module, hack/addons/gvisor.sh) through hack/cluster/runsc-runtime.sh, which
+    # says why it is needed. Platform systrap, runsc's default (docs/local-cluster-limits.md,
+    # "gVisor").
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc.options]

@@ -43,8 +43,8 @@ COMPONENTS=(containerd etcd kube-apiserver kube-controller-manager kube-schedule
 K8S_COMPONENTS=(etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy kube-network-policies coredns provisioner)
 # nfacct: only for `down`, to delete the nfacct counters kube-proxy's rules create.
 # nftables: the nft tool, to check and clean up the NetworkPolicy enforcer's tables.
-# runsc: gVisor, the `gvisor` RuntimeClass's handler (containerd's runc shim with runsc as its binary).
-APT_PACKAGES=(containerd runc runsc containernetworking-plugins iptables busybox-static openssl nfacct nftables)
+# (gVisor's runsc is built from its Go module: hack/addons/gvisor.sh.)
+APT_PACKAGES=(containerd runc containernetworking-plugins iptables busybox-static openssl nfacct nftables)
 # The NetworkPolicy enforcer (hack/netpol): its NFQUEUE and its /metrics, /healthz port.
 NETPOL_QUEUE=100
 NETPOL_PORT=10330

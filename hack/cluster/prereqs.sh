@@ -28,7 +28,8 @@ k8s_binaries() {
 missing_binaries() { k8s_binaries --missing "${K8S_COMPONENTS[@]}"; }
 
 # ensure_binaries: build the missing ones from Go modules (minutes when cold), then Kueue's
-# manager and manifests (hack/addons/kueue.sh: its own tools module; a no-op when present).
+# manager and manifests (hack/addons/kueue.sh) and gVisor's runsc (hack/addons/gvisor.sh): each
+# from its own tools module, a no-op when present for the pinned version.
 # make test's prepare step runs this (make cluster-binaries), so its two lanes never build
 # either at once.
 ensure_binaries() {
@@ -42,6 +43,7 @@ ensure_binaries() {
   fi
   "$ROOT/hack/addons/kueue.sh" build || die "building Kueue failed (hack/addons/kueue.sh build)"
   "$ROOT/hack/addons/kueue.sh" manifests >/dev/null || die "rendering Kueue's manifests failed (hack/addons/kueue.sh manifests)"
+  "$ROOT/hack/addons/gvisor.sh" build || die "building gVisor's runsc failed (hack/addons/gvisor.sh build)"
 }
 
 # stale TARGET SOURCE...: TARGET is missing or older than any SOURCE (files or folders).

@@ -21,26 +21,13 @@ run="$root/.cluster/run"
 logs="$root/.cluster/logs"
 query_port="${JAEGER_QUERY_PORT:-16686}"
 
-version() { # the module version pinned in the tools module, plus its go.sum digest
-  local v
-  v="$(cd "$mod" && go list -m -f '{{.Version}}' github.com/jaegertracing/jaeger)"
-  echo "$v+$(sha256sum "$mod/go.sum" | cut -c1-12)"
-}
+# shellcheck source=hack/lib/toolmod.sh
+. "$root/hack/lib/toolmod.sh"
+
+version() { toolmod_version "$mod" github.com/jaegertracing/jaeger; }
 
 build() {
-  local ver start=$SECONDS
-  ver="$(version)"
-  if [ -x "$out" ] && [ "$(cat "$out.version" 2>/dev/null)" = "$ver" ]; then
-    echo "jaeger: $ver present"
-    return
-  fi
-  echo "jaeger: building $ver (first time: minutes)"
-  mkdir -p "$(dirname "$out")"
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" \
-    github.com/jaegertracing/jaeger/cmd/jaeger)
-  mv -f "$out.tmp" "$out"
-  echo "$ver" >"$out.version"
-  echo "jaeger: built in $((SECONDS - start))s"
+  toolmod_build jaeger "$mod" "$(version)" "$out" -ldflags "-s -w" github.com/jaegertracing/jaeger/cmd/jaeger
 }
 
 healthy() {

@@ -10,7 +10,7 @@ cluster-up: ## Start the local cluster (builds what is missing; fast when alread
 	$(CLUSTER) up
 
 .PHONY: cluster-binaries
-cluster-binaries: ## Build the local cluster's binaries (Kubernetes, etcd, add-ons into bin/k8s; Kueue into bin/kueue), as make up would (cached).
+cluster-binaries: ## Build the local cluster's binaries (Kubernetes, etcd, add-ons into bin/k8s; Kueue into bin/kueue; runsc into bin/gvisor), as make up would (cached).
 	$(CLUSTER) binaries
 
 .PHONY: cluster-down
