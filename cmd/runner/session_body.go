@@ -65,10 +65,11 @@ func watchDeadline(d time.Duration, pid int, done, abort <-chan struct{}) func()
 // call exactly as the one-shot body side does (runForSigner), with the container's own
 // environment and the call's variables only, in a process group of its own and within the
 // call's deadline; then it resets the container (resetAfterCall) and reports the end.
-// It runs on one processor (GOMAXPROCS 1): under gVisor's ptrace platform every hand-off
-// between its threads costs host context switches; a call's run (start message to end,
+// It runs on one processor (GOMAXPROCS 1): under gVisor every hand-off between its threads
+// costs host context switches; on the ptrace platform a call's run (start message to end,
 // /tools/echo) took a median 16 ms against 47 ms with two
-// (docs/reports/2026-12-06-session-gvisor.md).
+// (docs/reports/2026-12-06-session-gvisor.md; kept under systrap without its fast path, which
+// the local cluster runs now: docs/reports/2026-12-06-gvisor-systrap.md).
 // It returns 0 when the signer ends the session (the link closes; SIGTERM while idle waits
 // for that, the signer being stopped too), ExitRunnerError when the signer refused a call, the link broke, or the container
 // could not be reset.
