@@ -104,8 +104,11 @@ var _ = Describe("containment: a fork bomb", Label("containment", "pids"), Seria
 		Expect(limit).To(BeNumerically(">", 0), "the kubelet sets no podPidsLimit (hack/cluster/config.sh)")
 
 		// The bomb forks forever in the background; the shell itself outlives the tool's
-		// 20 s timeout, so the call always ends by the deadline whatever the bomb does.
-		call := createCall(ctx, "sh", demoScope, map[string]any{"command": "b(){ b|b& }; b; sleep 60"})
+		// 20 s timeout, so the call always ends by the deadline whatever the bomb does. The
+		// shell's sleep is forked before the bomb and waited for by a builtin: a `sleep`
+		// forked after it failed to fork under a loaded CI run (pids already full), the
+		// shell ended at once and the Pod was gone before its cgroup was read.
+		call := createCall(ctx, "sh", demoScope, map[string]any{"command": "sleep 60 & s=$!; b(){ b|b& }; b; wait $s"})
 
 		By("the Pod's cgroup has the kubelet's pids.max and the bomb fills it")
 		var peak int
