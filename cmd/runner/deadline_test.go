@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
+
 	"github.com/toolgate/toolgate/pkg/frame"
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
@@ -36,8 +38,9 @@ func TestColdDeadlineStopsTheToolsGroupFromItsStart(t *testing.T) {
 			}
 			if b, err := os.ReadFile(pids); err == nil {
 				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-				if pid > 0 && !processEnds(pid, 5*time.Second) {
-					t.Errorf("the tool's background process %d outlived the deadline", pid)
+				if pid > 0 {
+					NewWithT(t).Eventually(func() bool { return processEnded(pid) }).WithTimeout(5*time.Second).
+						WithPolling(10*time.Millisecond).Should(BeTrue(), "the tool's background process %d outlived the deadline", pid)
 				}
 			}
 		})
@@ -53,46 +56,56 @@ func TestColdDeadlineLetsATimelyToolEnd(t *testing.T) {
 	}
 }
 
-// The signer does not take the body side's word for the time: a body side that reports a
-// clean end after the deadline and kill grace, or never reports at all, gets a
-// DeadlineExceeded frame.
-func TestColdDeadlineIsTheSignersClock(t *testing.T) {
-	for name, tc := range map[string]struct {
-		report bool
-	}{"a late clean end": {report: true}, "no end": {report: false}} {
-		t.Run(name, func(t *testing.T) {
-			in, cmd, stderr, conn, start := signerWithFakeBody(t, map[string]string{podcontract.EnvDeadlineMs: "100"})
-			defer conn.Close()
-			if start.DeadlineMs != 100 {
-				t.Fatalf("start %+v: want the deadline for the body side", start)
-			}
-			if tc.report {
-				// The body side's clean end, said after the deadline and the kill grace had passed.
-				time.Sleep(100*time.Millisecond + sessionKillGrace + 200*time.Millisecond)
-				_ = (&linkWriter{w: conn}).sendJSON(linkEnd, linkEndMsg{ExitCode: 0})
-			}
-			serr := stderr()
-			_ = cmd.Wait()
-			o := in.outcome(cmd, nil, serr)
-			if o.frame.Reason != frame.ReasonDeadlineExceeded {
-				t.Fatalf("frame %+v, want DeadlineExceeded by the signer's own clock", o.frame)
-			}
-		})
+// The signer does not take the body side's word for the time: a clean end reported after
+// the deadline and the kill grace is DeadlineExceeded, as is the body side's own word; a
+// call without a deadline never is.
+func TestPastDeadlineIsTheSignersClock(t *testing.T) {
+	const d = time.Second
+	for _, tc := range []struct {
+		name string
+		d    time.Duration
+		took time.Duration
+		end  *linkEndMsg
+		want bool
+	}{
+		{"a clean end in time", d, d, &linkEndMsg{}, false},
+		{"a clean end within the kill grace", d, d + killGrace, &linkEndMsg{}, false},
+		{"a clean end after the kill grace", d, d + killGrace + time.Millisecond, &linkEndMsg{}, true},
+		{"the body side stopped it", d, d / 2, &linkEndMsg{DeadlineExceeded: true}, true},
+		{"no end, after the kill grace", d, d + killGrace + time.Millisecond, nil, true},
+		{"no end, before it", d, d, nil, false},
+		{"no deadline", 0, time.Hour, &linkEndMsg{DeadlineExceeded: true}, false},
+	} {
+		if got := pastDeadline(tc.d, tc.took, tc.end); got != tc.want {
+			t.Errorf("%s: pastDeadline = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 
-// processEnds reports whether pid is gone or a zombie (killed, not reaped: the test's body
-// side is not PID 1) within bound, looking every 10 ms.
-func processEnds(pid int, bound time.Duration) bool {
-	for end := time.Now().Add(bound); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return true
-		}
-		// The state follows the command name's closing parenthesis.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return true
-		}
+// A signer whose body side never reports an end gives up at its bound and signs a
+// DeadlineExceeded frame.
+func TestColdDeadlineBodySideSilent(t *testing.T) {
+	in, cmd, stderr, conn, start := signerWithFakeBody(t, map[string]string{podcontract.EnvDeadlineMs: "100"})
+	defer conn.Close()
+	if start.DeadlineMs != 100 {
+		t.Fatalf("start %+v: want the deadline for the body side", start)
 	}
-	return false
+	serr := stderr()
+	_ = cmd.Wait()
+	o := in.outcome(cmd, nil, serr)
+	if o.frame.Reason != frame.ReasonDeadlineExceeded || !strings.Contains(o.frame.Error, "never reported") {
+		t.Fatalf("frame %+v, want DeadlineExceeded by the signer's own clock", o.frame)
+	}
+}
+
+// processEnded reports whether pid is gone or a zombie (killed, not reaped: the test's body
+// side is not PID 1).
+func processEnded(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command name's closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }

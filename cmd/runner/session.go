@@ -217,14 +217,14 @@ func (s *session) run(cfg config, f frame.Frame) (_ frame.Frame, reason string, 
 	}
 	c := newCapture(cfg, s.stderr)
 	begin := time.Now()
-	bound := time.NewTimer(cfg.deadline + sessionKillGrace + endMargin)
+	bound := time.NewTimer(endBound(cfg.deadline))
 	defer bound.Stop()
 	for {
 		select {
 		case <-s.sigs:
 			s.stopping = true // the body side stops the tool; the call still ends
 		case <-bound.C:
-			err := fmt.Errorf("%w; its end was never reported", errDeadline(cfg.deadline))
+			err := errDeadlineUnreported(cfg.deadline)
 			return failed(f, frame.ReasonDeadlineExceeded, frame.ExitRunnerError, err), frame.ReasonDeadlineExceeded, err
 		case m, ok := <-s.link:
 			switch {
@@ -254,7 +254,7 @@ func (s *session) ended(cfg config, f frame.Frame, c *capture, end linkEndMsg, t
 		f.ExitCode, f.Signal, f.DurationMs, f.OutputLeftOpen = end.ExitCode, boundedSignal(end.Signal), end.DurationMs, end.OutputLeftOpen
 		f = c.fill(f)
 	}
-	if end.DeadlineExceeded || took > cfg.deadline+sessionKillGrace {
+	if pastDeadline(cfg.deadline, took, &end) {
 		err := errDeadline(cfg.deadline)
 		f.Reason, f.Error = frame.ReasonDeadlineExceeded, err.Error()
 		return f, frame.ReasonDeadlineExceeded, err

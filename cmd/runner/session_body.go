@@ -20,16 +20,35 @@ import (
 	"github.com/toolgate/toolgate/pkg/podcontract"
 )
 
-// sessionKillGrace is how long a session call's tool has between the SIGTERM of its
-// deadline and the SIGKILL of its process group.
-const sessionKillGrace = 2 * time.Second
+// killGrace is how long a call's tool has between the SIGTERM of its deadline and the
+// SIGKILL of its process group.
+const killGrace = 2 * time.Second
+
+// pastDeadline is the signer's verdict on a call with deadline d whose body side reported
+// end (nil: no end) took after the start: past it when the body side says it stopped the
+// tool there, or when the signer's own clock saw more than d and the kill grace, whatever
+// the body side says. No deadline (d ≤ 0): never.
+func pastDeadline(d, took time.Duration, end *linkEndMsg) bool {
+	if d <= 0 {
+		return false
+	}
+	return end != nil && end.DeadlineExceeded || took > d+killGrace
+}
+
+// endBound is how long the signer waits for the body side's end of a call with deadline d.
+func endBound(d time.Duration) time.Duration { return d + killGrace + endMargin }
 
 func errDeadline(d time.Duration) error {
 	return fmt.Errorf("the call ran past its deadline of %v and was stopped", d)
 }
 
+// errDeadlineUnreported: past the deadline, and the body side never said how the call ended.
+func errDeadlineUnreported(d time.Duration) error {
+	return fmt.Errorf("%w; its end was never reported", errDeadline(d))
+}
+
 // watchDeadline enforces a session call's deadline d on the process group of pid: at d,
-// SIGTERM to the group, sessionKillGrace later SIGKILL, unless done closes first; abort
+// SIGTERM to the group, killGrace later SIGKILL, unless done closes first; abort
 // closed (the signer went away mid-call) is SIGKILL at once. The function it returns
 // reports whether the deadline came. No deadline (d ≤ 0): nothing.
 func watchDeadline(d time.Duration, pid int, done, abort <-chan struct{}) func() bool {
@@ -50,7 +69,7 @@ func watchDeadline(d time.Duration, pid int, done, abort <-chan struct{}) func()
 		}
 		overran.Store(true)
 		killGroup(pid, syscall.SIGTERM)
-		t.Reset(sessionKillGrace)
+		t.Reset(killGrace)
 		select {
 		case <-done:
 		case <-t.C:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -172,15 +171,15 @@ func runRemote(cfg config, f frame.Frame, ln net.Listener, sigs <-chan os.Signal
 	}
 	begin := time.Now()
 	if cfg.deadline > 0 {
-		_ = conn.SetReadDeadline(begin.Add(cfg.deadline + sessionKillGrace + endMargin))
+		_ = conn.SetReadDeadline(begin.Add(endBound(cfg.deadline)))
 	}
 	c := newCapture(cfg, stderr)
 	end, ok := receive(conn, c.outW, c.errsW)
 	c.close()
 	took := time.Since(begin)
 	switch {
-	case !ok && cfg.deadline > 0 && took > cfg.deadline+sessionKillGrace:
-		err := fmt.Errorf("%w; its end was never reported", errDeadline(cfg.deadline))
+	case !ok && pastDeadline(cfg.deadline, took, nil):
+		err := errDeadlineUnreported(cfg.deadline)
 		return failed(f, frame.ReasonDeadlineExceeded, frame.ExitRunnerError, err)
 	case !ok:
 		return failed(f, frame.ReasonBodyLost, frame.ExitRunnerError, errBodyLost)
@@ -190,7 +189,7 @@ func runRemote(cfg config, f frame.Frame, ln net.Listener, sigs <-chan os.Signal
 	}
 	f.ExitCode, f.Signal, f.DurationMs, f.OutputLeftOpen = end.ExitCode, boundedSignal(end.Signal), end.DurationMs, end.OutputLeftOpen
 	f = c.fill(f)
-	if cfg.deadline > 0 && (end.DeadlineExceeded || took > cfg.deadline+sessionKillGrace) {
+	if pastDeadline(cfg.deadline, took, &end) {
 		// The body side stopped the tool at its deadline, or the signer's own clock says it
 		// ran past it, whatever the body side reports.
 		f.Reason, f.Error = frame.ReasonDeadlineExceeded, errDeadline(cfg.deadline).Error()
