@@ -54,6 +54,10 @@ type Call struct {
 	TestHoldBeforeJobCreate time.Duration
 }
 
+// JobGrace is what a Job attempt's deadline adds to the tool's timeout: the start
+// allowance its activeDeadlineSeconds adds (the tool may start that late) and DeadlineGrace.
+func (c Call) JobGrace() time.Duration { return c.Job.Allowance() + c.DeadlineGrace }
+
 // Session configures session sandbox Pods: how long one is kept idle, how many may run,
 // and who may reach their signers.
 type Session struct {

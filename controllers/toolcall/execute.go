@@ -163,8 +163,7 @@ func (r *Reconciler) tidyExecutions(ctx context.Context, key types.NamespacedNam
 // wait included (the Job executor itself counts the timeout from admission: jobDeadline),
 // and the start allowance a Job's activeDeadlineSeconds adds (the tool may start that late).
 func (r *Reconciler) attemptDeadline(call *v1alpha1.ToolCall) time.Time {
-	allowance := r.Options.Job.Allowance()
-	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.DeadlineGrace+allowance).Add(admissionWait(r.Client, r.Options, call))
+	return executor.AttemptDeadline(call, r.Clock.Now(), r.Options.JobGrace()).Add(admissionWait(r.Client, r.Options, call))
 }
 
 // admissionWait is the bound on the wait for admission of the call's Jobs (0: they start

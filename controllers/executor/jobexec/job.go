@@ -134,9 +134,9 @@ func (j *Executor) Start(ctx context.Context, call *v1alpha1.ToolCall) (executor
 // timeout is never spent before admission, a Job created late included.
 func (j *Executor) startDeadline(call *v1alpha1.ToolCall, a *podspec.Admission) time.Time {
 	if a == nil {
-		return j.AttemptDeadline(call).Add(j.Options.Job.Allowance())
+		return executor.AttemptDeadline(call, j.Clock.Now(), j.Options.JobGrace())
 	}
-	return executor.AdmittedDeadline(call, time.Time{}, maxWaitOf(*a), j.Clock.Now(), j.Options.DeadlineGrace+j.Options.Job.Allowance())
+	return executor.AdmittedDeadline(call, time.Time{}, maxWaitOf(*a), j.Clock.Now(), j.Options.JobGrace())
 }
 
 // createRefused decides what a refused Job create means. An object the API server will

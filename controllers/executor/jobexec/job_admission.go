@@ -29,18 +29,17 @@ const slotPoll = time.Second
 // jobDeadline is when the operator ends the attempt of job if nobody reported on it: from
 // the attempt's start for a Job that started at once, from its admission for one that
 // waited (executor.AdmittedDeadline), so the tool's timeout is never spent waiting.
-// Both add the start allowance, as the Job's activeDeadlineSeconds does.
+// Both add options.Call.JobGrace (the start allowance and the operator's grace).
 func (j *Executor) jobDeadline(call *v1alpha1.ToolCall, job *batchv1.Job) time.Time {
-	allowance := j.Options.Job.Allowance()
 	a, gated := podspec.JobAdmission(job)
 	if !gated {
-		return j.AttemptDeadline(call).Add(allowance)
+		return executor.AttemptDeadline(call, j.Clock.Now(), j.Options.JobGrace())
 	}
 	var admitted time.Time
 	if !podspec.JobSuspended(job) && job.Status.StartTime != nil {
 		admitted = job.Status.StartTime.Time
 	}
-	return executor.AdmittedDeadline(call, admitted, maxWaitOf(a), j.Clock.Now(), j.Options.DeadlineGrace+allowance)
+	return executor.AdmittedDeadline(call, admitted, maxWaitOf(a), j.Clock.Now(), j.Options.JobGrace())
 }
 
 // waitForAdmission handles an attempt whose Job waits, suspended and without a Pod, for
